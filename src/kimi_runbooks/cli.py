@@ -1,0 +1,129 @@
+"""`kimi-runbooks` console script: plan launches, run the emulator, check params."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from .catalog import ParamsError, load_catalog
+from .plan_view import format_plan
+from .recipes import DEFAULT_SGLANG_VERSION, PlanConfig, plan
+
+EXIT_INVALID = 2
+
+
+def _add_plan_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--platform", required=True, help="platform id (params/platforms)")
+    p.add_argument("--model", help="model id (params/models); default: the platform recipe's")
+    p.add_argument("--deployment", help="published multi-role deployment id (params/deployments)")
+    p.add_argument("--tp", type=int)
+    p.add_argument("--dp", type=int)
+    p.add_argument("--ep", type=int)
+    p.add_argument("--pp", type=int)
+    p.add_argument("--enable-dp-attention", action="store_true", default=None)
+    p.add_argument("--quantization")
+    p.add_argument("--kv-cache-dtype")
+    p.add_argument("--mem-fraction-static", type=float)
+    p.add_argument("--context-length", type=int)
+    p.add_argument("--no-reasoning-parser", action="store_true")
+    p.add_argument("--no-tool-call-parser", action="store_true")
+    p.add_argument("--speculative", action="store_true", help="EAGLE3 speculative decoding")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=30000)
+    p.add_argument("--api-key-env", help="NAME of the env var holding the API key")
+    p.add_argument("--model-path", help="local weights directory instead of the hub id")
+    p.add_argument("--nnodes", type=int)
+    p.add_argument("--node-ip", action="append", default=[], dest="node_ips")
+    p.add_argument("--sglang-version", default=DEFAULT_SGLANG_VERSION)
+    p.add_argument("--allow", action="append", default=[], metavar="RULE_ID",
+                   help="turn this rule's error into a recorded warning")
+    p.add_argument("--extra-arg", action="append", default=[], dest="extra_args",
+                   help="pass one more raw argument to the server (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+
+
+def config_from_args(args: argparse.Namespace) -> PlanConfig:
+    fields: dict[str, Any] = {
+        name: getattr(args, name)
+        for name in (
+            "platform", "model", "deployment", "tp", "dp", "ep", "pp", "enable_dp_attention",
+            "quantization", "kv_cache_dtype", "mem_fraction_static", "context_length",
+            "speculative", "host", "port", "api_key_env", "model_path", "nnodes", "node_ips",
+            "sglang_version", "allow", "extra_args",
+        )
+    }
+    if args.no_reasoning_parser:
+        fields["reasoning_parser"] = None
+    if args.no_tool_call_parser:
+        fields["tool_call_parser"] = None
+    return PlanConfig(**{k: v for k, v in fields.items() if v is not None})
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    try:
+        launch = plan(config_from_args(args))
+    except ValidationError as exc:
+        for err in exc.errors():
+            print(f"error: {'.'.join(map(str, err['loc']))}: {err['msg']}", file=sys.stderr)
+        return EXIT_INVALID
+    except ParamsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.json:
+        print(json.dumps(launch.as_dict(), indent=2))
+    else:
+        print(format_plan(launch))
+    for err in launch.errors:
+        print(f"error: {err}", file=sys.stderr)
+    return 0 if launch.ok else EXIT_INVALID
+
+
+def cmd_validate_params(args: argparse.Namespace) -> int:
+    try:
+        catalog = load_catalog(args.params_dir)
+    except ParamsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    print(
+        f"params OK: {len(catalog.platforms)} platforms, {len(catalog.models)} models, "
+        f"{len(catalog.rules)} rules, {len(catalog.deployments)} deployments, "
+        f"{len(catalog.scenarios)} scenarios, {len(catalog.references)} references"
+    )
+    return 0
+
+
+def cmd_emulator(argv: list[str]) -> int:
+    from .emulator.cli import main as emulator_main
+
+    return emulator_main(argv) or 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kimi-runbooks", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_plan = sub.add_parser("plan", help="validate a configuration and print its launch plan")
+    _add_plan_args(p_plan)
+    p_plan.set_defaults(func=cmd_plan)
+    p_val = sub.add_parser("validate-params", help="load and validate every file under params/")
+    p_val.add_argument("--params-dir")
+    p_val.set_defaults(func=cmd_validate_params)
+    sub.add_parser("emulator", help="run the SGLang emulator (see `kimi-runbooks emulator --help`)",
+                   add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "emulator":
+        return cmd_emulator(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

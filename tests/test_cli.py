@@ -1,0 +1,65 @@
+"""The `kimi-runbooks` console script, run as a user would (subprocess)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kimi_runbooks.cli", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_mi350x_tp8_exits_2_with_the_aiter_reason():
+    proc = run("plan", "--platform", "mi350x", "--tp", "8")
+    assert proc.returncode == 2
+    assert "amd-aiter-mla-heads" in proc.stderr and "heads_per_gpu % 16" in proc.stderr
+
+
+def test_nvfp4_on_h200_exits_2_with_the_reason():
+    proc = run("plan", "--platform", "h200", "--model", "kimi-k2.6-nvfp4")
+    assert proc.returncode == 2
+    assert "nvfp4-needs-blackwell" in proc.stderr and "Blackwell" in proc.stderr
+
+
+def test_json_has_the_documented_fields():
+    proc = run("plan", "--platform", "mi350x", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert isinstance(data["command"], str) and isinstance(data["argv"], list)
+    assert data["env"] == {"SGLANG_USE_AITER": "1", "SGLANG_ROCM_FUSED_DECODE_MLA": "0"}
+    assert data["docker"].startswith("docker run")
+    assert data["nodes"] == []
+    assert data["memory"]["kv_bytes_per_token"] == 35136
+    assert data["memory"]["weights_gib_per_device"] > 0 and data["memory"]["kv_pool_tokens"] > 0
+    assert data["errors"] == []
+
+
+def test_json_on_an_invalid_config_still_prints_and_exits_2():
+    proc = run("plan", "--platform", "mi350x", "--tp", "8", "--json")
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["errors"]
+
+
+def test_multi_node_platform_lists_node_commands():
+    data = json.loads(run("plan", "--platform", "ascend-a3", "--json").stdout)
+    assert len(data["nodes"]) == 2 and data["docker"] is None
+
+
+def test_allow_flag_and_unknown_platform():
+    assert run("plan", "--platform", "mi350x", "--tp", "8", "--nnodes", "2", "--allow", "amd-aiter-mla-heads").returncode == 0
+    proc = run("plan", "--platform", "h100")
+    assert proc.returncode == 2 and "Valid platform ids" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("bad", [["--tp", "0"], ["--mem-fraction-static", "abc"]])
+def test_bad_values_are_clear_errors(bad):
+    proc = run("plan", "--platform", "h200", *bad)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_validate_params():
+    proc = run("validate-params")
+    assert proc.returncode == 0 and "10 platforms" in proc.stdout
