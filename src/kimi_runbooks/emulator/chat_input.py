@@ -1,0 +1,104 @@
+"""Reads a validated chat request into a Conversation and counts its prompt tokens.
+
+Prompt tokens approximate Kimi's chat template: a few template tokens per message,
+the text, each image's vision tokens, prior tool calls, and the tool declarations.
+Images are checked here so a broken one is a 400 before anything is scheduled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .content import Conversation, ToolSpec
+from .errors import ApiError
+from .images import ImageError, ImageInfo, inspect_image_url
+from .protocol import ChatMessage, ChatRequest
+from .tokenizer import count_tokens
+
+TOKENS_PER_MESSAGE = 3      # <|im_start|>role<|im_middle|> ... <|im_end|>
+TOKENS_PER_IMAGE_WRAP = 2   # media begin/end markers
+TOKENS_GENERATION_PROMPT = 3
+
+
+@dataclass
+class ChatInput:
+    conversation: Conversation
+    prompt_tokens: int
+
+
+def read_chat(req: ChatRequest) -> ChatInput:
+    tools = [ToolSpec(t.function.name, t.function.description or "", t.function.parameters or {})
+             for t in req.tools or []]
+    convo = Conversation(tools=tools, tool_choice=_tool_choice(req))
+    tokens = TOKENS_GENERATION_PROMPT
+    if req.tools:
+        declared = [t.model_dump(exclude_none=True) for t in req.tools]
+        tokens += 4 + count_tokens(json.dumps(declared, ensure_ascii=False))
+    for index, message in enumerate(req.messages):
+        text, images = _message_parts(message, index)
+        tokens += _message_tokens(message, text, images)
+        if message.role == "user":
+            convo.last_user_text = text
+            convo.images = images
+    convo.last_role = req.messages[-1].role
+    convo.tool_results = _trailing_tool_results(req.messages)
+    return ChatInput(conversation=convo, prompt_tokens=tokens)
+
+
+def _tool_choice(req: ChatRequest):
+    choice = req.tool_choice
+    if choice is None:
+        return "auto"
+    if isinstance(choice, str):
+        return choice
+    return {"type": "function", "function": {"name": choice.function.name}}
+
+
+def _message_parts(message: ChatMessage, index: int) -> tuple[str, list[ImageInfo]]:
+    if message.content is None or isinstance(message.content, str):
+        return message.content or "", []
+    texts, images = [], []
+    for part_index, part in enumerate(message.content):
+        if part.type == "text":
+            texts.append(part.text or "")
+        else:
+            try:
+                images.append(inspect_image_url(part.image_url.url))
+            except ImageError as exc:
+                raise ApiError(str(exc), 400,
+                               f"messages.{index}.content.{part_index}.image_url") from None
+    return "\n".join(texts), images
+
+
+def _message_tokens(message: ChatMessage, text: str, images: list[ImageInfo]) -> int:
+    tokens = TOKENS_PER_MESSAGE + count_tokens(text)
+    tokens += sum(img.tokens + TOKENS_PER_IMAGE_WRAP for img in images)
+    for call in message.tool_calls or []:
+        tokens += 3 + count_tokens(call.function.name or "") + count_tokens(call.function.arguments or "")
+    return tokens
+
+
+def _trailing_tool_results(messages: list[ChatMessage]) -> list[tuple[str, str]]:
+    """Tool results after the last assistant turn, with the tool name each answers."""
+    names = {}
+    for message in messages:
+        for call in message.tool_calls or []:
+            if call.id:
+                names[call.id] = call.function.name or ""
+    results = []
+    for message in reversed(messages):
+        if message.role != "tool":
+            break
+        text, _ = _message_parts(message, 0)
+        name = message.name or names.get(message.tool_call_id or "", "") \
+            or _name_from_id(message.tool_call_id)
+        results.append((name, text))
+    return list(reversed(results))
+
+
+def _name_from_id(call_id: str | None) -> str:
+    """functions.get_weather:0 -> get_weather."""
+    if call_id and call_id.startswith("functions.") and ":" in call_id:
+        return call_id[len("functions."):].rsplit(":", 1)[0]
+    return ""

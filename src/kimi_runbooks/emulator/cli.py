@@ -1,0 +1,186 @@
+"""Command line: ``python -m kimi_runbooks.emulator --host 127.0.0.1 --port 30000 ...``.
+
+Besides its own flags it accepts any other SGLang launch flag (``--tp-size 8``,
+``--kv-cache-dtype fp8_e4m3``, ...) and reports it in /server_info, so a deploy stage
+can hand the emulator the same argv it would give ``sglang serve``.  The API key is
+never taken on the command line: ``--api-key-env VAR`` names the variable holding it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from .latency import DEFAULT_PROFILE, LatencyProfile, profile_from_references
+from .settings import FAULT_KINDS, EmulatorSettings, parse_fault
+from .startup import BANNER, log_line
+
+log = logging.getLogger("kimi_runbooks.emulator")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m kimi_runbooks.emulator",
+        description="SGLang emulator: speaks SGLang's HTTP API as Kimi-K2.6 would (EMULATED).",
+        allow_abbrev=False)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=30000)
+    p.add_argument("--profile", default="default",
+                   help="platform id whose speed references set the latency model, or 'default'")
+    p.add_argument("--params-dir", type=Path, default=None, help="params/ folder (references)")
+    p.add_argument("--model", "--served-model-name", dest="model", default="moonshotai/Kimi-K2.6")
+    p.add_argument("--model-path", default=None)
+    p.add_argument("--time-scale", type=float, default=1.0,
+                   help="multiply every simulated duration (0.01 = 100x faster)")
+    p.add_argument("--fault", default=None, help=f"one of: {', '.join(FAULT_KINDS)} (kind[=value])")
+    p.add_argument("--api-key-env", default=None,
+                   help="name of the environment variable holding the API key")
+    p.add_argument("--startup-seconds", type=float, default=0.0)
+    p.add_argument("--ttft-ms", type=float, default=None, help="override: TTFT base (ms)")
+    p.add_argument("--ttft-per-1k-ms", type=float, default=None,
+                   help="override: extra TTFT per 1K input tokens (ms)")
+    p.add_argument("--itl-ms", type=float, default=None, help="override: ITL base (ms)")
+    p.add_argument("--itl-per-running-ms", type=float, default=None,
+                   help="override: extra ITL per running request (ms)")
+    p.add_argument("--max-total-num-tokens", type=int, default=None)
+    p.add_argument("--max-running-requests", type=int, default=None)
+    p.add_argument("--context-length", type=int, default=None)
+    p.add_argument("--seed", "--random-seed", dest="seed", type=int, default=0)
+    p.add_argument("--log-level", default="warning")
+    return p
+
+
+def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings, argparse.Namespace]:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    launch_args = sglang_extra_args(extra, parser)
+    try:
+        fault = parse_fault(args.fault)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.time_scale <= 0:
+        parser.error("--time-scale must be positive")
+    profile = _profile(args)
+    if args.context_length:
+        launch_args["context_length"] = args.context_length
+    settings = EmulatorSettings(
+        host=args.host, port=args.port, model=args.model, model_path=args.model_path,
+        profile=profile, time_scale=args.time_scale, fault=fault,
+        api_key=_api_key(args.api_key_env, parser), startup_seconds=args.startup_seconds,
+        seed=args.seed, launch_args=launch_args)
+    return settings, args
+
+
+def sglang_extra_args(extra: Sequence[str], parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """``--tp-size 8 --enable-dp-attention`` -> {"tp_size": 8, "enable_dp_attention": True}."""
+    out: dict[str, Any] = {}
+    items = list(extra)
+    i = 0
+    while i < len(items):
+        flag = items[i]
+        if not flag.startswith("--"):
+            parser.error(f"unexpected argument {flag!r}")
+        name, _, inline = flag[2:].partition("=")
+        key = name.replace("-", "_")
+        if key == "api_key":
+            parser.error("pass the API key through --api-key-env VAR, never on the command line")
+        if inline:
+            out[key] = _typed(inline)
+            i += 1
+        elif i + 1 < len(items) and not items[i + 1].startswith("--"):
+            out[key] = _typed(items[i + 1])
+            i += 2
+        else:
+            out[key] = True
+            i += 1
+    return out
+
+
+def _typed(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False, "none": None}.get(text.lower(), text)
+
+
+def _api_key(env_name: str | None, parser: argparse.ArgumentParser) -> str | None:
+    if not env_name:
+        return None
+    value = os.environ.get(env_name)
+    if not value:
+        parser.error(f"--api-key-env {env_name}: that environment variable is empty or unset")
+    return value
+
+
+def default_params_dir() -> Path:
+    env = os.environ.get("KIMI_RUNBOOKS_PARAMS")
+    if env:
+        return Path(env)
+    cwd = Path.cwd() / "params"
+    return cwd if cwd.is_dir() else Path(__file__).resolve().parents[3] / "params"
+
+
+def _profile(args: argparse.Namespace) -> LatencyProfile:
+    from dataclasses import replace
+
+    profile = DEFAULT_PROFILE
+    if args.profile and args.profile.lower() != "default":
+        profile = profile_from_references(args.profile, args.params_dir or default_params_dir())
+        if profile is DEFAULT_PROFILE:
+            log.warning("platform %r has no speed references: using the default latency profile",
+                        args.profile)
+    overrides = {
+        "ttft_base_ms": args.ttft_ms, "ttft_per_1k_input_ms": args.ttft_per_1k_ms,
+        "itl_base_ms": args.itl_ms, "itl_per_running_ms": args.itl_per_running_ms,
+        "max_total_num_tokens": args.max_total_num_tokens,
+        "max_running_requests": args.max_running_requests,
+    }
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    for key, value in overrides.items():
+        if value < 0 or (key.startswith("max_") and value < 1):
+            raise SystemExit(f"latency override {key}={value} must be positive")
+    if overrides:
+        profile = replace(profile, **overrides, source=f"{profile.source} + command-line overrides")
+    return profile
+
+
+OOM_TAIL = """Traceback (most recent call last):
+  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2911, in run_scheduler_process
+    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)
+  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 812, in load_model
+    self.model = get_model(model_config=self.model_config, load_config=self.load_config)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 0 has a total capacity of 139.81 GiB of which 1.21 GiB is free. Process has 138.59 GiB memory in use. (emulated fault crash-on-start)
+[TP0] Scheduler hit an exception: torch.OutOfMemoryError: CUDA out of memory.
+Received sigquit from a child process. It usually means the child failed."""
+
+
+def crash_on_start(settings: EmulatorSettings) -> int:
+    """Emulate a launch that dies while loading weights: log, OOM traceback, exit 1."""
+    log_line(BANNER)
+    log_line("Load weight begin. avail mem=139.02 GB")
+    time.sleep(min(max(0.5 * settings.time_scale, 0.05), 2.0))
+    print(OOM_TAIL, file=sys.stderr, flush=True)
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    settings, args = parse_settings(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+                        format="[%(asctime)s] %(levelname)s %(message)s")
+    if settings.fault_is("crash-on-start"):
+        return crash_on_start(settings)
+    import uvicorn
+
+    from .app import create_app
+
+    log.warning("latency profile: %s", settings.profile)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
+                log_level=str(args.log_level).lower(), access_log=False)
+    return 0

@@ -1,0 +1,301 @@
+"""What the emulated model says: deterministic replies shaped like Kimi-K2.6's.
+
+The emulator has no model, so replies are written from the request itself: the
+same request always gets the same reply (seeded from its content), and a handful
+of prompts a runbook's feature probes send get answers that *look right* to a
+checker (a numeric comparison answered correctly, a weather question turned into a
+get_weather call, a tool result restated).  Everything else gets filler that says
+it is emulated.  All text here was written for this project.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from .images import ImageInfo
+from .tokenizer import tokenize
+from .toolargs import Hints, arguments_for
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A function tool as declared in the request."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Conversation:
+    """The parts of a chat request that decide the reply."""
+
+    last_role: str = "user"
+    last_user_text: str = ""
+    images: list[ImageInfo] = field(default_factory=list)
+    tools: list[ToolSpec] = field(default_factory=list)
+    tool_choice: Any = "auto"           # "auto" | "none" | "required" | {"function": {"name"}}
+    tool_results: list[tuple[str, str]] = field(default_factory=list)  # (tool name, content)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    index: int
+    name: str
+    arguments: str
+
+    @property
+    def id(self) -> str:
+        """Kimi's tool-call id convention: functions.<name>:<index>."""
+        return f"functions.{self.name}:{self.index}"
+
+
+@dataclass
+class Reply:
+    """A natural (untruncated) reply: thinking, visible answer, tool calls."""
+
+    reasoning: str
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+def seeded_rng(*parts: Any) -> random.Random:
+    """A random generator fixed by the request's content (and the server seed)."""
+    blob = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
+    digest = hashlib.blake2b(blob.encode("utf-8", "replace"), digest_size=8).digest()
+    return random.Random(int.from_bytes(digest, "big"))
+
+
+# ---------------------------------------------------------------- chat replies
+
+def chat_reply(convo: Conversation, rng: random.Random, bad_tool_json: bool = False) -> Reply:
+    """Pick the reply kind for a chat turn and write it."""
+    if convo.last_role == "tool" and convo.tool_results:
+        return _tool_result_reply(convo, rng)
+    tool = _choose_tool(convo)
+    if tool is not None:
+        return _tool_call_reply(convo, tool, bad_tool_json)
+    comparison = numeric_comparison(convo.last_user_text)
+    if comparison is not None:
+        return comparison
+    if convo.images:
+        return _image_reply(convo, rng)
+    return _generic_reply(convo.last_user_text, rng)
+
+
+def _generic_reply(text: str, rng: random.Random) -> Reply:
+    topic = topic_of(text)
+    reasoning = (f'The user wrote: "{topic}". No tool is needed, so a short direct answer is enough. '
+                 + filler_text(rng, rng.randint(1, 2)))
+    content = f"Emulated answer about: {topic}. " + filler_text(rng, rng.randint(1, 3))
+    return Reply(reasoning=reasoning, content=content)
+
+
+def _image_reply(convo: Conversation, rng: random.Random) -> Reply:
+    described = "; ".join(img.describe() for img in convo.images)
+    n = len(convo.images)
+    reasoning = (f"The user sent {n} image{'s' if n > 1 else ''} and asked: "
+                 f'"{topic_of(convo.last_user_text)}". I will say what can be seen.')
+    content = (f"I see {described}. This description comes from the emulator, which only "
+               f"inspects size and average colour.")
+    return Reply(reasoning=reasoning, content=content)
+
+
+def _tool_result_reply(convo: Conversation, rng: random.Random) -> Reply:
+    name, result = convo.tool_results[-1]
+    summary = summarize_tool_result(result)
+    reasoning = (f"The {name or 'tool'} call returned a result. I will restate it for the user "
+                 f"without calling another tool.")
+    content = f"According to {name or 'the tool'}: {summary}"
+    return Reply(reasoning=reasoning, content=content)
+
+
+def _tool_call_reply(convo: Conversation, tool: ToolSpec, bad_tool_json: bool) -> Reply:
+    hints = hints_from(convo)
+    args = arguments_for(tool.parameters, hints)
+    arguments = json.dumps(args, ensure_ascii=False)
+    if bad_tool_json:
+        arguments = malform_json(arguments)
+    detail = ", ".join(f"{k}={v}" for k, v in args.items()) or "no arguments"
+    reasoning = (f"The request needs the {tool.name} tool. I will call it with {detail} "
+                 f"and answer once the result comes back.")
+    return Reply(reasoning=reasoning, content="", tool_calls=[ToolCall(0, tool.name, arguments)])
+
+
+def malform_json(text: str) -> str:
+    """Broken JSON the way a model without constrained decoding sometimes writes it."""
+    return text[:-1] + ("," if len(text) > 2 else "") if text.endswith("}") else text + "{"
+
+
+# ---------------------------------------------------------------- tool choice
+
+_STOPWORDS = {"the", "and", "for", "with", "from", "that", "this", "what", "whats", "get", "into",
+              "about", "your", "you", "are", "tool", "function", "given", "return", "returns"}
+_IMAGE_WORDS = {"search", "product", "image", "photo", "picture", "find", "lookup", "visual"}
+
+
+def _choose_tool(convo: Conversation) -> ToolSpec | None:
+    if not convo.tools or convo.tool_choice == "none":
+        return None
+    forced = _forced_tool_name(convo.tool_choice)
+    if forced:
+        return next((t for t in convo.tools if t.name == forced), None)
+    scored = sorted(((_tool_score(t, convo), i) for i, t in enumerate(convo.tools)),
+                    key=lambda pair: (-pair[0], pair[1]))
+    best_score, best_index = scored[0]
+    if best_score >= 2 or convo.tool_choice == "required":
+        return convo.tools[best_index]
+    return None
+
+
+def _forced_tool_name(choice: Any) -> str | None:
+    if isinstance(choice, dict):
+        function = choice.get("function")
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            return function["name"]
+    return None
+
+
+def _tool_score(tool: ToolSpec, convo: Conversation) -> int:
+    words = _stems(convo.last_user_text)
+    name_words = _stems(tool.name.replace("_", " ").replace("-", " "))
+    desc_words = {w for w in _stems(tool.description) if len(w) >= 4}
+    score = 2 * len(words & name_words) + len(words & desc_words)
+    if convo.images and (name_words | desc_words) & _IMAGE_WORDS:
+        score += 2
+    return score
+
+
+def _stems(text: str) -> set[str]:
+    words = re.findall(r"[a-z]+", text.lower())
+    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in _STOPWORDS}
+
+
+def hints_from(convo: Conversation) -> Hints:
+    text = convo.last_user_text
+    query = None
+    if convo.images:
+        img = convo.images[0]
+        colour = f"{img.colour} " if img.colour else ""
+        query = f"{colour}product like the one in the image".strip()
+        topic = topic_of(text, 6)
+        if topic:
+            query = f"{query}: {topic}"
+    return Hints(text=text, location=find_location(text), query=query)
+
+
+def find_location(text: str) -> str | None:
+    """A capitalised place name after 'in/at/for/near', e.g. 'weather in Beijing' -> Beijing."""
+    match = re.search(r"\b(?:in|at|for|near|of)\s+((?:[A-Z][\w'-]*)(?:\s+[A-Z][\w'-]*)*)", text)
+    return match.group(1) if match else None
+
+
+# ---------------------------------------------------------------- comparisons
+
+_BIGGER = re.compile(r"\b(bigger|larger|greater|higher|more)\b", re.I)
+_SMALLER = re.compile(r"\b(smaller|less|lower|fewer)\b", re.I)
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+
+
+def numeric_comparison(text: str) -> Reply | None:
+    """Answer 'which is bigger/smaller, A or B' with place-value reasoning."""
+    wants_big, wants_small = _BIGGER.search(text), _SMALLER.search(text)
+    numbers = _NUMBER.findall(text)
+    if not (wants_big or wants_small) or len(numbers) < 2:
+        return None
+    try:
+        a, b = Decimal(numbers[0]), Decimal(numbers[1])
+    except InvalidOperation:
+        return None
+    word = "bigger" if wants_big else "smaller"
+    if a == b:
+        return Reply(reasoning=f"{numbers[0]} and {numbers[1]} are the same value.",
+                     content=f"Neither: {numbers[0]} and {numbers[1]} are equal.")
+    pick_a = (a > b) if wants_big else (a < b)
+    winner, loser = (numbers[0], numbers[1]) if pick_a else (numbers[1], numbers[0])
+    places = max(_decimals(numbers[0]), _decimals(numbers[1]))
+    pa, pb = (f"{Decimal(n):.{places}f}" for n in numbers[:2])
+    reasoning = (f"I need to decide which of {numbers[0]} and {numbers[1]} is {word}. "
+                 f"Write both with {places} decimal places: {numbers[0]} becomes {pa} and "
+                 f"{numbers[1]} becomes {pb}. Comparing place by place, {winner} is {word}. "
+                 f"The number of digits after the point does not make a number bigger.")
+    content = (f"{winner} is {word} than {loser}. With the same number of decimal places, "
+               f"{numbers[0]} = {pa} and {numbers[1]} = {pb}, so {winner} is {word}.")
+    return Reply(reasoning=reasoning, content=content)
+
+
+def _decimals(number: str) -> int:
+    return len(number.split(".", 1)[1]) if "." in number else 0
+
+
+# ---------------------------------------------------------------- plain completions
+
+def completion_text(prompt: str, rng: random.Random) -> str:
+    """Raw continuation for /generate and /v1/completions (no chat template, no thinking)."""
+    comparison = numeric_comparison(prompt)
+    if comparison is not None:
+        return " " + comparison.content
+    return " " + filler_text(rng, rng.randint(2, 5))
+
+
+# ---------------------------------------------------------------- helpers
+
+def topic_of(text: str, max_words: int = 12) -> str:
+    words = re.sub(r"\s+", " ", text or "").replace('"', "'").strip().split(" ")
+    topic = " ".join(words[:max_words]).strip()
+    return topic + (" ..." if len(words) > max_words else "")
+
+
+def summarize_tool_result(result: str, limit: int = 300) -> str:
+    """Restate a tool result: JSON objects as 'key: value' pairs, text as is (truncated)."""
+    try:
+        data = json.loads(result)
+    except (TypeError, ValueError):
+        data = None
+    if isinstance(data, dict) and data:
+        text = ", ".join(f"{k}: {_scalar(v)}" for k, v in data.items())
+    else:
+        text = re.sub(r"\s+", " ", str(result)).strip() or "(empty result)"
+    return text if len(text) <= limit else text[:limit].rstrip() + " ..."
+
+
+def _scalar(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+_FILLER = (
+    "This text comes from the kimi-runbooks emulator, not from a model.",
+    "Token counts are exact, so speed numbers stay comparable between runs.",
+    "The emulator follows the latency profile it was started with.",
+    "Each sentence here is chosen from a fixed list by a seeded generator.",
+    "A real deployment would answer with generated text at this point.",
+    "Nothing in this reply should be read as a statement about the world.",
+    "Streaming, usage and finish reasons behave like an SGLang server.",
+    "The same request always receives the same emulated reply.",
+    "Runbooks use this output to rehearse probes, benchmarks and reports.",
+    "Measured numbers from this server are labelled as emulated.",
+    "Reasoning and answer are kept apart the way the kimi_k2 parser does it.",
+    "Tool calls carry ids such as functions.get_weather:0 when a tool fits.",
+)
+
+
+def filler_text(rng: random.Random, sentences: int) -> str:
+    return " ".join(rng.choice(_FILLER) for _ in range(max(sentences, 0)))
+
+
+def filler_pieces(rng: random.Random, count: int, lead: str = " ") -> list[str]:
+    """Exactly ``count`` token pieces of filler; the first starts with ``lead`` (may be "")."""
+    pieces: list[str] = []
+    first = True
+    while len(pieces) < count:
+        sentence = rng.choice(_FILLER)
+        text = (lead if first else " ") + sentence
+        first = False
+        pieces.extend(tokenize(text))
+    return pieces[:count]

@@ -1,0 +1,115 @@
+"""Paces tokens in time: queueing, prefill, then one token per inter-token interval.
+
+Handlers decide *what* a request answers (content.py); the engine decides *when* each
+token goes out.  Token times follow a deadline schedule on the monotonic clock
+(deadline[i+1] = deadline[i] + ITL), so sleeping late once does not push every later
+token back; that keeps measured ITL equal to the configured one on average, and
+clock.py wakes each token with sub-millisecond precision so the median matches too.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import AsyncIterator
+
+from .clock import sleep_until
+from .faults import FaultInjector
+from .metrics import Metrics
+from .scheduler import Scheduler
+from .settings import EmulatorSettings
+
+
+@dataclass
+class Job:
+    """What the engine needs to know about one request."""
+
+    prompt_tokens: int
+    output_tokens: int     # tokens that will actually be emitted
+    reserve_tokens: int    # prompt + max_new_tokens, held in the KV pool while running
+    arrival: float         # time.monotonic() when the request arrived
+    streaming: bool = False
+
+
+@dataclass
+class Progress:
+    """Timing facts collected while a job runs (for meta_info and metrics)."""
+
+    first_token_at: float | None = None
+    finished_at: float | None = None
+    queue_seconds: float = 0.0
+    emitted: int = 0
+
+
+class Engine:
+    """Shared by all handlers of one app: scheduler, metrics and runtime faults."""
+
+    def __init__(self, settings: EmulatorSettings) -> None:
+        self.settings = settings
+        self.profile = settings.profile
+        self.scheduler = Scheduler(settings.profile.max_total_num_tokens,
+                                   settings.profile.max_running_requests)
+        self.metrics = Metrics(model_name=settings.served_model_name)
+        self.faults = FaultInjector(settings)
+
+    def _scaled(self, ms: float) -> float:
+        return ms / 1000.0 * self.settings.time_scale
+
+    async def run(self, job: Job, progress: Progress) -> AsyncIterator[int]:
+        """Yield token indices 0..output_tokens-1, each at the moment it is due."""
+        crash_at = self.faults.crash_point(job.output_tokens) if job.streaming else None
+        ticket = await self.scheduler.admit(job.reserve_tokens)
+        completed = False
+        try:
+            admitted_at = time.monotonic()
+            start = admitted_at if ticket.waited else job.arrival
+            progress.queue_seconds = max(admitted_at - job.arrival, 0.0) if ticket.waited else 0.0
+            self.metrics.prompt_tokens_total += job.prompt_tokens
+            deadline = start + self._scaled(self.profile.ttft_ms(job.prompt_tokens))
+            previous = None
+            for index in range(job.output_tokens):
+                await sleep_until(deadline)
+                if crash_at is not None and index == crash_at:
+                    self.faults.crash_now()
+                now = time.monotonic()
+                self._observe_token(job, progress, previous, now)
+                previous = now
+                yield index
+                deadline += self._scaled(self.profile.itl_ms(self.scheduler.running))
+            if job.output_tokens == 0:
+                await sleep_until(deadline)
+            if crash_at is not None:
+                self.faults.crash_now()  # stream shorter than the crash point: die at its end
+            completed = True
+        finally:
+            self.scheduler.release(ticket)
+            self._finish(job, progress, completed)
+
+    def _observe_token(self, job: Job, progress: Progress, previous: float | None,
+                       now: float) -> None:
+        if previous is None:
+            progress.first_token_at = now
+            self.metrics.ttft.observe(now - job.arrival)
+        else:
+            self.metrics.itl.observe(now - previous)
+        progress.emitted += 1
+        self.metrics.generation_tokens_total += 1
+
+    def _finish(self, job: Job, progress: Progress, completed: bool) -> None:
+        progress.finished_at = time.monotonic()
+        if not completed:
+            self.metrics.aborted_requests_total += 1
+            return
+        self.metrics.requests_total += 1
+        self.metrics.e2e.observe(progress.finished_at - job.arrival)
+        if progress.first_token_at and progress.emitted > 1:
+            decode = progress.finished_at - progress.first_token_at
+            if decode > 0:
+                self.metrics.last_gen_throughput = (progress.emitted - 1) / decode
+
+    async def drain(self, job: Job, progress: Progress) -> None:
+        """Run a job to completion without streaming (non-streamed requests)."""
+        async for _ in self.run(job, progress):
+            pass
+
+

@@ -1,0 +1,227 @@
+"""The emulator's latency model, and how it is fitted from published speed results.
+
+The model is deliberately small, with one number per effect a runbook measures:
+
+* TTFT (time to first token, from request arrival) =
+  queue wait + ``ttft_base_ms`` + ``ttft_per_1k_input_ms`` x input_tokens / 1000.
+  Queue wait is whatever the scheduler adds while KV capacity or the running-request
+  limit is exhausted, so TTFT rises under overload the way it does on a real server.
+* ITL (inter-token latency, between consecutive streamed tokens of one request) =
+  ``itl_base_ms`` + ``itl_per_running_ms`` x (number of running requests).
+  Decode batches get slower as they grow; a linear term is the simplest shape that
+  reproduces published "ITL vs concurrency" rows.
+* KV capacity: a request reserves input_tokens + max_new_tokens of ``max_total_num_tokens``
+  while it runs; at most ``max_running_requests`` run at once; the rest wait (FIFO).
+
+All durations are multiplied by the emulator's ``time_scale`` when they are slept.
+
+``profile_from_references`` fits those numbers from params/references/speed-*.yaml:
+TTFT base/slope by least squares over single-concurrency rows (slope left at the
+default when only one input length exists), ITL base/slope by least squares of
+median ITL against concurrency over every row, capacity from a
+``max_total_num_tokens`` field when a reference gives one.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+log = logging.getLogger(__name__)
+
+_MIN_MS = 0.1  # fitted values are clipped to stay positive and sleepable
+
+
+@dataclass(frozen=True)
+class LatencyProfile:
+    """Parameters of the latency model (milliseconds and tokens); see the module docstring."""
+
+    ttft_base_ms: float = 200.0
+    ttft_per_1k_input_ms: float = 20.0
+    itl_base_ms: float = 10.0
+    itl_per_running_ms: float = 0.3
+    max_total_num_tokens: int = 500_000
+    max_running_requests: int = 1024
+    source: str = "default"
+
+    def ttft_ms(self, input_tokens: int) -> float:
+        """Prefill time for a request of this many input tokens (excluding queue wait)."""
+        return self.ttft_base_ms + self.ttft_per_1k_input_ms * input_tokens / 1000.0
+
+    def itl_ms(self, running_requests: int) -> float:
+        """Time between two tokens of one request while this many requests run."""
+        return self.itl_base_ms + self.itl_per_running_ms * max(running_requests, 0)
+
+
+DEFAULT_PROFILE = LatencyProfile()
+
+
+@dataclass(frozen=True)
+class SpeedPoint:
+    """One published measurement reduced to what the fit needs."""
+
+    input_len: float
+    concurrency: float
+    ttft_ms: float | None
+    itl_ms: float | None
+
+
+def profile_from_references(platform_id: str, params_dir: Path) -> LatencyProfile:
+    """Fit a LatencyProfile from every speed/matrix reference for ``platform_id``.
+
+    Returns DEFAULT_PROFILE (with a log line) when the platform has no usable reference.
+    """
+    docs = list(_reference_docs(platform_id, Path(params_dir)))
+    points = [p for doc in docs for p in _points_from_doc(doc)]
+    if not points:
+        log.warning("no speed references for platform %r in %s; using the default profile",
+                    platform_id, params_dir)
+        return DEFAULT_PROFILE
+    profile = fit_profile(points, capacity=_capacity_from_docs(docs))
+    ids = ",".join(str(doc.get("id", "?")) for doc in docs)
+    return replace(profile, source=f"fitted from {ids}")
+
+
+def fit_profile(points: list[SpeedPoint], capacity: int | None = None) -> LatencyProfile:
+    """Least-squares fit of the model to speed points; missing pieces keep the defaults."""
+    d = DEFAULT_PROFILE
+    ttft_base, ttft_slope = _fit_ttft(points, d)
+    itl_base, itl_slope = _fit_itl(points, d)
+    return LatencyProfile(
+        ttft_base_ms=ttft_base,
+        ttft_per_1k_input_ms=ttft_slope,
+        itl_base_ms=itl_base,
+        itl_per_running_ms=itl_slope,
+        max_total_num_tokens=int(capacity) if capacity else d.max_total_num_tokens,
+        max_running_requests=d.max_running_requests,
+        source="fitted",
+    )
+
+
+def _fit_ttft(points: list[SpeedPoint], d: LatencyProfile) -> tuple[float, float]:
+    rows = [(p.input_len / 1000.0, p.ttft_ms) for p in points
+            if p.concurrency == 1 and p.ttft_ms is not None and p.ttft_ms > 0]
+    if not rows:  # no single-user rows: use the lowest concurrency available
+        lowest = min((p.concurrency for p in points if p.ttft_ms), default=None)
+        rows = [(p.input_len / 1000.0, p.ttft_ms) for p in points
+                if p.concurrency == lowest and p.ttft_ms]
+    if not rows:
+        return d.ttft_base_ms, d.ttft_per_1k_input_ms
+    if len({x for x, _ in rows}) < 2:
+        slope = d.ttft_per_1k_input_ms
+        base = _mean([y - slope * x for x, y in rows])
+    else:
+        base, slope = _least_squares(rows)
+    slope = max(slope, 0.0)
+    return max(base, _MIN_MS), slope
+
+
+def _fit_itl(points: list[SpeedPoint], d: LatencyProfile) -> tuple[float, float]:
+    rows = [(p.concurrency, p.itl_ms) for p in points if p.itl_ms is not None and p.itl_ms > 0]
+    if not rows:
+        return d.itl_base_ms, d.itl_per_running_ms
+    if len({x for x, _ in rows}) < 2:
+        return max(_mean([y for _, y in rows]), _MIN_MS), 0.0
+    base, slope = _least_squares(rows)
+    slope = max(slope, 0.0)
+    if base < _MIN_MS:  # steep data: anchor at the smallest measured ITL instead
+        base = max(min(y for _, y in rows), _MIN_MS)
+    return base, slope
+
+
+def _least_squares(rows: list[tuple[float, float]]) -> tuple[float, float]:
+    """Intercept and slope of the ordinary least-squares line through (x, y) rows."""
+    mx = _mean([x for x, _ in rows])
+    my = _mean([y for _, y in rows])
+    sxx = sum((x - mx) ** 2 for x, _ in rows)
+    sxy = sum((x - mx) * (y - my) for x, y in rows)
+    slope = sxy / sxx if sxx else 0.0
+    return my - slope * mx, slope
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _reference_docs(platform_id: str, params_dir: Path) -> Iterable[dict[str, Any]]:
+    """Reference documents (speed or matrix) whose platform matches, from references/ or the dir itself."""
+    folders = [params_dir / "references", params_dir]
+    seen: set[Path] = set()
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.y*ml")):
+            if path.resolve() in seen:
+                continue
+            seen.add(path.resolve())
+            doc = _load_yaml(path)
+            if not isinstance(doc, dict) or doc.get("kind") not in ("speed", "matrix"):
+                continue
+            if str(doc.get("platform", "")).lower() == platform_id.lower():
+                yield doc
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        log.warning("skipping unreadable reference %s: %s", path, exc)
+        return None
+
+
+def _points_from_doc(doc: dict[str, Any]) -> list[SpeedPoint]:
+    if doc.get("kind") == "speed":
+        return [p for r in doc.get("results") or [] if (p := _point_from_result(r))]
+    return [p for r in doc.get("rows") or [] if (p := _point_from_matrix_row(r))]
+
+
+def _point_from_result(result: Any) -> SpeedPoint | None:
+    if not isinstance(result, dict):
+        return None
+    metrics = result.get("metrics") or {}
+    return _make_point(result.get("input_len"), result.get("max_concurrency"),
+                       metrics.get("median_ttft_ms"), metrics.get("median_itl_ms"))
+
+
+def _point_from_matrix_row(row: Any) -> SpeedPoint | None:
+    if not isinstance(row, dict):
+        return None
+    status = str(row.get("status", "ok")).lower()
+    if status not in ("ok", "pass", "passed", "done", "success", "completed"):
+        return None  # over-capacity or failed cells carry no latency
+    return _make_point(row.get("context_tokens"), row.get("concurrency"),
+                       row.get("median_ttft_ms"), row.get("median_itl_ms"))
+
+
+def _make_point(input_len: Any, concurrency: Any, ttft: Any, itl: Any) -> SpeedPoint | None:
+    x = _number(input_len)
+    c = _number(concurrency)
+    if x is None or c is None or c <= 0:
+        return None
+    t, i = _number(ttft), _number(itl)
+    if t is None and i is None:
+        return None
+    return SpeedPoint(input_len=x, concurrency=c, ttft_ms=t, itl_ms=i)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(str(value).replace(",", "").replace("_", ""))
+    except ValueError:
+        return None
+
+
+def _capacity_from_docs(docs: list[dict[str, Any]]) -> int | None:
+    for doc in docs:
+        value = _number(doc.get("max_total_num_tokens"))
+        if value and value > 0:
+            return int(value)
+    return None

@@ -1,0 +1,179 @@
+"""Request bodies the emulator accepts, validated the way SGLang's pydantic models do.
+
+Unknown extra fields are allowed (SGLang accepts many engine-specific ones, e.g.
+``ignore_eos``, ``chat_template_kwargs``); wrong types, negative counts, NaN and
+missing required fields are rejected with a 400 naming the offending field.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import ApiError
+from .tokenizer import VOCAB_SIZE
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+
+
+class StreamOptions(_Model):
+    include_usage: bool = False
+    continuous_usage_stats: bool = False
+
+
+class ImageURL(_Model):
+    url: str
+    detail: str | None = None
+
+
+class ContentPart(_Model):
+    type: Literal["text", "image_url"]
+    text: str | None = None
+    image_url: ImageURL | None = None
+
+    @model_validator(mode="after")
+    def _has_payload(self) -> "ContentPart":
+        if self.type == "text" and self.text is None:
+            raise ValueError("a text part needs 'text'")
+        if self.type == "image_url" and self.image_url is None:
+            raise ValueError("an image_url part needs 'image_url'")
+        return self
+
+
+class FunctionCall(_Model):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolCallIn(_Model):
+    id: str | None = None
+    type: str | None = "function"
+    function: FunctionCall
+
+
+class ChatMessage(_Model):
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: Union[str, list[ContentPart], None] = None
+    name: str | None = None
+    tool_call_id: str | None = None
+    tool_calls: list[ToolCallIn] | None = None
+    reasoning_content: str | None = None
+
+
+class FunctionDef(_Model):
+    name: str = Field(min_length=1, max_length=256)
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class Tool(_Model):
+    type: Literal["function"] = "function"
+    function: FunctionDef
+
+
+class ToolChoiceFunction(_Model):
+    name: str
+
+
+class ToolChoiceNamed(_Model):
+    type: Literal["function"] = "function"
+    function: ToolChoiceFunction
+
+
+class _SamplingFields(_Model):
+    temperature: float | None = Field(default=None, ge=0.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    top_k: int | None = None
+    min_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    seed: int | None = None
+    stop: Union[str, list[str], None] = None
+    ignore_eos: bool = False
+    n: int = Field(default=1, ge=1)
+
+
+class ChatRequest(_SamplingFields):
+    model: str
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_completion_tokens: int | None = Field(default=None, ge=0)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    tools: list[Tool] | None = None
+    tool_choice: Union[Literal["none", "auto", "required"], ToolChoiceNamed, None] = None
+    chat_template_kwargs: dict[str, Any] | None = None
+    separate_reasoning: bool = True
+
+    @property
+    def token_limit(self) -> int | None:
+        return self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
+
+    @property
+    def thinking(self) -> bool:
+        kwargs = self.chat_template_kwargs or {}
+        for key in ("thinking", "enable_thinking"):
+            if key in kwargs:
+                return bool(kwargs[key])
+        return True
+
+
+class CompletionRequest(_SamplingFields):
+    model: str
+    prompt: Union[str, list[int], list[str], list[list[int]]]
+    max_tokens: int | None = Field(default=16, ge=0)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    echo: bool = False
+
+
+class SamplingParams(_SamplingFields):
+    max_new_tokens: int | None = Field(default=128, ge=0)
+    min_new_tokens: int | None = Field(default=None, ge=0)
+
+
+class GenerateRequest(_Model):
+    text: Union[str, list[str], None] = None
+    input_ids: Union[list[int], list[list[int]], None] = None
+    sampling_params: Union[SamplingParams, list[SamplingParams]] = Field(default_factory=SamplingParams)
+    stream: bool = False
+    rid: Union[str, list[str], None] = None
+    image_data: Any = None
+    return_logprob: Union[bool, list[bool]] = False
+
+    @model_validator(mode="after")
+    def _one_input(self) -> "GenerateRequest":
+        if (self.text is None) == (self.input_ids is None):
+            raise ValueError("provide exactly one of 'text' or 'input_ids'")
+        return self
+
+    @field_validator("input_ids")
+    @classmethod
+    def _ids_in_vocab(cls, value: Any) -> Any:
+        rows = value if value and isinstance(value[0], list) else [value or []]
+        for row in rows:
+            if any(i < 0 or i >= VOCAB_SIZE for i in row):
+                raise ValueError(f"token ids must be in [0, {VOCAB_SIZE})")
+        return value
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_body(model: type[M], body: Any) -> M:
+    """Validate a decoded JSON body; any problem becomes a 400 naming the field."""
+    if not isinstance(body, dict):
+        raise ApiError("The request body must be a JSON object.")
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        message = first.get("msg", "invalid value")
+        raise ApiError(f"{loc}: {message}" if loc else message, 400, loc or None) from None
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise ApiError(f"Invalid request: {exc}", 400) from None

@@ -1,0 +1,149 @@
+"""SGLang's native /generate endpoint, the one bench_serving's ``sglang`` backend drives.
+
+Streamed chunks carry the CUMULATIVE text so far plus ``meta_info.completion_tokens``;
+bench_serving derives per-token ITL from the completion_tokens increments, so each
+chunk is exactly one token and the count is exact (``input_ids`` lengths are the
+prompt length verbatim).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any, AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from .content import completion_text
+from .engine import Job, Progress
+from .errors import ApiError
+from .events import EOS_TOKEN_ID, Plan, text_plan
+from .protocol import GenerateRequest, SamplingParams, parse_body
+from .sse import DONE, SSE_HEADERS, event
+from .state import AppState
+from .tokenizer import count_tokens
+
+
+@dataclass
+class _Item:
+    """One prompt of a (possibly batched) /generate request."""
+
+    rid: str
+    prompt_tokens: int
+    plan: Plan
+    job: Job
+
+
+async def generate(request: Request) -> Response:
+    state: AppState = request.app.state.emulator
+    arrival = time.monotonic()
+    state.check_ready()
+    req = parse_body(GenerateRequest, await state.read_json(request))
+    prompts = _prompts(req)
+    params = _params_per_prompt(req.sampling_params, len(prompts))
+    rids = _rids(state, req.rid, len(prompts))
+    items = [_item(state, text, ntok, p, rid, arrival, req.stream)
+             for (text, ntok), p, rid in zip(prompts, params, rids)]
+    state.check_injected_500()
+    batched = isinstance(req.text, list) or (bool(req.input_ids) and isinstance(req.input_ids[0], list))
+    if req.stream:
+        if batched and len(items) != 1:
+            raise ApiError("The emulator streams one prompt per /generate request.", 400, "stream")
+        return StreamingResponse(_stream(state, items[0]), media_type="text/event-stream",
+                                 headers=SSE_HEADERS)
+    results = await asyncio.gather(*(_run(state, item) for item in items))
+    return JSONResponse(results if batched else results[0])
+
+
+def _prompts(req: GenerateRequest) -> list[tuple[str, int]]:
+    """(text used for seeding, prompt token count) per prompt."""
+    if req.text is not None:
+        texts = req.text if isinstance(req.text, list) else [req.text]
+        if not texts or any(not t for t in texts):
+            raise ApiError("The input text is empty.", 400, "text")
+        return [(t, count_tokens(t)) for t in texts]
+    rows = req.input_ids if req.input_ids and isinstance(req.input_ids[0], list) else [req.input_ids]
+    if not rows or any(not r for r in rows):
+        raise ApiError("input_ids is empty.", 400, "input_ids")
+    return [(" ".join(map(str, r[:64])) + f"#{len(r)}", len(r)) for r in rows]
+
+
+def _params_per_prompt(params: SamplingParams | list[SamplingParams], n: int) -> list[SamplingParams]:
+    if isinstance(params, list):
+        if len(params) != n:
+            raise ApiError("sampling_params list must match the number of prompts.", 400,
+                           "sampling_params")
+        return params
+    return [params] * n
+
+
+def _rids(state: AppState, rid: Any, n: int) -> list[str]:
+    if isinstance(rid, list):
+        if len(rid) != n:
+            raise ApiError("rid list must match the number of prompts.", 400, "rid")
+        return rid
+    if isinstance(rid, str) and n == 1:
+        return [rid]
+    return [state.next_id("gen") for _ in range(n)]
+
+
+def _item(state: AppState, text: str, prompt_tokens: int, params: SamplingParams, rid: str,
+          arrival: float, streaming: bool) -> _Item:
+    limit = params.max_new_tokens
+    state.check_context(prompt_tokens, limit)
+    rng = state.rng_for("generate", text)
+    plan = text_plan(completion_text(text, rng), limit, params.ignore_eos, rng)
+    reserve = prompt_tokens + (limit if limit is not None else plan.completion_tokens)
+    job = Job(prompt_tokens=prompt_tokens, output_tokens=plan.completion_tokens,
+              reserve_tokens=reserve, arrival=arrival, streaming=streaming)
+    return _Item(rid=rid, prompt_tokens=prompt_tokens, plan=plan, job=job)
+
+
+def _finish_reason(plan: Plan) -> dict[str, Any]:
+    if plan.finish_reason == "length":
+        return {"type": "length", "length": plan.completion_tokens}
+    return {"type": "stop", "matched": EOS_TOKEN_ID}
+
+
+def _meta(item: _Item, progress: Progress, completion_tokens: int, finished: bool) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "id": item.rid,
+        "finish_reason": _finish_reason(item.plan) if finished else None,
+        "prompt_tokens": item.prompt_tokens,
+        "weight_version": "default",
+        "completion_tokens": completion_tokens,
+        "cached_tokens": 0,
+        "emulated": True,
+    }
+    if finished:
+        end = progress.finished_at or time.monotonic()
+        meta["e2e_latency"] = round(end - item.job.arrival, 6)
+        meta["queue_time"] = round(progress.queue_seconds, 6)
+    return meta
+
+
+async def _run(state: AppState, item: _Item) -> dict[str, Any]:
+    progress = Progress()
+    await state.engine.drain(item.job, progress)
+    return {"text": item.plan.content_text(),
+            "meta_info": _meta(item, progress, item.plan.completion_tokens, True)}
+
+
+async def _stream(state: AppState, item: _Item) -> AsyncIterator[bytes]:
+    progress = Progress()
+    text = ""
+    total = item.plan.completion_tokens
+    async with aclosing(state.engine.run(item.job, progress)) as tokens:
+        async for index in tokens:
+            text += item.plan.events[index].text
+            last = index == total - 1
+            if last:
+                progress.finished_at = time.monotonic()
+            yield event({"text": text, "meta_info": _meta(item, progress, index + 1, last),
+                         "index": 0})
+    if total == 0:
+        yield event({"text": "", "meta_info": _meta(item, progress, 0, True), "index": 0})
+    yield DONE

@@ -1,0 +1,14 @@
+"""Server-sent-event framing shared by every streaming endpoint."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+DONE = b"data: [DONE]\n\n"
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def event(payload: dict[str, Any]) -> bytes:
+    """One ``data: {json}`` event, compact like SGLang's orjson output."""
+    return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"

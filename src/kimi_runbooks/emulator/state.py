@@ -1,0 +1,86 @@
+"""Per-app shared state and the checks every generation handler runs first.
+
+One AppState per create_app call (not module globals), so several emulators can run
+in one test process without sharing queues, counters or fault draws.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import random
+import time
+from typing import Any
+
+from starlette.requests import Request
+
+from .content import seeded_rng
+from .engine import Engine
+from .errors import ApiError
+from .settings import EmulatorSettings
+from .startup import StartupClock
+
+MAX_BODY_BYTES = 64 * 1024 * 1024
+OPEN_PATHS = ("/health", "/metrics", "/ready", "/openapi.json")
+
+
+class AppState:
+    def __init__(self, settings: EmulatorSettings) -> None:
+        self.settings = settings
+        self.engine = Engine(settings)
+        self.startup = StartupClock(settings)
+        self._ids = 0
+
+    def next_id(self, prefix: str) -> str:
+        self._ids += 1
+        return f"{prefix}-{self.settings.seed:x}{self._ids:08x}{int(time.time() * 1000) & 0xffffff:06x}"
+
+    def rng_for(self, *parts: Any) -> random.Random:
+        return seeded_rng(self.settings.seed, *parts)
+
+    def check_auth(self, request: Request) -> None:
+        """401 unless the bearer token matches (health and metrics stay open, as in SGLang)."""
+        key = self.settings.api_key
+        if not key or request.url.path.startswith(OPEN_PATHS):
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
+            raise ApiError("Unauthorized", 401)
+
+    def check_ready(self) -> None:
+        if not self.startup.ready:
+            raise ApiError("The server is still starting (emulated start phase).", 503)
+
+    def check_model(self, name: str) -> None:
+        known = {self.settings.served_model_name, self.settings.resolved_model_path, "default"}
+        if name not in known:
+            raise ApiError(f"The model `{name}` does not exist.", 404, "model")
+
+    def check_context(self, prompt_tokens: int, max_new_tokens: int | None) -> None:
+        limit = self.settings.max_model_len
+        if prompt_tokens >= limit:
+            raise ApiError(f"The input ({prompt_tokens} tokens) is longer than the model's "
+                           f"context length ({limit} tokens).", 400, "messages")
+        if max_new_tokens is not None and prompt_tokens + max_new_tokens > limit:
+            raise ApiError(
+                f"Requested token count exceeds the model's maximum context length of {limit} "
+                f"tokens. You requested a total of {prompt_tokens + max_new_tokens} tokens: "
+                f"{prompt_tokens} tokens from the input messages and {max_new_tokens} tokens for "
+                f"the completion. Please reduce the number of tokens in the input messages or "
+                f"the completion to fit within the limit.", 400, "max_tokens")
+
+    def check_injected_500(self) -> None:
+        if self.engine.faults.should_fail_http_500():
+            raise ApiError("Internal server error (emulated fault http-500-rate).", 500)
+
+    async def read_json(self, request: Request) -> Any:
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            raise ApiError("Request body too large.", 413)
+        if not body.strip():
+            raise ApiError("The request body is empty; expected a JSON object.")
+        try:
+            return json.loads(body)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise ApiError(f"Malformed JSON body: {type(exc).__name__}: {str(exc)[:200]}") from None

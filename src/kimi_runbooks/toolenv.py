@@ -1,0 +1,353 @@
+"""Isolated environments for the third-party tools the runbooks drive.
+
+SGLang's bench client, sgl-eval and inspect-ai pin versions that conflict with this project
+(sglang pins the whole GPU server stack and torch 2.14.1; sgl-eval pins openai<3 and pandas<3),
+so each lives in its own venv under ``<repo>/.venvs/<name>``, built on demand from the pinned
+files in ``requirements/`` by ``scripts/setup_tool_env.sh``. The runbooks call the tools as
+subprocesses through the env's own interpreter; nothing here imports them.
+
+An env can be replaced by another interpreter (a python in some other env, or a
+``docker exec`` wrapper script) with ``KIMI_RUNBOOKS_<NAME>_PYTHON``, e.g.
+``KIMI_RUNBOOKS_BENCH_PYTHON`` or ``KIMI_RUNBOOKS_SGL_EVAL_PYTHON``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "KEY_PACKAGES",
+    "OFFLINE_ENV",
+    "TOOLS",
+    "ToolEnv",
+    "ToolEnvError",
+    "ToolEnvMissing",
+    "ToolSpec",
+    "create_command",
+    "env_var_for",
+    "make_offline_tokenizer",
+    "repo_root",
+    "tool_env",
+    "venvs_dir",
+    "versions",
+]
+
+#: Stamp the setup script writes once an env is built and its smoke check passed.
+STAMP_NAME = ".kimi-runbooks-stamp"
+
+#: Packages whose versions go into a run manifest (None when absent from an env).
+KEY_PACKAGES = (
+    "sglang",
+    "sgl-eval",
+    "inspect-ai",
+    "inspect-evals",
+    "torch",
+    "transformers",
+    "openai",
+)
+
+#: Environment for tool subprocesses on a machine without the HF hub: without it, transformers
+#: tries huggingface.co for any name that is not a local directory before giving up.
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+class ToolEnvError(RuntimeError):
+    """A tool env could not be created or queried."""
+
+
+class ToolEnvMissing(ToolEnvError):
+    """The tool env does not exist (or is incomplete); the message says how to create it."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What the runbooks need to know about one tool env."""
+
+    name: str
+    key_package: str  # distribution whose version identifies the tool
+    module_argv: tuple[str, ...]  # python args that start the tool's CLI
+    smoke_args: tuple[str, ...]  # CLI args for the cheap "does it start" check
+    description: str
+
+
+TOOLS: dict[str, ToolSpec] = {
+    "bench": ToolSpec(
+        name="bench",
+        key_package="sglang",
+        module_argv=("-m", "sglang.bench_serving"),
+        smoke_args=("--help",),
+        description="SGLang 0.5.23 benchmark client (python -m sglang.bench_serving)",
+    ),
+    "sgl-eval": ToolSpec(
+        name="sgl-eval",
+        key_package="sgl-eval",
+        # sgl_eval has no __main__; this is what its console script does.
+        module_argv=(
+            "-c",
+            "import sys; from sgl_eval.cli import main; sys.argv[0] = 'sgl-eval'; sys.exit(main())",
+        ),
+        smoke_args=("--help",),
+        description="sgl-eval accuracy harness (sgl-eval run aime25 ...)",
+    ),
+    "inspect": ToolSpec(
+        name="inspect",
+        key_package="inspect-ai",
+        module_argv=("-m", "inspect_ai"),
+        smoke_args=("--version",),
+        description="inspect-ai + inspect_evals (inspect eval inspect_evals/gpqa_diamond ...)",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ToolEnv:
+    """A ready tool env: the interpreter to run the tool with, and the tool's version."""
+
+    name: str
+    python: Path
+    bin_dir: Path
+    version: str | None
+    source: str = "venv"  # "venv", or the env var that overrode it
+
+    @property
+    def spec(self) -> ToolSpec:
+        return TOOLS[self.name]
+
+    def argv(self, *args: str) -> list[str]:
+        """Command line that runs the tool's CLI with ``args``.
+
+        Goes through the interpreter rather than bin/ console scripts, so that an override
+        (a docker-exec wrapper) works the same as a local venv.
+        """
+        return [str(self.python), *self.spec.module_argv, *args]
+
+    def smoke_argv(self) -> list[str]:
+        return self.argv(*self.spec.smoke_args)
+
+
+def env_var_for(name: str) -> str:
+    """``bench`` -> ``KIMI_RUNBOOKS_BENCH_PYTHON``; ``sgl-eval`` -> ``KIMI_RUNBOOKS_SGL_EVAL_PYTHON``."""
+    return f"KIMI_RUNBOOKS_{name.upper().replace('-', '_')}_PYTHON"
+
+
+def repo_root() -> Path:
+    """The checkout that holds ``scripts/setup_tool_env.sh`` (where ``.venvs/`` lives).
+
+    ``KIMI_RUNBOOKS_ROOT`` wins; else the checkout this module sits in (editable install);
+    else the nearest parent of the working directory that has the script.
+    """
+    if env := os.environ.get("KIMI_RUNBOOKS_ROOT"):
+        return Path(env).resolve()
+    marker = Path("scripts") / "setup_tool_env.sh"
+    here = Path(__file__).resolve().parents[2]
+    if (here / marker).is_file():
+        return here
+    for parent in (Path.cwd().resolve(), *Path.cwd().resolve().parents):
+        if (parent / marker).is_file():
+            return parent
+    raise ToolEnvError(
+        "cannot find the kimi-runbooks checkout (no scripts/setup_tool_env.sh above "
+        f"{Path.cwd()}); set KIMI_RUNBOOKS_ROOT"
+    )
+
+
+def venvs_dir() -> Path:
+    """Where tool envs live; the setup script honours the same ``KIMI_RUNBOOKS_VENVS``."""
+    if env := os.environ.get("KIMI_RUNBOOKS_VENVS"):
+        return Path(env)
+    return repo_root() / ".venvs"
+
+
+def create_command(name: str) -> list[str]:
+    """The command that builds env ``name`` (also named in ToolEnvMissing messages)."""
+    return ["bash", str(repo_root() / "scripts" / "setup_tool_env.sh"), name]
+
+
+def _check_name(name: str) -> ToolSpec:
+    try:
+        return TOOLS[name]
+    except KeyError:
+        raise ValueError(f"unknown tool env {name!r}; known: {', '.join(TOOLS)}") from None
+
+
+def _how_to_create(name: str) -> str:
+    return (
+        f"create it with `bash scripts/setup_tool_env.sh {name}` (or `make tool-envs` for all), "
+        f"call tool_env({name!r}, create=True), or point {env_var_for(name)} at a python that has it"
+    )
+
+
+def _resolve_override(name: str, value: str) -> Path:
+    var = env_var_for(name)
+    found = shutil.which(value) if os.sep not in value else value
+    path = Path(found) if found else Path(value)
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise ToolEnvMissing(f"{var}={value!r} is not an executable file")
+    # No resolve(): a venv's bin/python is a symlink and must stay one to find its venv.
+    return path.absolute()
+
+
+def tool_env(name: str, *, create: bool = False) -> ToolEnv:
+    """Find (or with ``create=True`` build) the env for tool ``name``.
+
+    Raises ToolEnvMissing, naming the command that creates the env, when it is absent or its
+    build never finished (no stamp). ``create=True`` runs the setup script, which is a no-op
+    when the env is current and rebuilds it when the requirement files changed.
+    """
+    spec = _check_name(name)
+    var = env_var_for(name)
+    if value := os.environ.get(var):
+        python = _resolve_override(name, value)
+        return ToolEnv(name, python, python.parent, versions(python)[spec.key_package], source=var)
+
+    venv = venvs_dir() / name
+    python = venv / "bin" / "python"
+    if create:
+        proc = subprocess.run(create_command(name), stdin=subprocess.DEVNULL, check=False)
+        if proc.returncode != 0:
+            raise ToolEnvError(
+                f"`bash scripts/setup_tool_env.sh {name}` failed with exit code {proc.returncode} "
+                "(its stderr above says which step)"
+            )
+    if not python.exists():
+        raise ToolEnvMissing(
+            f"tool env {name!r} ({spec.description}) not found at {venv}; {_how_to_create(name)}"
+        )
+    if not (venv / STAMP_NAME).is_file():
+        raise ToolEnvMissing(
+            f"tool env {name!r} at {venv} is incomplete (no {STAMP_NAME}: its build failed or is "
+            f"still running); {_how_to_create(name)}"
+        )
+    return ToolEnv(name, python, python.parent, versions(python)[spec.key_package])
+
+
+_VERSIONS_SCRIPT = """
+import json, sys
+from importlib import metadata
+out = {"python": sys.version.split()[0]}
+for name in sys.argv[1:]:
+    try:
+        out[name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        out[name] = None
+print(json.dumps(out))
+"""
+
+
+def versions(env: str | ToolEnv | os.PathLike[str]) -> dict[str, str | None]:
+    """Versions of KEY_PACKAGES (plus ``python``) inside a tool env, for the run manifest.
+
+    Read with importlib.metadata in the env's own interpreter (no tool import, so it is fast
+    even for the bench env). ``env`` is a tool name, a ToolEnv, or a path to a python.
+    """
+    if isinstance(env, ToolEnv):
+        python: os.PathLike[str] | str = env.python
+    elif isinstance(env, str) and env in TOOLS:
+        python = tool_env(env).python
+    else:
+        python = env
+    try:
+        proc = subprocess.run(
+            [os.fspath(python), "-c", _VERSIONS_SCRIPT, *KEY_PACKAGES],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolEnvError(f"cannot run {python}: {exc}") from exc
+    if proc.returncode != 0:
+        raise ToolEnvError(
+            f"{python} failed to report versions (exit {proc.returncode}): {proc.stderr.strip()[-500:]}"
+        )
+    try:
+        # Last line: a wrapper (docker exec) may print banners before it.
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError) as exc:
+        raise ToolEnvError(f"{python} printed no version JSON: {proc.stdout[-500:]!r}") from exc
+    return {key: data.get(key) for key in ("python", *KEY_PACKAGES)}
+
+
+_TOKENIZER_SCRIPT = r'''
+import json, string, sys
+from pathlib import Path
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+dest, size = Path(sys.argv[1]), int(sys.argv[2])
+specials = ["<unk>", "<s>", "</s>", "<pad>"]
+vocab_list = specials + list(string.ascii_letters + string.digits + string.punctuation)
+i = 0
+while len(vocab_list) < size:
+    vocab_list.append(f"w{i}")
+    i += 1
+tok = Tokenizer(models.WordLevel(vocab={t: n for n, t in enumerate(vocab_list)}, unk_token="<unk>"))
+tok.pre_tokenizer = pre_tokenizers.Whitespace()
+template = (
+    "{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|> {% endif %}"
+)
+fast = PreTrainedTokenizerFast(
+    tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
+    pad_token="<pad>", model_max_length=1 << 20, chat_template=template,
+)
+dest.mkdir(parents=True, exist_ok=True)
+fast.save_pretrained(dest)
+# transformers 5 writes tokenizer_class "TokenizersBackend", which transformers 4 cannot load;
+# "PreTrainedTokenizerFast" loads in both. Keep the chat template inline too (older readers).
+cfg_path = dest / "tokenizer_config.json"
+cfg = json.loads(cfg_path.read_text())
+cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+cfg["chat_template"] = template
+cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
+
+check = AutoTokenizer.from_pretrained(str(dest), trust_remote_code=True)
+ids = list(range(len(specials), min(size, len(specials) + 64)))
+ok = check.encode(check.decode(ids), add_special_tokens=False) == ids
+print(json.dumps({"vocab_size": check.vocab_size, "roundtrip": ok,
+                  "special_tokens_added": check.num_special_tokens_to_add(),
+                  "has_chat_template": "chat_template" in check.init_kwargs}))
+if not ok:
+    sys.exit("decode/encode round trip failed")
+'''
+
+
+def make_offline_tokenizer(dest: Path, *, vocab_size: int = 1024, env: ToolEnv | None = None) -> Path:
+    """Write a tiny HF tokenizer directory to ``dest`` for ``bench_serving --tokenizer``.
+
+    bench_serving loads a tokenizer (``AutoTokenizer.from_pretrained``) even for the
+    ``random-ids`` dataset, and with no HF hub the tokenizer must be a local directory. This
+    one is a word-level vocabulary (special tokens, the printable ASCII characters, then
+    ``w0 w1 ...``) that adds no special tokens and whose decode/encode round-trips, so token
+    counts computed from text equal the ids the client drew. It runs in the bench env because
+    ``tokenizers``/``transformers`` live there.
+    """
+    if vocab_size < 128:
+        raise ValueError("vocab_size must be at least 128")
+    env = env or tool_env("bench")
+    dest = Path(dest)
+    proc = subprocess.run(
+        [str(env.python), "-c", _TOKENIZER_SCRIPT, str(dest), str(vocab_size)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **OFFLINE_ENV},
+    )
+    if proc.returncode != 0:
+        raise ToolEnvError(f"building the offline tokenizer in {dest} failed: {proc.stderr.strip()[-1000:]}")
+    return dest
+
+
+if __name__ == "__main__":  # pragma: no cover - debugging aid: python -m kimi_runbooks.toolenv bench
+    for tool in sys.argv[1:] or list(TOOLS):
+        try:
+            print(tool, json.dumps(versions(tool_env(tool))))
+        except ToolEnvError as exc:
+            print(tool, "->", exc)
