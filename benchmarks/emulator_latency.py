@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import re
 import statistics
@@ -134,17 +135,36 @@ def summarize(timings: list[RequestTiming], output_len: int) -> dict[str, float]
             "mean_itl_ms": statistics.fmean(x for t in timings for x in t.itls) * 1000}
 
 
+_TOKENIZER_SCRIPT = """
+import sys
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+vocab = {f"w{i}": i for i in range(32000)}
+vocab["[UNK]"] = 32000
+tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", eos_token="[UNK]",
+                        pad_token="[UNK]").save_pretrained(sys.argv[1])
+"""
+
+
+def offline_tokenizer(python: str) -> str:
+    """A throwaway word-level tokenizer dir, so bench_serving needs no download."""
+    folder = tempfile.mkdtemp(prefix="emu-tokenizer-")
+    subprocess.run([python, "-c", _TOKENIZER_SCRIPT, folder], check=True)
+    return folder
+
+
 def run_bench_serving(python: str, base_url: str, concurrency: int, num_requests: int,
-                      input_len: int, output_len: int, tokenizer: str | None) -> dict[str, float]:
+                      input_len: int, output_len: int, tokenizer: str) -> dict[str, float]:
     out = Path(tempfile.mkdtemp()) / "bench.jsonl"
     cmd = [python, "-m", "sglang.bench_serving", "--backend", "sglang", "--base-url", base_url,
            "--dataset-name", "random-ids", "--random-input-len", str(input_len),
            "--random-output-len", str(output_len), "--random-range-ratio", "1",
            "--num-prompts", str(num_requests), "--max-concurrency", str(concurrency),
-           "--request-rate", "inf", "--output-file", str(out)]
-    if tokenizer:
-        cmd += ["--tokenizer", tokenizer]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+           "--request-rate", "inf", "--output-file", str(out), "--tokenizer", tokenizer]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     row = json.loads(out.read_text().strip().splitlines()[-1])
     return {k: float(row[k]) for k in ("median_ttft_ms", "median_itl_ms", "mean_itl_ms")}
 
@@ -168,13 +188,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("--bench-python", default=None,
                     help="interpreter with sglang installed, to use sglang.bench_serving")
-    ap.add_argument("--tokenizer", default=None, help="tokenizer dir for bench_serving")
+    ap.add_argument("--tokenizer", default=None,
+                    help="tokenizer dir for bench_serving (default: a generated offline one)")
     args = ap.parse_args(argv)
 
     bench_python = args.bench_python
     if bench_python and not Path(bench_python).exists():
         print(f"note: {bench_python} does not exist; using the built-in client", file=sys.stderr)
         bench_python = None
+    tokenizer = args.tokenizer or (offline_tokenizer(bench_python) if bench_python else None)
 
     profile_args = ["--ttft-ms", str(TTFT_MS), "--ttft-per-1k-ms", "0", "--itl-ms", str(ITL_MS),
                     "--itl-per-running-ms", "0", "--time-scale", "1"]
@@ -191,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             before = server_ttft(server.base_url)
             if bench_python:
                 stats = run_bench_serving(bench_python, server.base_url, concurrency, n,
-                                          args.input_len, args.output_len, args.tokenizer)
+                                          args.input_len, args.output_len, tokenizer)
             else:
                 timings = asyncio.run(drive(server.base_url, concurrency, n, args.input_len,
                                             args.output_len))

@@ -20,7 +20,7 @@ from PIL import Image
 
 from kimi_runbooks.emulator import EmulatorSettings, LatencyProfile, profile_from_references
 from kimi_runbooks.emulator.cli import parse_settings
-from kimi_runbooks.emulator.latency import DEFAULT_PROFILE
+from kimi_runbooks.emulator.latency import DEFAULT_PROFILE, SpeedPoint, fit_profile
 from kimi_runbooks.emulator.scheduler import Scheduler
 from kimi_runbooks.emulator.settings import parse_fault
 from kimi_runbooks.emulator.testing import emulator_server, run_in_thread, start_subprocess
@@ -675,16 +675,21 @@ def _write_refs(folder: Path) -> None:
              "source": "test fixture", "max_total_num_tokens": 400000, "results": [
                  {"scenario": "a", "input_len": 1000, "output_len": 1000, "max_concurrency": 1,
                   "metrics": {"median_ttft_ms": 150.0, "median_itl_ms": 9.0}},
-                 {"scenario": "b", "input_len": 8000, "output_len": 1000, "max_concurrency": 1,
-                  "metrics": {"median_ttft_ms": 500.0, "median_itl_ms": 9.0}},
+                 {"scenario": "b", "metrics": {  # bench_serving JSONL shape: lengths from totals
+                     "max_concurrency": 1, "completed": 10, "total_input_tokens": 80000,
+                     "median_ttft_ms": 500.0, "median_itl_ms": 9.0}},
                  {"scenario": "c", "input_len": 1000, "output_len": 1000, "max_concurrency": 64,
                   "metrics": {"median_ttft_ms": 900.0, "median_itl_ms": 27.9}}]}
     matrix = {"id": "fixture-rtx", "kind": "matrix", "platform": "rtx-pro-6000", "rows": [
-        {"phase": "decode", "context_tokens": 1000, "concurrency": 1, "status": "ok",
-         "median_ttft_ms": 300.0, "median_itl_ms": 20.0},
-        {"phase": "decode", "context_tokens": 1000, "concurrency": 8, "status": "ok",
+        {"phase": "prefill", "context_tokens": 1000, "concurrency": 1, "status": "valid",
+         "median_ttft_ms": 300.0, "median_itl_ms": None},
+        {"phase": "decode", "context_tokens": 1000, "concurrency": 1, "status": "valid",
+         "median_ttft_ms": 50.0, "median_itl_ms": 20.0},  # decode TTFT (warm cache) is ignored
+        {"phase": "decode", "context_tokens": 1000, "concurrency": 8, "status": "valid",
          "median_ttft_ms": 700.0, "median_itl_ms": 34.0},
-        {"phase": "decode", "context_tokens": 123000, "concurrency": 8, "status": "Over capacity"}]}
+        {"phase": "decode", "context_tokens": 1000, "concurrency": 16, "status": "queued",
+         "median_ttft_ms": 9000.0, "median_itl_ms": 99.0},
+        {"phase": "decode", "context_tokens": 123000, "concurrency": 8, "status": "over-capacity"}]}
     (refs / "speed-h200.yaml").write_text(yaml.safe_dump(speed))
     (refs / "speed-rtx.yaml").write_text(yaml.safe_dump(matrix))
     (refs / "accuracy-h200.yaml").write_text(yaml.safe_dump({"kind": "accuracy", "platform": "h200"}))
@@ -710,6 +715,17 @@ def test_profile_from_references_fits_fixture(tmp_path):
     assert rtx.max_total_num_tokens == DEFAULT_PROFILE.max_total_num_tokens
 
     assert profile_from_references("mi355x", tmp_path) is DEFAULT_PROFILE
+
+
+def test_fit_keeps_intercepts_positive():
+    points = [SpeedPoint(input_len=1000, concurrency=1, ttft_ms=100, itl_ms=None),
+              SpeedPoint(input_len=2000, concurrency=1, ttft_ms=400, itl_ms=None)]
+    p = fit_profile(points)
+    # plain least squares: base -200; pinned at 25% of 100 ms, slope refit: (1x75 + 2x375) / 5
+    assert p.ttft_base_ms == pytest.approx(25.0)
+    assert p.ttft_per_1k_input_ms == pytest.approx(165.0)
+    assert (p.itl_base_ms, p.itl_per_running_ms) == (DEFAULT_PROFILE.itl_base_ms,
+                                                     DEFAULT_PROFILE.itl_per_running_ms)
 
 
 def test_cli_profile_falls_back_to_default(tmp_path):

@@ -110,7 +110,7 @@ def _check(http: httpx.Client, endpoint: str, raw: bytes) -> None:
         assert err["object"] == "error" and err["code"] == response.status_code
 
 
-FUZZ = settings(max_examples=250, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=250, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

@@ -132,10 +132,8 @@ def _profile(args: argparse.Namespace) -> LatencyProfile:
 
     profile = DEFAULT_PROFILE
     if args.profile and args.profile.lower() != "default":
+        # logs a warning itself when the platform has no speed references
         profile = profile_from_references(args.profile, args.params_dir or default_params_dir())
-        if profile is DEFAULT_PROFILE:
-            log.warning("platform %r has no speed references: using the default latency profile",
-                        args.profile)
     overrides = {
         "ttft_base_ms": args.ttft_ms, "ttft_per_1k_input_ms": args.ttft_per_1k_ms,
         "itl_base_ms": args.itl_ms, "itl_per_running_ms": args.itl_per_running_ms,

@@ -15,11 +15,14 @@ The model is deliberately small, with one number per effect a runbook measures:
 
 All durations are multiplied by the emulator's ``time_scale`` when they are slept.
 
-``profile_from_references`` fits those numbers from params/references/speed-*.yaml:
-TTFT base/slope by least squares over single-concurrency rows (slope left at the
-default when only one input length exists), ITL base/slope by least squares of
-median ITL against concurrency over every row, capacity from a
-``max_total_num_tokens`` field when a reference gives one.
+``profile_from_references`` fits those numbers from params/references/*.yaml documents
+of ``kind: speed`` (bench_serving results) or ``kind: matrix`` (context x concurrency
+rows) whose ``platform`` matches: TTFT base/slope by least squares over
+single-concurrency rows (slope left at the default when only one input length exists;
+input length = ``input_len`` or total_input_tokens / completed), ITL base/slope by least
+squares of median ITL against concurrency over every row (a negative intercept is
+pinned at 25% of the smallest measurement and the slope refit), and
+capacity from a ``max_total_num_tokens`` field when a reference gives one.
 """
 
 from __future__ import annotations
@@ -113,11 +116,8 @@ def _fit_ttft(points: list[SpeedPoint], d: LatencyProfile) -> tuple[float, float
         return d.ttft_base_ms, d.ttft_per_1k_input_ms
     if len({x for x, _ in rows}) < 2:
         slope = d.ttft_per_1k_input_ms
-        base = _mean([y - slope * x for x, y in rows])
-    else:
-        base, slope = _least_squares(rows)
-    slope = max(slope, 0.0)
-    return max(base, _MIN_MS), slope
+        return max(_mean([y - slope * x for x, y in rows]), _MIN_MS), slope
+    return _fit_line(rows)
 
 
 def _fit_itl(points: list[SpeedPoint], d: LatencyProfile) -> tuple[float, float]:
@@ -126,10 +126,28 @@ def _fit_itl(points: list[SpeedPoint], d: LatencyProfile) -> tuple[float, float]
         return d.itl_base_ms, d.itl_per_running_ms
     if len({x for x, _ in rows}) < 2:
         return max(_mean([y for _, y in rows]), _MIN_MS), 0.0
+    return _fit_line(rows)
+
+
+_BASE_FLOOR = 0.25  # intercepts are kept >= this fraction of the smallest measured value
+
+
+def _fit_line(rows: list[tuple[float, float]]) -> tuple[float, float]:
+    """Least-squares (base, slope) with slope >= 0 and a positive base.
+
+    Published rows are not linear (prefix caching, different output lengths per
+    scenario), so plain least squares can give a negative intercept.  Then the
+    intercept is pinned at _BASE_FLOOR x the smallest measurement and the slope refit
+    by least squares with that intercept fixed.
+    """
     base, slope = _least_squares(rows)
-    slope = max(slope, 0.0)
-    if base < _MIN_MS:  # steep data: anchor at the smallest measured ITL instead
-        base = max(min(y for _, y in rows), _MIN_MS)
+    if slope < 0:
+        return max(_mean([y for _, y in rows]), _MIN_MS), 0.0
+    floor = max(_BASE_FLOOR * min(y for _, y in rows), _MIN_MS)
+    if base < floor:
+        base = floor
+        sxx = sum(x * x for x, _ in rows)
+        slope = max(sum(x * (y - base) for x, y in rows) / sxx, 0.0) if sxx else 0.0
     return base, slope
 
 
@@ -180,21 +198,48 @@ def _points_from_doc(doc: dict[str, Any]) -> list[SpeedPoint]:
 
 
 def _point_from_result(result: Any) -> SpeedPoint | None:
+    """A bench_serving result; input length and concurrency may sit beside or inside metrics."""
     if not isinstance(result, dict):
         return None
-    metrics = result.get("metrics") or {}
-    return _make_point(result.get("input_len"), result.get("max_concurrency"),
+    metrics = result.get("metrics") if isinstance(result.get("metrics"), dict) else {}
+    concurrency = _first(result.get("max_concurrency"), metrics.get("max_concurrency"))
+    return _make_point(_input_len(result, metrics), concurrency,
                        metrics.get("median_ttft_ms"), metrics.get("median_itl_ms"))
 
 
+def _input_len(result: dict[str, Any], metrics: dict[str, Any]) -> float | None:
+    """Declared input length, else the mean measured one (total_input_tokens / completed)."""
+    declared = _first(result.get("input_len"), metrics.get("random_input_len"),
+                      metrics.get("input_len"))
+    if declared is not None:
+        return declared
+    total, completed = _number(metrics.get("total_input_tokens")), _number(metrics.get("completed"))
+    return total / completed if total and completed else None
+
+
+def _first(*values: Any) -> float | None:
+    for value in values:
+        number = _number(value)
+        if number is not None:
+            return number
+    return None
+
+
+_USABLE_STATUS = ("ok", "valid", "pass", "passed", "done", "success", "completed")
+
+
 def _point_from_matrix_row(row: Any) -> SpeedPoint | None:
+    """A context x concurrency cell.  Over-capacity, failed and queued cells are skipped
+    (queued TTFT is mostly waiting).  When rows carry a phase, TTFT is taken from prefill
+    rows only: decode rows measure TTFT on a warmed prompt cache."""
     if not isinstance(row, dict):
         return None
-    status = str(row.get("status", "ok")).lower()
-    if status not in ("ok", "pass", "passed", "done", "success", "completed"):
-        return None  # over-capacity or failed cells carry no latency
+    if str(row.get("status", "ok")).strip().lower() not in _USABLE_STATUS:
+        return None
+    phase = str(row.get("phase") or "").lower()
+    ttft = row.get("median_ttft_ms") if phase in ("", "prefill") else None
     return _make_point(row.get("context_tokens"), row.get("concurrency"),
-                       row.get("median_ttft_ms"), row.get("median_itl_ms"))
+                       ttft, row.get("median_itl_ms"))
 
 
 def _make_point(input_len: Any, concurrency: Any, ttft: Any, itl: Any) -> SpeedPoint | None:
@@ -209,7 +254,7 @@ def _make_point(input_len: Any, concurrency: Any, ttft: Any, itl: Any) -> SpeedP
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
+    if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return float(value)
