@@ -21,8 +21,9 @@ tool-envs: setup
 	bash scripts/setup_tool_env.sh inspect
 
 demo: setup
-	$(BIN)/kimi-runbooks plan --platform h200
-	$(BIN)/kimi-runbooks plan --platform mi350x --tp 8 || echo "(as expected: the AITER rule refuses tp 8 on MI350X with SGLang 0.5.9)"
+	bash scripts/setup_tool_env.sh bench
+	$(BIN)/papermill runbooks/h200.ipynb outputs/demo-h200.ipynb -p launcher emulator -p time_scale 0.05
+	@echo "report: $$(ls -td outputs/*/report.html | head -1)"
 
 test: setup
 	$(BIN)/pytest -q

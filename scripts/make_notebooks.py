@@ -30,7 +30,7 @@ def notebook(cells: list[tuple[str, str]], parameters: str | None = None) -> nbf
             out.append(cell)
         elif kind == "check":  # compared by nbval
             cell = new_code_cell(text.strip())
-            cell.metadata["tags"] = ["nbval-check"]
+            cell.metadata["tags"] = ["nbval-check-output"]
             out.append(cell)
         else:
             out.append(new_code_cell(text.strip()))

@@ -113,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_val.set_defaults(func=cmd_validate_params)
     sub.add_parser("emulator", help="run the SGLang emulator (see `kimi-runbooks emulator --help`)",
                    add_help=False)
+    sub.add_parser("report", help="render RUN_DIR/report.html, or one comparison page for several "
+                   "run folders (see `kimi-runbooks report --help`)", add_help=False)
     return parser
 
 
@@ -120,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "emulator":
         return cmd_emulator(argv[1:])
+    if argv and argv[0] == "report":
+        from .report import main as report_main
+
+        return report_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     return args.func(args)

@@ -346,6 +346,10 @@ def _is_our_pump(pid: int) -> bool:
 # --------------------------------------------------------------------------- launch
 
 
+def _is_local(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
@@ -488,7 +492,9 @@ def launch(
 
     host = plan.serve_host
     if launcher == "emulator":
-        host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        # The emulator always runs on this machine: node addresses (deployments, `${NODE0_IP}`)
+        # and wildcard binds become loopback.
+        host = "127.0.0.1" if host in ("0.0.0.0", "::") or "${" in host or not _is_local(host) else host
         port = port or free_port(host)
     else:
         port = port or plan.serve_port

@@ -1,0 +1,187 @@
+"""The ten runbooks: in step with params/, validation first, every platform end to end on the
+emulator, no key anywhere in a run, and the nbval goldens (passing, and failing on a changed flag)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import papermill as pm
+import pytest
+import yaml
+
+from kimi_runbooks import report, runbook
+from kimi_runbooks.catalog import load_catalog
+from kimi_runbooks.recipes import PlanConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNBOOKS = ROOT / "runbooks"
+NBVAL = ROOT / "tests" / "nbval"
+PLATFORMS = sorted(load_catalog().platforms)
+IN_CI = os.environ.get("CI") == "true"
+
+
+def _make_runbooks():
+    spec = importlib.util.spec_from_file_location("make_runbooks", ROOT / "scripts" / "make_runbooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stages_present() -> bool:
+    return all(report.stage_availability(s) is None for s in ("deploy", "invoke", "speed"))
+
+
+def _require_stages() -> None:
+    if not _stages_present():
+        if IN_CI:
+            pytest.fail("deploy/invoke/speed stage notebooks or modules are missing, and CI=true")
+        pytest.skip("deploy/invoke/speed stages not in this checkout yet")
+
+
+# --------------------------------------------------------------------------- structure
+
+
+def test_runbooks_are_in_step_with_params_and_have_no_outputs():
+    expected = _make_runbooks().outputs()
+    assert sorted(p.stem for p in RUNBOOKS.glob("*.ipynb")) == PLATFORMS
+    for rel, nb in expected.items():
+        on_disk = nbformat.read(str(ROOT / rel), as_version=4)
+        assert [c.source for c in on_disk.cells] == [c.source for c in nb.cells], (
+            f"{rel} is out of step with params/. Fix: python scripts/make_runbooks.py")
+        assert all(not c.get("outputs") for c in on_disk.cells if c.cell_type == "code"), f"{rel} has outputs"
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_parameters_cell_names_every_plan_knob_with_the_recipe_values(platform):
+    nb = nbformat.read(str(RUNBOOKS / f"{platform}.ipynb"), as_version=4)
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert first_code.metadata.get("tags") == ["parameters"]
+    namespace: dict = {}
+    exec(first_code.source, namespace)  # noqa: S102 - our own generated parameters cell
+    params = runbook.collect_parameters(namespace)
+    assert set(PlanConfig.model_fields) <= set(params)
+    assert {"launcher", "base_url", "api_key_env", "stages", "scenario_set", "eval_suites", "run_dir",
+            "time_scale"} <= set(params)
+    recipe = load_catalog().platform(platform).recipe
+    assert (params["tp"], params["model"], params["mem_fraction_static"]) == (
+        recipe.tp, recipe.model, recipe.mem_fraction_static)
+    assert params["launcher"] == "emulator"
+    config, options = runbook.split_params(params)
+    assert PlanConfig.model_validate(config).platform == platform
+    assert options.stages == list(runbook.STAGE_ORDER)
+
+
+def test_unknown_parameter_is_a_clear_error():
+    with pytest.raises(runbook.PlanInvalid, match="unknown runbook parameter"):
+        runbook.split_params({"platform": "h200", "tensor_parallel": 8})
+    with pytest.raises(runbook.PlanInvalid, match="unknown stage"):
+        runbook.split_params({"platform": "h200", "stages": ["deploy", "bench"]})
+
+
+def test_stage_parameters_keep_served_model_names_apart():
+    config, options = runbook.split_params({"platform": "h200", "model": "kimi-k2.6", "tp": 8})
+    folder = Path("/tmp/x")
+    invoke = runbook.stage_parameters("invoke", config, options, folder, {"run_dir", "model", "base_url"})
+    assert invoke == {"run_dir": "/tmp/x"}  # `model` there is the served name, read from handle.json
+    deploy = runbook.stage_parameters("deploy", config, options, folder,
+                                      {"platform", "model", "tp", "port", "keep_running", "launcher"})
+    assert deploy["model"] == "kimi-k2.6" and deploy["tp"] == 8 and deploy["keep_running"] is True
+    assert "port" not in deploy  # emulator: a free port
+
+
+# --------------------------------------------------------------------------- validation first
+
+
+def test_mi350x_tp8_stops_at_validation_and_starts_nothing(tmp_path):
+    run = tmp_path / "run"
+    with pytest.raises(pm.PapermillExecutionError) as err:
+        pm.execute_notebook(str(RUNBOOKS / "mi350x.ipynb"), str(tmp_path / "out.ipynb"),
+                            parameters={"tp": 8, "run_dir": str(run)}, cwd=str(tmp_path), progress_bar=False)
+    assert err.value.ename == "PlanInvalid"
+    assert "amd-aiter-mla-heads" in err.value.evalue and "AITER" in err.value.evalue
+    assert "amd-aiter-mla-heads" in (run / report.PLAN_ERRORS_FILE).read_text()
+    for started in ("handle.json", "process.json", "server.log", "manifest.json", "stages.jsonl"):
+        assert not (run / started).exists(), started
+    assert report.verdict(report.collect(run)).level == "INVALID"
+
+
+# --------------------------------------------------------------------------- end to end
+
+FAST_SPEED = {"speed": {"scenarios": ["smoke-random-ids-c4"]}}
+"""One smoke scenario per platform keeps ten runbooks within CI time; h200 runs the full smoke set."""
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_every_runbook_runs_on_the_emulator(platform, tmp_path):
+    _require_stages()
+    run = tmp_path / "run"
+    params = {"run_dir": str(run), "launcher": "emulator", "time_scale": 0.05, "fail_on_error": False}
+    if platform != "h200":
+        params["stage_overrides"] = FAST_SPEED
+    pm.execute_notebook(str(RUNBOOKS / f"{platform}.ipynb"), str(tmp_path / "out.ipynb"),
+                        parameters=params, cwd=str(tmp_path), progress_bar=False)
+    html = run / report.REPORT_FILE
+    assert html.exists() and html.stat().st_size < report.MAX_REPORT_BYTES
+    assert report.external_references(html.read_text()) == []
+    data = report.collect(run)
+    assert data.emulated and data.stages["deploy"].status == "ok"
+    assert (run / "notebooks" / "deploy.ipynb").exists()
+    assert any("teardown" in line for line in (run / report.STAGES_FILE).read_text().splitlines())
+
+
+@pytest.mark.heavy
+def test_api_key_never_lands_in_the_run_folder_or_notebook(tmp_path, monkeypatch):
+    _require_stages()
+    key = "sk-runbook-test-4f9a2c7e1b"
+    monkeypatch.setenv("SOME_VAR", key)
+    run = tmp_path / "run"
+    out = tmp_path / "out.ipynb"
+    pm.execute_notebook(str(RUNBOOKS / "h200.ipynb"), str(out),
+                        parameters={"run_dir": str(run), "api_key_env": "SOME_VAR", "time_scale": 0.05,
+                                    "stages": ["deploy", "invoke", "speed", "report"],
+                                    "stage_overrides": FAST_SPEED, "fail_on_error": False},
+                        cwd=str(tmp_path), progress_bar=False)
+    assert (run / report.REPORT_FILE).exists()
+    invoke = report.collect(run).invoke
+    assert invoke and any(r.status == "pass" for r in invoke)  # the key was used and accepted
+    leaks = [str(p) for p in [out, *run.rglob("*")] if p.is_file() and key.encode() in p.read_bytes()]
+    assert leaks == []
+
+
+# --------------------------------------------------------------------------- nbval goldens
+
+
+def _nbval(golden: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval-lax",
+            "--nbval-sanitize-with", str(NBVAL / "sanitize.cfg"), str(NBVAL / golden)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=str(ROOT),
+                          env={**os.environ, "KIMI_RUNBOOKS_OUTPUTS": str(tmp_path / "outputs"), **env})
+
+
+def test_nbval_command_generator_golden_passes_and_fails_on_a_changed_flag(tmp_path):
+    ok = _nbval("command_generator_mi350x.ipynb", {}, tmp_path)
+    assert ok.returncode == 0, ok.stdout[-3000:]
+
+    params = tmp_path / "params"
+    shutil.copytree(ROOT / "params", params)
+    path = params / "platforms" / "mi350x.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["recipe"]["mem_fraction_static"] = 0.75  # one launch flag: --mem-fraction-static 0.8 -> 0.75
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    bad = _nbval("command_generator_mi350x.ipynb", {"KIMI_RUNBOOKS_PARAMS": str(params)}, tmp_path)
+    assert bad.returncode != 0
+    assert "Cell outputs differ" in bad.stdout and "-static 0.75" in bad.stdout
+
+
+@pytest.mark.heavy
+def test_nbval_runbook_golden_passes(tmp_path):
+    _require_stages()
+    result = _nbval("runbook_h200.ipynb", {}, tmp_path)
+    assert result.returncode == 0, result.stdout[-4000:]
