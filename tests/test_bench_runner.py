@@ -66,7 +66,7 @@ def test_statuses_resume_and_redaction(server, tmp_path, monkeypatch):
     assert Path(by["a-c1"]["log"]).exists()
     assert "Warmup failed" in by["b-c4"]["error"] and Path(by["b-c4"]["log"]).exists()
     assert "live /server_info" in by["cell-8k-c4"]["capacity"]["source"]
-    assert by["cell-8k-c4"]["capacity"]["tokens_needed_per_rank"] == 4 * 8192
+    assert by["cell-8k-c4"]["capacity"]["tokens_needed_per_rank"] == 4 * (8192 + 16)  # context + output
     assert "dataset_path" in by["sg-c1"]["error"]
     ok = df[df["scenario"] == "a-c1"].iloc[0]
     assert ok["label"] == "emulated"

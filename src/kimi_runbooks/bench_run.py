@@ -90,17 +90,17 @@ def capacity_plan(memory_plan: MemoryPlan | None, live: LiveInfo | None) -> Memo
 
 
 def cell_fit(scenario: Scenario, plan: MemoryPlan | None) -> CellFit | None:
-    """Capacity check of a matrix cell: concurrency x context prompt tokens held at once.
+    """Capacity check of a matrix cell: concurrency requests of context + output tokens at once.
 
-    Only matrix cells are checked, on prompt tokens as llm-inference-bench does (seed 003: every
-    cell that ran totals <= the pool in prompt tokens); other scenarios queue on a real server
-    rather than fail, which is what their published numbers measured.
+    The same criterion the planner is tested with on seed 003 (every cell that ran fits, every
+    over-capacity cell does not). Only matrix cells are checked; other scenarios queue on a real
+    server rather than fail, which is what their published numbers measured.
     """
     if plan is None or scenario.matrix is None:
         return None
     context = scenario.matrix.get("context_tokens", scenario.input_len or 0)
     concurrency = scenario.matrix.get("concurrency", scenario.max_concurrency or 1)
-    return plan.fit(int(context), int(concurrency))
+    return plan.fit(int(context), int(concurrency), int(scenario.output_len or 0))
 
 
 def _timeout_for(scenario: Scenario, timeout_s: float | Mapping[str, float] | None) -> float:

@@ -609,11 +609,17 @@ def record(handle: ServerHandle, environ: dict[str, str] | None = None) -> None:
 # --------------------------------------------------------------------------- notebook helpers
 
 
-def plan_from_params(**params: Any) -> LaunchPlan:
-    """A plan from notebook parameters; None means "the platform recipe's value"."""
+def plan_from_params(plan_config: dict[str, Any] | None = None, **params: Any) -> LaunchPlan:
+    """A plan from notebook parameters; None means "the platform recipe's value".
+
+    `plan_config` (what a runbook passes) holds every PlanConfig knob with PlanConfig's own
+    meaning (e.g. reasoning_parser None disables the parser) and wins over the single knobs, so
+    the deploy stage launches exactly the plan the runbook validated.
+    """
     from .recipes import PlanConfig, plan as make_plan
 
-    return make_plan(PlanConfig(**{k: v for k, v in params.items() if v is not None}))
+    knobs = {k: v for k, v in params.items() if v is not None}
+    return make_plan(PlanConfig(**{**knobs, **(plan_config or {})}))
 
 
 def require_valid(plan: LaunchPlan) -> None:
