@@ -9,9 +9,7 @@ little error. Target: within 5% at concurrency 16. All numbers here are EMULATED
     .venv/bin/python benchmarks/runner_latency.py [--concurrency 1 16 64] [--output-len 64]
 
 Needs the bench tool env (bash scripts/setup_tool_env.sh bench). By default the emulator runs
-as its own process (like a real server), launched through its CLI; the CLI has no flags for the
-profile's numbers, so the script writes a tiny speed reference whose least-squares fit IS the
-fixed profile and passes `--profile fixed-latency --params-dir <that folder>` (checked below).
+as its own process (like a real server) with the profile given by its CLI flags (--ttft-ms ...);
 `--emulator thread` runs it in a thread of this process with the LatencyProfile object instead.
 """
 
@@ -24,9 +22,7 @@ from pathlib import Path
 
 from kimi_runbooks import bench
 from kimi_runbooks.catalog import Scenario
-import yaml
-
-from kimi_runbooks.emulator.latency import LatencyProfile, profile_from_references
+from kimi_runbooks.emulator.latency import LatencyProfile
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread, start_subprocess
 from kimi_runbooks.runinfo import RunHandle
@@ -37,28 +33,16 @@ PROFILE = LatencyProfile(ttft_base_ms=150.0, ttft_per_1k_input_ms=40.0, itl_base
                          max_running_requests=1024, source="fixed (benchmarks/runner_latency.py)")
 
 
-def profile_params_dir(folder: Path, profile: LatencyProfile = PROFILE) -> Path:
-    """A params folder whose one speed reference fits exactly to `profile` (see module doc)."""
-    (folder / "references").mkdir(parents=True, exist_ok=True)
-    rows = [{"input_len": n, "max_concurrency": 1,
-             "metrics": {"median_ttft_ms": profile.ttft_ms(n), "median_itl_ms": profile.itl_ms(1)}}
-            for n in (1000, 2000)]
-    rows.append({"input_len": 1000, "max_concurrency": 64, "metrics": {"median_itl_ms": profile.itl_ms(64)}})
-    doc = {"id": "fixed-latency", "kind": "speed", "platform": "fixed-latency",
-           "max_total_num_tokens": profile.max_total_num_tokens, "results": rows}
-    (folder / "references" / "fixed-latency.yaml").write_text(yaml.safe_dump(doc))
-    fitted = profile_from_references("fixed-latency", folder)
-    for name in ("ttft_base_ms", "ttft_per_1k_input_ms", "itl_base_ms", "itl_per_running_ms"):
-        assert abs(getattr(fitted, name) - getattr(profile, name)) < 1e-6, (name, fitted)
-    return folder
-
-
 def start_emulator(mode: str, run_dir: Path):
     """(base_url, stop) of an emulator with PROFILE, as a process (default) or a thread."""
     if mode == "thread":
         return run_in_thread(EmulatorSettings(port=0, profile=PROFILE, startup_seconds=0))
-    params = profile_params_dir(run_dir / "params")
-    proc = start_subprocess(["--profile", "fixed-latency", "--params-dir", str(params)])
+    proc = start_subprocess([
+        "--ttft-ms", str(PROFILE.ttft_base_ms), "--ttft-per-1k-ms", str(PROFILE.ttft_per_1k_input_ms),
+        "--itl-ms", str(PROFILE.itl_base_ms), "--itl-per-running-ms", str(PROFILE.itl_per_running_ms),
+        "--max-total-num-tokens", str(PROFILE.max_total_num_tokens),
+        "--max-running-requests", str(PROFILE.max_running_requests),
+    ])
     return proc.base_url, proc.stop
 
 

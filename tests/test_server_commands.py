@@ -93,6 +93,7 @@ def test_emulator_argv_carries_profile_and_plan_flags() -> None:
                  "--tp-size 4", "--kv-cache-dtype fp8_e4m3", "--port 1234"):
         assert part in text
     assert "--api-key " not in text + " " and "${KIMI_KEY}" not in text
+    assert f"--max-total-num-tokens {plan.memory.kv_pool_tokens}" in text  # emulated pool = planner estimate
 
 
 def test_unknown_launcher() -> None:

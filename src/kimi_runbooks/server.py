@@ -399,6 +399,9 @@ def emulator_argv(
             "--profile", plan.platform.id, "--model", served_name(plan),
             "--model-path", plan.config.model_path or plan.model.hf_id,
             "--time-scale", f"{time_scale:g}", "--startup-seconds", f"{startup_seconds:g}"]
+    if plan.memory.kv_pool_tokens > 0:
+        # the emulated KV pool is the planner's estimate, so capacity skips follow the plan
+        argv += ["--max-total-num-tokens", str(plan.memory.kv_pool_tokens)]
     if fault:
         argv += ["--fault", fault]
     if plan.config.api_key_env:
