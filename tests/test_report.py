@@ -76,6 +76,19 @@ def test_verdict_levels(copy):
     assert report.verdict(report.collect(copy)).level == "INVALID"
 
 
+def test_accuracy_errors_fail_and_skipped_suites_are_incomplete(copy):
+    (copy / report.RUNBOOK_FILE).write_text(json.dumps({"stages": ["deploy", "invoke", "speed", "accuracy"]}))
+    rows = [{"suite": "aime25", "metric": "pass_at_1", "status": "skipped", "detail": "no env"}]
+    (copy / "accuracy.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (copy / "stages.jsonl").open("a").write(json.dumps({"stage": "accuracy", "status": "ok"}) + "\n")
+    v = report.verdict(report.collect(copy))
+    assert v.level == "INCOMPLETE" and v.reasons == ["accuracy suite aime25 skipped: no env"]
+    rows.append({"suite": "toolcall-builtin", "metric": "success", "status": "error", "detail": "tool crashed"})
+    (copy / "accuracy.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    v = report.verdict(report.collect(copy))
+    assert v.level == "FAIL" and any("tool crashed" in r for r in v.reasons)
+
+
 def test_warnings_security_skipped_and_regression(copy):
     plan = json.loads((copy / "manifest.json").read_text())["plan"]
     plan["config"]["host"] = "0.0.0.0"

@@ -668,7 +668,8 @@ def save(results: list[CheckResult], run_dir: str | Path, api_key_env: str | Non
         "emulated": any(r.emulated for r in results),
         "source": "emulated" if any(r.emulated for r in results) else "measured",
         "counts": counts(results),
-        "all_passed": not any(r.status == "fail" for r in results),
+        # "passed" needs at least one check that ran and passed: all-skipped is not a pass
+        "all_passed": any(r.status == "pass" for r in results) and not any(r.status == "fail" for r in results),
         "results": [r.model_dump(mode="json") for r in results],
     }
     path = folder / INVOKE_FILE

@@ -317,10 +317,14 @@ def verdict(data: RunData) -> Verdict:
     failed += [f"invoke check {r.name} failed: {r.reason}" for r in data.invoke or [] if r.status == "fail"]
     if data.speed is not None and "status" in data.speed.columns:
         failed += [f"speed scenario {s} failed" for s in data.speed.loc[data.speed["status"] == "failed", "scenario"]]
+    failed += [f"accuracy suite {r.get('suite')} errored: {str(r.get('detail') or '')[:200]}"
+               for r in data.accuracy or [] if r.get("status") == "error"]
     if failed:
         return Verdict("FAIL", f"{len(failed)} failure(s)", failed)
     missing = [f"stage {s.name}: {s.status} ({s.detail})" for s in data.stages.values()
                if s.status != "ok" and s.detail != "not requested (stages parameter)"]
+    missing += [f"accuracy suite {r.get('suite')} skipped: {str(r.get('detail') or '')[:200]}"
+                for r in data.accuracy or [] if r.get("status") == "skipped"]
     suffix = " (EMULATED: a rehearsal, not a hardware result)" if data.emulated else ""
     if missing:
         return Verdict("INCOMPLETE", "not every requested stage ran" + suffix, missing)

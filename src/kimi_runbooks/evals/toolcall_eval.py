@@ -158,7 +158,12 @@ def trigger_f1(results: Iterable[dict[str, Any]], reference: Iterable[dict[str, 
     tn = sum(not ours[i] and not theirs[i] for i in common)
     precision = tp / (tp + fp) if tp + fp else None
     recall = tp / (tp + fn) if tp + fn else None
-    f1 = (2 * precision * recall / (precision + recall)) if precision and recall else (0.0 if common else None)
+    if tp + fp + fn == 0:
+        f1 = None  # neither side ever triggered a tool call: F1 is undefined, not 0
+    elif precision and recall:
+        f1 = 2 * precision * recall / (precision + recall)
+    else:
+        f1 = 0.0
     return {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "n": len(common),
             "unmatched": len(set(ours) ^ set(theirs)),
             "tool_call_precision": precision, "tool_call_recall": recall, "tool_call_f1": f1}
