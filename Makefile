@@ -36,3 +36,5 @@ notebooks: setup
 
 clean:
 	rm -rf $(VENV) .venvs .pytest_cache
+goldens: setup
+	bash scripts/regen_goldens.sh

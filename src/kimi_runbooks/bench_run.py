@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from .bench_parse import BenchParseError, parse_block, parse_jsonl_text
 from .bench_results import FINISHED, RESULTS_FILE, load_results
 from .catalog import Scenario
 from .planner import CellFit, MemoryPlan
+from .procs import stop_group
 from .runinfo import append_jsonl, read_jsonl
 from .secrets import redact
 from .toolenv import OFFLINE_ENV, ToolEnvError, tool_env
@@ -54,7 +54,12 @@ def live_server_info(url: str, api_key: str | None = None, timeout: float = 5.0)
         except httpx.HTTPError:
             return None
         if resp.status_code == 200:
-            info = resp.json()
+            try:
+                info = resp.json()
+            except ValueError:  # a proxy answering HTML: treat as "no live info"
+                return None
+            if not isinstance(info, dict):
+                return None
             tokens = info.get("max_total_num_tokens")
             dp = int(info.get("dp_size") or 1) if info.get("enable_dp_attention") else 1
             return LiveInfo(int(tokens) if tokens else None, max(dp, 1), bool(info.get("emulated")))
@@ -77,7 +82,7 @@ def capacity_plan(memory_plan: MemoryPlan | None, live: LiveInfo | None) -> Memo
     """The plan to check cells against: the live pool size when known, else the estimate."""
     if live is not None and live.max_total_num_tokens:
         if memory_plan is not None:
-            return memory_plan.with_live_capacity(live.max_total_num_tokens)
+            return memory_plan.with_live_capacity(live.max_total_num_tokens, live.dp_ranks)
         return MemoryPlan(
             memory_gib=0.0, mem_fraction_static=0.0, usable_gib_per_device=0.0,
             weights_gib_per_device=0.0, draft_gib_per_device=0.0, runtime_reserve_gib=0.0,
@@ -128,16 +133,10 @@ def _run_child(argv: list[str], log_path: Path, env: dict[str, str], timeout: fl
         try:
             return proc.wait(timeout=timeout), False
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGTERM)  # our own child's group only
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop_group(proc)
             return proc.returncode, True
         except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            stop_group(proc, grace_s=0)
             raise
 
 
@@ -261,6 +260,8 @@ def run_scenarios(
         t0 = time.monotonic()
         code, timed_out = _run_child(argv, log_path, child_env, _timeout_for(scenario, timeout_s))
         _redact_file(log_path, secret_names)
+        if output_file.exists():  # bench_serving embeds /server_info, which can carry the api_key
+            _redact_file(output_file, secret_names)
         metrics, parsed_from = _parse_outputs(output_file, log_path)
         row.update(duration_s=round(time.monotonic() - t0, 3), returncode=code,
                    parsed_from=parsed_from, metrics=metrics or {}, finished_at=_now())

@@ -66,12 +66,15 @@ class MemoryPlan:
     source: str = "estimate"
     notes: list[str] = field(default_factory=list)
 
-    def with_live_capacity(self, max_total_num_tokens: int) -> MemoryPlan:
-        """The same plan with SGLang's own pool size (GET /server_info) in place of the estimate."""
+    def with_live_capacity(self, max_total_num_tokens: int, dp_ranks: int | None = None) -> MemoryPlan:
+        """The same plan with SGLang's own pool size (GET /server_info) in place of the estimate;
+        `dp_ranks`, when the server reports it, replaces the planned DP-attention rank count."""
+        ranks = dp_ranks if dp_ranks and dp_ranks > 0 else self.dp_attention_ranks
         return replace(
             self,
             kv_pool_tokens=max_total_num_tokens,
-            kv_pool_tokens_total=max_total_num_tokens * self.dp_attention_ranks,
+            dp_attention_ranks=ranks,
+            kv_pool_tokens_total=max_total_num_tokens * ranks,
             source="live /server_info max_total_num_tokens",
         )
 

@@ -10,9 +10,12 @@ Each stage appends one line to run_dir/stages.jsonl as it finishes.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import json
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,6 +236,29 @@ def teardown(folder: Path, secret_env: str | None) -> list[str]:
     return done
 
 
+class _TeardownGuard:
+    """While stages run, a SIGTERM (CI kill, papermill timeout) or interpreter exit still tears the
+    server down: the deploy stage left it running for the later stages, so nothing else would."""
+
+    def __init__(self, folder: Path, secret_env: str | None) -> None:
+        self._args = (folder, secret_env)
+        self._installed = threading.current_thread() is threading.main_thread()
+        atexit.register(self._teardown)
+        if self._installed:
+            self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _teardown(self) -> None:
+        teardown(*self._args)
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)  # unwinds through run_runbook's `finally`
+
+    def release(self) -> None:
+        atexit.unregister(self._teardown)
+        if self._installed:
+            signal.signal(signal.SIGTERM, self._previous if self._previous is not None else signal.SIG_DFL)
+
+
 def run_runbook(params: dict[str, Any], *, notebooks_dir: str | Path | None = None,
                 kernel_name: str | None = None) -> RunbookResult:
     """Validate, run the stages in order, always tear down, render the report; see the module doc."""
@@ -250,6 +276,7 @@ def run_runbook(params: dict[str, Any], *, notebooks_dir: str | Path | None = No
     print(f"[runbook] {launch_plan.platform.id}: plan valid; run folder {folder}", flush=True)
 
     states: dict[str, report.StageState] = {}
+    guard = _TeardownGuard(folder, secret_env)  # SIGTERM / interpreter exit skip `finally`
     try:
         for stage in [s for s in options.stages if s != "report"]:
             if stage != "deploy" and states.get("deploy") and states["deploy"].status != "ok":
@@ -258,6 +285,7 @@ def run_runbook(params: dict[str, Any], *, notebooks_dir: str | Path | None = No
                 continue
             states[stage] = run_stage(stage, config, options, folder, nb_dir, kernel_name)
     finally:
+        guard.release()
         teardown(folder, secret_env)
 
     html = None

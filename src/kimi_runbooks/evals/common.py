@@ -20,6 +20,7 @@ from typing import Any, Literal, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
+from ..procs import stop_group
 from ..runinfo import append_jsonl, read_jsonl
 from ..secrets import redact
 
@@ -149,15 +150,12 @@ def run_tool(
             while proc.poll() is None:
                 _advance(bar, log_path)
                 if timeout is not None and time.monotonic() - start > timeout:
-                    proc.kill()
-                    proc.wait()
+                    stop_group(proc)
                     raise SuiteFailed(f"{desc}: gave up after {timeout:.0f}s; log: {log_path}")
                 time.sleep(0.25)
             _advance(bar, log_path)
         except BaseException:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            stop_group(proc, grace_s=0)
             raise
         finally:
             bar.close()
