@@ -141,3 +141,12 @@ def test_pd_deployment_has_prefill_decode_and_router():
     assert p.router is not None
     assert "http://10.1.0.1:8000" in p.router.argv and "http://10.1.0.2:8001" in p.router.argv
     assert p.ok, [str(e) for e in p.errors]
+
+
+def test_devices_used_is_what_serves_the_plan():
+    assert plan({"platform": "h200"}).devices_used == 8
+    assert plan({"platform": "mi350x"}).devices_used == 4
+    assert plan({"platform": "ascend-a3"}).devices_used == 32  # 2 nodes x 16 dies
+    assert plan({"platform": "ascend-a3", "deployment": "ascend-a3-8p-in3k5-out1k5-50ms"}).devices_used == 16
+    assert plan({"platform": "ascend-a3", "deployment": "ascend-a3-1p1d-16p-in128k-out1k"}).devices_used == 32
+    assert plan({"platform": "b200", "model": "kimi-k2-instruct", "dp": 4}).devices_used == 32  # 4 replicas

@@ -70,15 +70,25 @@ def resolve_target(run_dir, base_url: str | None = None, model: str | None = Non
                      api_key_env=api_key_env, platform=platform)
 
 
-def platform_capacity(platform: str | None, catalog: Catalog | None = None):
-    """(memory plan, devices) from the platform's default recipe; (None, None) without a platform."""
+def platform_capacity(platform: str | None, catalog: Catalog | None = None, run_dir=None):
+    """(memory plan, devices serving it) of the plan the deploy stage launched (its manifest in
+    run_dir), else of the platform's default recipe; (None, None) without either."""
+    import json
+    from pathlib import Path
+
     from .recipes import PlanConfig, plan
 
+    catalog = catalog or load_catalog()
+    manifest = Path(run_dir) / "manifest.json" if run_dir else None
+    if manifest is not None and manifest.exists():
+        config = (json.loads(manifest.read_text()).get("plan") or {}).get("config")
+        if config:
+            launch = plan(PlanConfig(**config), catalog)
+            return launch.memory, launch.devices_used
     if not platform:
         return None, None
-    catalog = catalog or load_catalog()
     launch = plan(PlanConfig(platform=platform), catalog)
-    return launch.memory, launch.platform.devices
+    return launch.memory, launch.devices_used
 
 
 def offline_tokenizer(run_dir, tokenizer=None, offline: bool = True):

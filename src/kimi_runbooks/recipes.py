@@ -144,6 +144,15 @@ class LaunchPlan:
         return not self.errors
 
     @property
+    def devices_used(self) -> int:
+        """Accelerators serving this plan, all nodes and roles: the divisor of per-GPU numbers."""
+        if self.deployment is not None:
+            return sum(role.nodes for role in self.deployment.roles) * self.platform.devices_per_node
+        knobs = resolve_knobs(self.config, self.platform, self.model)
+        replicas = knobs.dp if (knobs.dp and knobs.dp > 1 and not knobs.enable_dp_attention) else 1
+        return knobs.tp * (knobs.pp or 1) * replicas
+
+    @property
     def base_url(self) -> str:
         host = "127.0.0.1" if self.serve_host in ("0.0.0.0", "::") else self.serve_host
         return f"http://{host}:{self.serve_port}"
@@ -167,6 +176,7 @@ class LaunchPlan:
             "nodes": [n.as_dict() for n in self.nodes],
             "router": self.router.as_dict() if self.router else None,
             "base_url": self.base_url,
+            "devices_used": self.devices_used,
             "memory": self.memory.as_dict(),
             "errors": [str(e) for e in self.errors],
             "warnings": [str(w) for w in self.warnings],

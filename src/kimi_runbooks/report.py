@@ -180,6 +180,8 @@ def _load_speed(folder: Path, devices: int | None, problems: list[str]) -> pd.Da
 
 
 def _devices(plan: dict[str, Any] | None) -> int | None:
+    if (plan or {}).get("devices_used"):
+        return int(plan["devices_used"])
     config = (plan or {}).get("config") or {}
     tp = config.get("tp") or (plan or {}).get("tp")
     if not tp:
