@@ -84,8 +84,8 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
     lines += [
         "",
         "# Runbook options",
-        "launcher = 'emulator'  # emulator (CI, laptop rehearsal) | "
-        f"{platform.launcher} (this platform's) | local | docker | external | multi-node | slurm",
+        "launcher = 'emulator'  # emulator: CI or a laptop rehearsal; on the hardware: "
+        f"{platform.launcher} (this platform's default), or local | docker | external | multi-node | slurm",
         "base_url = None  # for launcher external: the URL of the running server",
         "stages = ['deploy', 'invoke', 'speed', 'accuracy', 'report']",
         "scenario_set = 'smoke'  # params/scenarios: smoke (CI) or a published set",
