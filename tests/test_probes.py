@@ -17,6 +17,7 @@ from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread, start_subprocess
 from kimi_runbooks.probes_image import RECEIPT_ITEM, data_url, receipt_png
 from kimi_runbooks.runinfo import RunHandle, write_handle
+from kimi_runbooks.server import free_port
 
 MODEL = "moonshotai/Kimi-K2.6"
 FAST = dict(timeout=20.0, max_tokens_thinking=4096, concurrency=3)
@@ -159,7 +160,7 @@ def test_passed_semantics_table_save_load_and_redaction(tmp_path, monkeypatch):
 
 def test_resolve_target_needs_a_server_and_names_the_fix(tmp_path):
     with pytest.raises(ValueError, match="without model"):
-        probes.resolve_target(base_url="http://127.0.0.1:30000")
+        probes.resolve_target(base_url=f"http://127.0.0.1:{free_port()}")  # nothing there to ask
     with pytest.raises(ValueError, match="run_dir"):
         probes.resolve_target()
     with pytest.raises(FileNotFoundError, match="deploy stage"):

@@ -59,15 +59,11 @@ def select_scenarios(scenario_set: str | None = None, scenarios: Sequence[str] |
 
 def resolve_target(run_dir, base_url: str | None = None, model: str | None = None,
                    api_key_env: str | None = None, platform: str | None = None):
-    """The server to benchmark: the run folder's handle.json, or an external base_url."""
-    from .runinfo import RunHandle, read_handle
+    """The server to benchmark: the run folder's handle.json, or an external base_url (its served
+    model asked from /v1/models when not given). See runinfo.resolve_target."""
+    from .runinfo import resolve_target as _resolve
 
-    if base_url is None:
-        handle = read_handle(run_dir)
-        updates = {k: v for k, v in {"model": model, "api_key_env": api_key_env, "platform": platform}.items() if v}
-        return handle.model_copy(update=updates)
-    return RunHandle(base_url=base_url, model=model or "moonshotai/Kimi-K2.6", launcher="external",
-                     api_key_env=api_key_env, platform=platform)
+    return _resolve(run_dir, base_url=base_url, model=model, api_key_env=api_key_env, platform=platform)
 
 
 def platform_capacity(platform: str | None, catalog: Catalog | None = None, run_dir=None):

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from .bench_parse import parse_jsonl_text, parse_result_text
-from .runinfo import read_jsonl
+from .runinfo import read_jsonl, source_label
 
 RESULTS_FILE = "bench.jsonl"
 STATUSES = ("ok", "failed", "over-capacity", "skipped")
@@ -29,7 +29,7 @@ LATENCY_KINDS = ("ttft", "tpot", "itl", "e2e_latency")
 
 
 def run_label(emulated: bool) -> str:
-    return "emulated" if emulated else "measured"
+    return source_label(emulated)
 
 
 def _per_gpu(value: Any, devices: Any) -> float:
@@ -125,5 +125,5 @@ def load_results(path: str | Path, devices: int | None = None) -> pd.DataFrame:
         df["label"] = [run_label(bool(e)) for e in emulated]
     else:
         df = pd.DataFrame.from_records([parse_result_text(text)])
-        df["label"] = "measured"
+        df["label"] = source_label(False)
     return add_derived(df, devices)

@@ -27,7 +27,7 @@ from .bench_results import FINISHED, RESULTS_FILE, load_results
 from .catalog import Scenario
 from .planner import CellFit, MemoryPlan
 from .procs import stop_group
-from .runinfo import append_jsonl, read_jsonl
+from .runinfo import append_jsonl, fetch_server_info, read_jsonl
 from .secrets import redact
 from .toolenv import OFFLINE_ENV, ToolEnvError, tool_env
 
@@ -46,24 +46,13 @@ class LiveInfo:
 
 
 def live_server_info(url: str, api_key: str | None = None, timeout: float = 5.0) -> LiveInfo | None:
-    """GET /server_info (older servers: /get_server_info); None if the server does not answer."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    for path in ("/server_info", "/get_server_info"):
-        try:
-            resp = httpx.get(url.rstrip("/") + path, headers=headers, timeout=timeout)
-        except httpx.HTTPError:
-            return None
-        if resp.status_code == 200:
-            try:
-                info = resp.json()
-            except ValueError:  # a proxy answering HTML: treat as "no live info"
-                return None
-            if not isinstance(info, dict):
-                return None
-            tokens = info.get("max_total_num_tokens")
-            dp = int(info.get("dp_size") or 1) if info.get("enable_dp_attention") else 1
-            return LiveInfo(int(tokens) if tokens else None, max(dp, 1), bool(info.get("emulated")))
-    return None
+    """What the capacity check needs from /server_info; None if the server does not answer."""
+    info = fetch_server_info(url, api_key, timeout)
+    if info is None:
+        return None
+    tokens = info.get("max_total_num_tokens")
+    dp = int(info.get("dp_size") or 1) if info.get("enable_dp_attention") else 1
+    return LiveInfo(int(tokens) if tokens else None, max(dp, 1), bool(info.get("emulated")))
 
 
 def server_is_up(url: str, api_key: str | None = None, timeout: float = 5.0) -> str | None:

@@ -19,6 +19,7 @@ from typing import Iterable
 import pandas as pd
 
 from . import report
+from .runinfo import source_label
 
 SCENARIO_METRICS = ("output_throughput", "output_tok_s_per_gpu", "tok_s_per_user", "median_ttft_ms",
                     "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms")
@@ -29,7 +30,7 @@ def runs_table(runs: list[report.RunData]) -> pd.DataFrame:
     for data in runs:
         v = report.verdict(data)
         rows.append({"run": data.run_id, "platform": data.platform, "model": data.model,
-                     "source": "EMULATED" if data.emulated else "measured", "verdict": v.level,
+                     "source": source_label(data.emulated, upper=True), "verdict": v.level,
                      "speed scenarios": 0 if data.speed is None else len(data.speed)})
     return pd.DataFrame(rows)
 
@@ -43,7 +44,7 @@ def speed_rows(runs: list[report.RunData]) -> pd.DataFrame:
         df = data.speed.copy()
         df["platform"] = data.platform
         df["run_id"] = data.run_id
-        df["origin"] = [f"{lab} (run {data.run_id})" for lab in df.get("label", ["measured"] * len(df))]
+        df["origin"] = [f"{lab} (run {data.run_id})" for lab in df.get("label", [source_label(False)] * len(df))]
         parts.append(df)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 

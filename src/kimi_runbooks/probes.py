@@ -22,15 +22,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal
 
-import httpx
 import jsonschema
 import pandas as pd
 from openai import APIConnectionError, APIStatusError, APITimeoutError, OpenAI
 from pydantic import BaseModel, Field, computed_field
 
-from . import secrets
+from . import runinfo, secrets
 from .probes_image import RECEIPT_ITEM, data_url, receipt_png
-from .runinfo import RunHandle, read_handle
+from .runinfo import RunHandle, fetch_server_info, source_label
 
 Status = Literal["pass", "fail", "skip"]
 INVOKE_FILE = "invoke.json"
@@ -562,36 +561,14 @@ def detect_emulated(handle: RunHandle, timeout: float = 10.0) -> bool:
     """True when the handle says so, or /server_info reports `emulated: true`."""
     if handle.emulated:
         return True
-    headers = {"Authorization": f"Bearer {handle.api_key()}"}
-    for path in ("/server_info", "/get_server_info"):
-        try:
-            resp = httpx.get(handle.base_url.rstrip("/") + path, headers=headers, timeout=timeout)
-        except httpx.HTTPError:
-            return False
-        if resp.headers.get("x-emulated"):
-            return True
-        if resp.status_code == 200:
-            try:
-                return bool(resp.json().get("emulated", False))
-            except ValueError:
-                return False
-    return False
+    info = fetch_server_info(handle.base_url, handle.api_key(), timeout)
+    return bool((info or {}).get("emulated", False))
 
 
 def resolve_target(run_dir: str | Path | None = None, base_url: str | None = None,
                    model: str | None = None, api_key_env: str | None = None) -> RunHandle:
     """The server to probe: an explicit base_url (external server) or the run folder's handle."""
-    if base_url:
-        if not model:
-            raise ValueError("base_url was given without model. Fix: pass the served model name, "
-                             "e.g. model='moonshotai/Kimi-K2.6'.")
-        return RunHandle(base_url=base_url, model=model, launcher="external", api_key_env=api_key_env)
-    if not run_dir:
-        raise ValueError("nothing to probe: pass run_dir (a deploy stage's run folder with handle.json) "
-                         "or base_url and model of a running server.")
-    handle = read_handle(run_dir)
-    updates = {k: v for k, v in {"model": model, "api_key_env": api_key_env}.items() if v}
-    return handle.model_copy(update=updates) if updates else handle
+    return runinfo.resolve_target(run_dir, base_url=base_url, model=model, api_key_env=api_key_env)
 
 
 def run_all(target: RunHandle | str, checks: Iterable[str] | None = None, *,
@@ -601,8 +578,8 @@ def run_all(target: RunHandle | str, checks: Iterable[str] | None = None, *,
             progress: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
     """Run the checks in order (all by default); each is isolated, so one failure never stops the rest.
 
-    target is a RunHandle or a base_url (then model is required). max_tokens_thinking bounds every
-    generation (Kimi thinks by default). emulated=None asks the server.
+    target is a RunHandle or a base_url (then model, else the server's first /v1/models id).
+    max_tokens_thinking bounds every generation (Kimi thinks by default). emulated=None asks the server.
     """
     handle = target if isinstance(target, RunHandle) else resolve_target(
         base_url=target, model=model, api_key_env=api_key_env)
@@ -645,7 +622,7 @@ def summary_table(results: list[CheckResult]) -> pd.DataFrame:
              "latency_ms": None if r.latency_ms is None else round(r.latency_ms, 1),
              "ttft_ms": None if r.ttft_ms is None else round(r.ttft_ms, 1),
              "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
-             "source": "EMULATED" if r.emulated else "measured"} for r in results]
+             "source": source_label(r.emulated, upper=True)} for r in results]
     table = pd.DataFrame(rows, columns=["check", "status", "reason", "latency_ms", "ttft_ms",
                                         "prompt_tokens", "completion_tokens", "source"])
     return table.astype({"prompt_tokens": "Int64", "completion_tokens": "Int64"})
@@ -653,7 +630,7 @@ def summary_table(results: list[CheckResult]) -> pd.DataFrame:
 
 def print_progress(result: CheckResult) -> None:
     """A one-line log per finished check (pass this as run_all's progress)."""
-    source = "emulated" if result.emulated else "measured"
+    source = source_label(result.emulated)
     ms = "" if result.latency_ms is None else f" ({result.latency_ms:.0f} ms {source})"
     print(f"{result.name:<17} {result.status.upper():<4}{ms}  {result.reason}", flush=True)
 
@@ -666,7 +643,7 @@ def save(results: list[CheckResult], run_dir: str | Path, api_key_env: str | Non
         "stage": "invoke",
         "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "emulated": any(r.emulated for r in results),
-        "source": "emulated" if any(r.emulated for r in results) else "measured",
+        "source": source_label(any(r.emulated for r in results)),
         "counts": counts(results),
         # "passed" needs at least one check that ran and passed: all-skipped is not a pass
         "all_passed": any(r.status == "pass" for r in results) and not any(r.status == "fail" for r in results),

@@ -14,9 +14,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import httpx
 from pydantic import BaseModel, ConfigDict
 
 HANDLE_FILE = "handle.json"
+SERVER_INFO_PATHS = ("/server_info", "/get_server_info")  # newer SGLang, then older releases
 
 
 class RunHandle(BaseModel):
@@ -77,6 +79,73 @@ def read_handle(folder: str | Path) -> RunHandle:
             "Fix: run the deploy stage first, or pass base_url (launcher=external)."
         )
     return RunHandle.model_validate_json(path.read_text())
+
+
+def fetch_server_info(base_url: str, api_key: str | None = None, timeout: float = 5.0) -> dict[str, Any] | None:
+    """SGLang's /server_info (older releases: /get_server_info) as a dict; None when the server
+    does not answer 200 with a JSON object (down, wrong path, a proxy's HTML or error page).
+
+    The one place this is fetched, so every stage agrees on what "no live info" means.
+    """
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    base = base_url.rstrip("/")
+    for path in SERVER_INFO_PATHS:
+        try:
+            resp = httpx.get(base + path, headers=headers, timeout=timeout)
+        except httpx.HTTPError:
+            return None
+        if resp.status_code != 200:
+            continue
+        try:
+            info = resp.json()
+        except ValueError:
+            return None
+        return info if isinstance(info, dict) else None
+    return None
+
+
+def served_model(base_url: str, api_key: str | None = None, timeout: float = 10.0) -> str:
+    """The first model id GET {base_url}/v1/models lists; ValueError naming the fix otherwise."""
+    url = base_url.rstrip("/").removesuffix("/v1") + "/v1/models"
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        resp = httpx.get(url, headers=headers, timeout=timeout)
+        resp.raise_for_status()
+        return str(resp.json()["data"][0]["id"])
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ValueError(f"base_url was given without model, and the served model name could not be read "
+                         f"from {url} ({type(exc).__name__}: {exc}). Fix: pass model=<served name> "
+                         "(the --served-model-name of the server).") from None
+
+
+def resolve_target(run_dir: str | Path | None = None, base_url: str | None = None, model: str | None = None,
+                   api_key_env: str | None = None, platform: str | None = None) -> RunHandle:
+    """The server a stage talks to: the run folder's handle.json (the given values override it),
+    or an external base_url. Without model the served name is asked from /v1/models, never
+    guessed: a wrong name would make every later request fail."""
+    if not base_url:
+        if not run_dir:
+            raise ValueError("no server given: pass run_dir (a deploy stage's run folder with handle.json) "
+                             "or base_url (and model) of a running server.")
+        handle = read_handle(run_dir)
+        updates = {k: v for k, v in {"model": model, "api_key_env": api_key_env, "platform": platform}.items() if v}
+        return handle.model_copy(update=updates) if updates else handle
+    base = base_url.rstrip("/").removesuffix("/v1")
+    handle = RunHandle(base_url=base, model=model or "", launcher="external", api_key_env=api_key_env,
+                       platform=platform)
+    if not model:
+        key = handle.api_key()  # a clear error when api_key_env names an unset variable
+        handle.model = served_model(base, None if key == "EMPTY" else key)
+    return handle
+
+
+def source_label(emulated: bool, run_id: str | None = None, *, upper: bool = False) -> str:
+    """Where a number came from: "emulated" or "measured" (+ " (run <id>)"); upper=True gives
+    "EMULATED", the shouting form tables use so an emulated row is never mistaken for hardware."""
+    label = "emulated" if emulated else "measured"
+    if upper and emulated:
+        label = label.upper()
+    return f"{label} (run {run_id})" if run_id else label
 
 
 def append_jsonl(path: str | Path, row: dict[str, Any]) -> None:

@@ -15,9 +15,10 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 
 from ..catalog import load_catalog
+from ..runinfo import source_label
 from .common import EvalRow
 
-SOURCE_EMULATED = "EMULATED"
+SOURCE_EMULATED = source_label(True, upper=True)
 
 
 def reference_results(catalog: Any | None = None) -> list[dict[str, Any]]:
@@ -105,7 +106,7 @@ def compare(rows: Sequence[EvalRow] | Iterable[dict[str, Any]], references: pd.D
         base = {"suite": r.suite, "metric": r.metric, "value": r.value, "n": r.n, "kind": r.kind,
                 "rate": rate, "ci_low": lo, "ci_high": hi, "stderr": r.stderr, "tool": r.tool,
                 "tool_version": r.tool_version,
-                "source": SOURCE_EMULATED if r.emulated else "measured",
+                "source": source_label(r.emulated, upper=True),
                 "published_settings": bool((r.settings or {}).get("published"))}
         if match.empty:
             out.append({**base, "ref_metric": None, "ref_value": None, "ref_n": None, "ref_rate": None,
@@ -139,7 +140,7 @@ def chart(table: pd.DataFrame, title: str = "Accuracy: this run vs published"):
                     error_y={"type": "data", "array": plus, "arrayminus": minus, "visible": True})
 
     if len(df):
-        bars("this run (EMULATED)" if emulated else "this run (measured)", df["rate"], df["ci_low"], df["ci_high"], "#1f77b4")
+        bars(f"this run ({source_label(emulated, upper=True)})", df["rate"], df["ci_low"], df["ci_high"], "#1f77b4")
         bars("published reference", df["ref_rate"], df["ref_ci_low"], df["ref_ci_high"], "#ff7f0e")
     full_title = title + (" — EMULATED server: numbers test the pipeline, not the model" if emulated else "")
     fig.update_layout(title=full_title, barmode="group", yaxis={"title": "rate", "range": [0, 1.05]},
