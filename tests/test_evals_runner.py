@@ -49,3 +49,95 @@ def test_suites_run_skip_and_resume(tmp_path):
 def test_missing_handle_says_to_deploy_first(tmp_path):
     with pytest.raises(FileNotFoundError, match="deploy stage"):
         run_accuracy(AccuracyConfig(run_dir=tmp_path))
+
+
+K2VV_RECORDING_STAND_IN = '''
+import argparse, json, sys
+from pathlib import Path
+from kimi_runbooks.evals.toolcall_eval import run_toolcall_eval
+p = argparse.ArgumentParser()
+p.add_argument("file_path")
+for flag in ("--model", "--base-url", "--api-key", "--output", "--summary"):
+    p.add_argument(flag)
+for flag in ("--concurrency", "--max-tokens"):
+    p.add_argument(flag, type=int)
+p.add_argument("--temperature", type=float)
+a = p.parse_args()
+with open(Path(a.output).parent / "calls.jsonl", "a") as fh:
+    fh.write(json.dumps({"argv": sys.argv[1:], "samples": sum(1 for _ in open(a.file_path))}) + "\\n")
+run_toolcall_eval(a.file_path, base_url=a.base_url, model=a.model, results_path=a.output,
+                  summary_path=a.summary, concurrency=a.concurrency, temperature=a.temperature,
+                  max_tokens=a.max_tokens)
+'''
+
+
+def _checkout_with_python(path, marker, text):
+    """A stand-in checkout with its own `.venv/bin/python` (this interpreter), as `uv sync` would make."""
+    import sys
+
+    (path / ".venv" / "bin").mkdir(parents=True)
+    py = path / ".venv" / "bin" / "python"
+    py.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    py.chmod(0o755)
+    (path / marker).write_text(text)
+    return path
+
+
+def test_k2vv_smoke_runs_the_limit_at_the_smoke_budget_and_setting_changes_rerun(tmp_path):
+    from kimi_runbooks.evals import vendor_verifier as vv
+    from kimi_runbooks.evals.toolcall_samples import write_ci_samples
+
+    checkout = _checkout_with_python(tmp_path / "K2VV", vv.K2VV_MARKER, K2VV_RECORDING_STAND_IN)
+    write_ci_samples(checkout / "tool-calls" / "samples.jsonl")  # 12 requests
+    run = tmp_path / "run"
+    run.mkdir()
+    with emulator_server(time_scale=0.01, log_startup=False) as url:
+        write_handle(run, RunHandle(base_url=url, model=MODEL, launcher="emulator", emulated=True))
+        cfg = AccuracyConfig(run_dir=run, suites=["k2vv-toolcall"], k2vv_path=str(checkout), clone=False)
+        rows = run_accuracy(cfg)
+        calls = read_jsonl(run / "accuracy" / "k2vv" / "calls.jsonl")
+        assert [r.status for r in rows][:1] == ["ok"], rows[0].detail
+        assert len(calls) == 1 and calls[0]["samples"] == 2  # SMOKE_LIMIT requests, not all 12
+        argv = calls[0]["argv"]
+        assert argv[argv.index("--max-tokens") + 1] == "2048"  # not the published 64000
+        assert rows[0].settings["limit"] == 2 and rows[0].settings["max_tokens"] == 2048
+        success = next(r for r in rows if r.metric == "success")
+        assert success.n == 2
+
+        run_accuracy(cfg)  # same settings: skipped
+        assert len(read_jsonl(run / "accuracy" / "k2vv" / "calls.jsonl")) == 1
+        run_accuracy(cfg.model_copy(update={"concurrency": 3}))  # a changed setting is not "already finished"
+        calls = read_jsonl(run / "accuracy" / "k2vv" / "calls.jsonl")
+        assert len(calls) == 2 and calls[1]["argv"][calls[1]["argv"].index("--concurrency") + 1] == "3"
+        run_accuracy(cfg.model_copy(update={"concurrency": 3, "limits": {"k2vv-toolcall": 3}}))
+        assert read_jsonl(run / "accuracy" / "k2vv" / "calls.jsonl")[-1]["samples"] == 3
+
+
+def test_kvv_gets_the_limit_and_its_settings_are_in_the_fingerprint(tmp_path, monkeypatch):
+    from kimi_runbooks.evals import runner
+    from kimi_runbooks.evals import vendor_verifier as vv
+    from kimi_runbooks.evals.common import SuiteFailed
+
+    calls = []
+
+    def fake_run_kvv(suite, **kwargs):
+        calls.append({"suite": suite, **kwargs})
+        raise SuiteFailed("stand-in: recorded the call")
+
+    monkeypatch.setattr(runner.vendor_verifier, "run_kvv", fake_run_kvv)
+    checkout = _checkout_with_python(tmp_path / "KVV", vv.KVV_MARKER, "")
+    run = tmp_path / "run"
+    run.mkdir()
+    with emulator_server(time_scale=0.01, log_startup=False) as url:
+        write_handle(run, RunHandle(base_url=url, model=MODEL, launcher="emulator", emulated=True))
+        cfg = AccuracyConfig(run_dir=run, suites=["ocrbench"], kvv_path=str(checkout), clone=False)
+        rows = run_accuracy(cfg)
+        run_accuracy(cfg.model_copy(update={"limits": {"ocrbench": 5}, "concurrency": 7}))
+        fp = {runner._fingerprint(runner._Ctx(c, runner.resolve_server(c), {"model": MODEL, "emulated": True}),
+                                  "ocrbench")
+              for c in (cfg, cfg.model_copy(update={"kvv_path": str(tmp_path / "other")}),
+                        cfg.model_copy(update={"concurrency": 7}), cfg.model_copy(update={"published": True}))}
+    assert rows[0].status == "error" and "stand-in" in rows[0].detail
+    assert calls[0]["limit"] == 2 and calls[0]["overrides"] == {"max_tokens": 1024}
+    assert calls[1]["limit"] == 5 and calls[1]["overrides"] == {"max_connections": 7, "max_tokens": 1024}
+    assert len(fp) == 4

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ def test_published_defaults_are_the_reference_command():
     words = shlex.split(reference_entry("aime25")["command"])
     flags = {w: words[i + 1] for i, w in enumerate(words[:-1]) if w.startswith("--")}
     cfg = sgl_eval.published_config("aime25")
-    args = sgl_eval.build_args(cfg, base_url="http://h:1/v1", model=MODEL, api_key="k", out_dir=Path("/o"))
+    args = sgl_eval.build_args(cfg, base_url="http://h:1/v1", model=MODEL, out_dir=Path("/o"))
     got = {w: args[i + 1] for i, w in enumerate(args[:-1]) if w.startswith("--")}
     for flag in ("--n-repeats", "--temperature", "--top-p", "--max-tokens", "--prompt", "--num-threads"):
         assert float(got[flag]) == float(flags[flag]) if flag != "--prompt" else got[flag] == flags[flag]
@@ -117,3 +118,51 @@ def test_sgl_eval_with_a_staged_dataset(tmp_path):
                                      api_key="EMPTY", out_dir=tmp_path, env=toolenv.OFFLINE_ENV)
     m = {r["metric"]: r for r in metrics}
     assert m["pass_at_1_avg2"]["n"] == 4 and m["majority_at_2"]["n"] == 2
+
+
+FAKE_CLI = '''
+import json, os, sys
+from pathlib import Path
+
+def main():
+    args = sys.argv[1:]
+    out = Path(args[args.index("--out-dir") + 1]) / "sgl_eval_aime25_fake"
+    out.mkdir(parents=True)
+    left = os.environ.get("KIMI_RUNBOOKS_SGL_EVAL_API_KEY")
+    (out / "argv.json").write_text(json.dumps({"argv": args, "env_left": left}))
+    (out / "metrics.json").write_text(json.dumps({"aggregate": {"score": 1.0}, "num_examples": 1, "n_repeats": 1}))
+    print(f"Metrics: {out / 'metrics.json'}")
+    return 0
+'''
+
+
+def test_api_key_reaches_sgl_eval_but_no_command_line(tmp_path):
+    fake = tmp_path / "fake"
+    (fake / "sgl_eval").mkdir(parents=True)
+    (fake / "sgl_eval" / "__init__.py").write_text("")
+    (fake / "sgl_eval" / "cli.py").write_text(FAKE_CLI)
+    key = "sk-sgl-" + os.urandom(6).hex()
+    python_argv = [sys.executable, *toolenv.TOOLS["sgl-eval"].module_argv]  # what ToolEnv.argv() builds
+    run, metrics_path, _ = sgl_eval.run(sgl_eval.smoke_config("aime25"), python_argv=python_argv,
+                                        base_url="http://127.0.0.1:1/v1", model=MODEL, api_key=key,
+                                        out_dir=tmp_path / "out", env={"PYTHONPATH": str(fake)})
+    seen = json.loads((metrics_path.parent / "argv.json").read_text())
+    assert seen["argv"][0] == "run" and seen["argv"][-2:] == ["--api-key", key]  # the tool got it...
+    assert seen["env_left"] is None  # ...and the variable is gone before sgl-eval runs
+    assert not any(key in a for a in run.argv)  # ...but no argv the parent built or logged has it
+    assert key not in run.log_text()
+    assert "--api-key" not in sgl_eval.build_args(sgl_eval.smoke_config("aime25"), base_url="http://h/v1",
+                                                  model=MODEL, out_dir=tmp_path)
+
+
+@pytest.mark.heavy
+def test_real_sgl_eval_authenticates_with_the_key_from_the_environment(tmp_path):
+    env = _real_env("sgl-eval")
+    key = "sk-sgl-" + os.urandom(6).hex()
+    cfg = sgl_eval.smoke_config("aime25", num_examples=1, max_tokens=64)
+    with emulator_server(time_scale=0.01, log_startup=False, api_key=key) as url:
+        run, _, metrics = sgl_eval.run(cfg, python_argv=env.argv(), base_url=url + "/v1", model=MODEL,
+                                       api_key=key, out_dir=tmp_path, env=toolenv.OFFLINE_ENV)
+    m = {r["metric"]: r for r in metrics}
+    assert run.returncode == 0 and m["error_rate"]["value"] == 0.0  # no 401s: the key arrived
+    assert not any(key in a for a in run.argv)

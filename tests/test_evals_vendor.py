@@ -4,6 +4,7 @@ files) so the subprocess, paths and parsers are exercised without the real repos
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -71,3 +72,52 @@ def test_k2vv_driver_runs_a_checkout_and_its_files_parse(tmp_path):
     assert tc.read_summary(summary)["finish_tool_calls"] == tc.summarize(rows)["finish_tool_calls"]
     log = run.log_text()
     assert log.startswith("$ ") and "--api-key" not in log.splitlines()[0]
+
+
+FAKE_INSPECT = '''
+import json, os
+from pathlib import Path
+
+def eval(tasks, models, **kwargs):
+    log_dir = Path(os.environ["INSPECT_LOG_DIR"])
+    log_dir.mkdir(parents=True, exist_ok=True)
+    (log_dir / "fake.eval").write_text(json.dumps({"tasks": tasks, "models": models, **kwargs}))
+'''
+
+KVV_STAND_IN = '''
+import argparse
+from inspect_ai import eval
+p = argparse.ArgumentParser()
+p.add_argument("bench")
+p.add_argument("--model")
+p.add_argument("--max-tokens", type=int)
+a, _ = p.parse_known_args()
+eval([a.bench], [a.model], max_tokens=a.max_tokens)
+'''
+
+
+@pytest.mark.parametrize("limit", [2, None])
+def test_kvv_limit_reaches_inspects_eval_call(tmp_path, monkeypatch, limit):
+    """eval.py has no --limit; the driver hands the limit to its inspect_ai.eval() call."""
+    (tmp_path / "lib" / "inspect_ai").mkdir(parents=True)
+    (tmp_path / "lib" / "inspect_ai" / "__init__.py").write_text(FAKE_INSPECT)
+    checkout = tmp_path / "Kimi-Vendor-Verifier"
+    checkout.mkdir()
+    (checkout / vv.KVV_MARKER).write_text(KVV_STAND_IN)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "lib"))
+    run, log = vv.run_kvv("ocrbench", checkout=checkout, python=sys.executable, base_url="http://127.0.0.1:1/v1",
+                          model=MODEL, api_key="EMPTY", out_dir=tmp_path / "out", overrides={"max_tokens": 64},
+                          limit=limit)
+    called = json.loads(log.read_text())
+    assert called["tasks"] == ["ocrbench"] and called["max_tokens"] == 64
+    assert called.get("limit") == limit
+    assert run.returncode == 0
+
+
+def test_first_lines_copies_a_prefix(tmp_path):
+    src = tmp_path / "s.jsonl"
+    src.write_text('{"a": 1}\n\n{"a": 2}\n{"a": 3}')
+    assert vv.first_lines(src, tmp_path / "o" / "two.jsonl", 2).read_text() == '{"a": 1}\n{"a": 2}\n'
+    assert vv.first_lines(src, tmp_path / "all.jsonl", 10).read_text().count("\n") == 3
+    with pytest.raises(ValueError, match="at least 1"):
+        vv.first_lines(src, tmp_path / "none.jsonl", 0)

@@ -164,3 +164,30 @@ def test_emulator_needs_only_a_port(fake_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("FAKE_GPU_COUNT", "0")
     report = pf.run_preflight(_plan("h200"), "emulator")
     assert [c.name for c in report.checks] == ["port free"] and report.ok
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback")
+def test_port_check_on_ipv6_loopback() -> None:
+    assert pf.socket_family("::1") == socket.AF_INET6 and pf.socket_family("localhost") == socket.AF_INET
+    with socket.socket(socket.AF_INET6) as sock:
+        sock.bind(("::1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        check = pf.check_port("::1", port)
+        assert check.status == "fail" and "in use" in check.detail and f"pid {os.getpid()}" in check.detail
+    assert pf.check_port("::1", port).status == "pass"
+
+
+def test_port_check_on_an_address_not_here_names_the_fix() -> None:
+    check = pf.check_port("192.0.2.1", 30000)  # TEST-NET-1: never an address of this machine
+    assert check.status == "fail" and "not an address of this machine" in check.detail
+    assert "127.0.0.1" in check.fix

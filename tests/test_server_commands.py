@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -66,9 +67,33 @@ def test_docker_h200_argv_with_key() -> None:
     assert argv[argv.index("--shm-size") + 1] == "32g"
     assert "lmsysorg/sglang:v0.5.9" in argv
     inner = argv[argv.index("lmsysorg/sglang:v0.5.9") + 1:]
-    assert inner[inner.index("--tp") + 1] == "8"
-    assert inner[inner.index("--api-key") + 1] == "sk-secret-value"
+    assert inner[:2] == ["sh", "-c"] and len(inner) == 3
+    script = shlex.split(inner[2])
+    assert script[:3] == ["exec", "sglang", "serve"]
+    assert script[script.index("--tp") + 1] == "8"
+    # the shell inside the container expands the key; the argv only names the variable
+    assert inner[2].endswith('--api-key "$KIMI_KEY"') and script.count("--api-key") == 1
+    assert not any("sk-secret-value" in a for a in argv)
     assert "-e" in argv and "KIMI_KEY" in argv  # the container env gets the variable by name
+
+
+def test_docker_key_value_is_in_no_argv_element_and_missing_key_is_clear(tmp_path: Path) -> None:
+    plan = recipes.plan({"platform": "mi350x", "api_key_env": "KIMI_KEY"})
+    argv, _ = server.docker_command(plan, ENV)
+    assert not any("sk-secret-value" in a for a in argv)
+    assert argv[argv.index("-v") + 1].startswith("/home/tester/")  # ${HOME} still filled in
+    inner = argv[argv.index("lmsysorg/sglang:v0.5.9-rocm700-mi35x") + 1:]
+    assert inner[:2] == ["sh", "-c"]
+    assert "--host 0.0.0.0" in inner[2] and "${" not in inner[2]
+    # what the container's shell runs: the server argv, the key expanded from its env at the end
+    fake = tmp_path / "sglang"
+    fake.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+    fake.chmod(0o755)
+    out = subprocess.run(inner, env={"PATH": f"{tmp_path}:/usr/bin:/bin", "KIMI_KEY": "sk-secret value$x"},
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[:2] == ["serve", "--model-path"] and out[-2:] == ["--api-key", "sk-secret value$x"]
+    with pytest.raises(server.DeployError, match="KIMI_KEY is not set"):
+        server.docker_command(plan, {k: v for k, v in ENV.items() if k != "KIMI_KEY"})
 
 
 def test_docker_preflight_refuses_without_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -86,6 +86,25 @@ def test_slow_start_times_out_naming_the_url(tmp_path: Path) -> None:
     assert _gone(pgid), "a timed-out launch must be torn down"
 
 
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback")
+def test_launch_on_ipv6_loopback(tmp_path: Path) -> None:
+    port = server.free_port("::1")  # an IPv6 socket: an IPv4 one cannot bind ::1
+    with server.launch(_plan(host="::1"), "emulator", tmp_path / "run", **FAST) as handle:
+        assert handle.base_url.startswith("http://[::1]:")  # bracketed, so it is a usable URL
+        assert httpx.get(handle.base_url + "/health", timeout=5).status_code == 200
+        assert handle.server_info and handle.server_info["emulated"] is True
+    assert port > 0
+
+
 def test_port_in_use_diagnosed(tmp_path: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -7,6 +7,7 @@ seconds. A missing tool is "cannot-check", never a pass; the launch is refused w
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -262,12 +263,27 @@ def port_owner(port: int) -> str | None:
     return None
 
 
+def socket_family(host: str) -> socket.AddressFamily:
+    """AF_INET6 for a host that is only IPv6 ("::1", "[::1]"), else AF_INET (names that resolve
+    to both, like localhost, keep IPv4: that is where the server binds them)."""
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), None, type=socket.SOCK_STREAM)
+    except OSError:
+        return socket.AF_INET
+    families = {info[0] for info in infos}
+    return socket.AF_INET6 if families == {socket.AF_INET6} else socket.AF_INET
+
+
 def check_port(host: str, port: int) -> Check:
-    bind_host = "0.0.0.0" if host in ("0.0.0.0", "::") else host
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    bind_host = "0.0.0.0" if host in ("0.0.0.0", "::") else host.strip("[]")
+    with socket.socket(socket_family(bind_host), socket.SOCK_STREAM) as sock:
         try:
             sock.bind((bind_host, port))
         except OSError as exc:
+            if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT) or isinstance(exc, socket.gaierror):
+                return Check("port free", "fail", f"cannot bind {host}: it is not an address of this machine "
+                             f"({exc.strerror or exc})",
+                             "use host 127.0.0.1 (IPv6 loopback ::1 needs IPv6 enabled on this machine)")
             owner = port_owner(port)
             return Check("port free", "fail",
                          f"port {port} on {host} is in use" + (f" by {owner}" if owner else "") + f" ({exc.strerror})",

@@ -32,9 +32,9 @@ import httpx
 from . import manifest as manifest_mod
 from . import slurm
 from .diagnose import Diagnosis, diagnose, tail
-from .preflight import PreflightReport, run_preflight
+from .preflight import PreflightReport, run_preflight, socket_family
 from .recipes import LaunchPlan, shell_command, shell_word
-from .runinfo import RunHandle, run_dir as make_run_dir, write_handle
+from .runinfo import RunHandle, fetch_server_info, run_dir as make_run_dir, write_handle
 from .secrets import redact
 
 LAUNCHERS = ("emulator", "local", "docker", "external", "multi-node", "slurm")
@@ -118,10 +118,13 @@ class ServerHandle:
     plan: LaunchPlan | None = field(default=None, repr=False)
 
     # ---- talking to it
+    def api_key(self) -> str | None:
+        """The key's value from the environment (None without one); never stored on the handle."""
+        return (os.environ.get(self.api_key_env) or None) if self.api_key_env else None
+
     def headers(self) -> dict[str, str]:
-        if self.api_key_env and os.environ.get(self.api_key_env):
-            return {"Authorization": f"Bearer {os.environ[self.api_key_env]}"}
-        return {}
+        key = self.api_key()
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
     @property
     def max_total_num_tokens(self) -> int | None:
@@ -351,9 +354,20 @@ def _is_local(host: str) -> bool:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    """A port free on `host` now; IPv6 loopback (::1) is bound with an IPv6 socket."""
+    host = host.strip("[]")
+    try:
+        with socket.socket(socket_family(host), socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            return sock.getsockname()[1]
+    except OSError as exc:
+        raise DeployError(f"cannot bind {host} to find a free port ({exc}). "
+                          "Fix: use host 127.0.0.1 (::1 needs IPv6 enabled on this machine).") from None
+
+
+def _url_host(host: str) -> str:
+    """A host as it goes into a URL: IPv6 literals in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def served_name(plan: LaunchPlan) -> str:
@@ -420,16 +434,49 @@ def local_command(plan: LaunchPlan, environ: dict[str, str]) -> tuple[list[str],
 
 
 def docker_command(plan: LaunchPlan, environ: dict[str, str]) -> tuple[list[str], str]:
-    """The plan's `docker run` argv with ${HOME} and the key filled in, and the container name."""
+    """The plan's `docker run` argv with ${HOME} filled in, and the container name.
+
+    The key never appears in it: `-e NAME` hands the variable to the container and the server
+    command runs as `sh -c 'exec sglang serve ... --api-key "$NAME"'`, expanded inside, so
+    neither the `docker run` process (`ps`) nor the container's Cmd/Args (docker inspect) show
+    the value. Limits: Config.Env holds it, as for any `-e`, and SGLang takes the key only as
+    --api-key, so the server process inside has it in its own argv (`docker top`).
+    """
     if not plan.docker_argv:
         raise DeployError(f"platform {plan.platform.id} has no docker image in params/platforms; "
                           "Fix: use launcher='local'.")
+    argv = list(plan.docker_argv)
+    key_env = plan.config.api_key_env
     try:
-        argv = dataclasses.replace(plan, argv=list(plan.docker_argv)).resolved_argv(environ)
+        if key_env:
+            if not environ.get(key_env):
+                raise KeyError(f"environment variable {key_env} is not set")
+            image = argv.index(plan.platform.docker_image or "", argv.index("--name"))
+            head, inner = argv[:image + 1], _drop_flag(argv[image + 1:], "--api-key")
+            head, inner = _expand_all(plan, head, environ), _expand_all(plan, inner, environ)
+            argv = head + ["sh", "-c", f'exec {shlex.join(inner)} --api-key "${key_env}"']
+        else:
+            argv = _expand_all(plan, argv, environ)
     except KeyError as exc:
         raise DeployError(f"cannot launch: {exc.args[0]}. Fix: export it before launching.") from None
     name = argv[argv.index("--name") + 1]
     return argv, name
+
+
+def _expand_all(plan: LaunchPlan, argv: list[str], environ: dict[str, str]) -> list[str]:
+    return dataclasses.replace(plan, argv=argv).resolved_argv(environ)
+
+
+def _drop_flag(argv: list[str], flag: str) -> list[str]:
+    """argv without `flag` and its value."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == flag:
+            i += 2 if i + 1 < len(argv) and not argv[i + 1].startswith("--") else 1
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
 
 
 def _pump_argv(argv: list[str], log: Path, secret_env: str | None) -> list[str]:
@@ -510,7 +557,7 @@ def launch(
         if not handle.preflight.ok:
             raise PreflightError(handle.preflight)
     shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    handle.base_url = f"http://{shown_host}:{port}"
+    handle.base_url = f"http://{_url_host(shown_host)}:{port}"
 
     if emulated:
         argv = emulator_argv(plan, host=host, port=port, time_scale=time_scale,
@@ -769,21 +816,10 @@ def wait_ready(handle: ServerHandle, timeout: float = 600.0, progress: bool = Tr
         handle.ready_at = manifest_mod.now_iso()
         if progress:
             printer(f"[{time.monotonic() - started:7.1f}s] ready at {base}")
-        handle.server_info = _server_info(client, base)
+        handle.server_info = fetch_server_info(base, handle.api_key())
         models = client.get(base + "/v1/models").json().get("data") or []
         if models:
             handle.model = models[0].get("id", handle.model)
-
-
-def _server_info(client: httpx.Client, base: str) -> dict[str, Any] | None:
-    for path in ("/server_info", "/get_server_info"):
-        try:
-            response = client.get(base + path)
-        except httpx.HTTPError:
-            continue
-        if response.status_code == 200:
-            return response.json()
-    return None
 
 
 def _port_of(url: str) -> int | None:

@@ -76,6 +76,9 @@ class ToolSpec:
     description: str
 
 
+SGL_EVAL_KEY_ENV = "KIMI_RUNBOOKS_SGL_EVAL_API_KEY"
+"""Env var the sgl-eval wrapper turns into `--api-key` inside the child process."""
+
 TOOLS: dict[str, ToolSpec] = {
     "bench": ToolSpec(
         name="bench",
@@ -87,10 +90,15 @@ TOOLS: dict[str, ToolSpec] = {
     "sgl-eval": ToolSpec(
         name="sgl-eval",
         key_package="sgl-eval",
-        # sgl_eval has no __main__; this is what its console script does.
+        # sgl_eval has no __main__; this is what its console script does. sgl-eval reads the
+        # key only from --api-key (not OPENAI_API_KEY), so `run` gets it here, inside the child,
+        # from SGL_EVAL_KEY_ENV: it is never on a command line the parent builds or logs.
         module_argv=(
             "-c",
-            "import sys; from sgl_eval.cli import main; sys.argv[0] = 'sgl-eval'; sys.exit(main())",
+            "import os, sys; from sgl_eval.cli import main; sys.argv[0] = 'sgl-eval'; "
+            "key = os.environ.pop('KIMI_RUNBOOKS_SGL_EVAL_API_KEY', ''); "
+            "sys.argv += ['--api-key', key] if key and sys.argv[1:2] == ['run'] else []; "
+            "sys.exit(main())",
         ),
         smoke_args=("--help",),
         description="sgl-eval accuracy harness (sgl-eval run aime25 ...)",

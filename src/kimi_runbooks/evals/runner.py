@@ -16,11 +16,10 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Callable
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .. import toolenv
-from ..runinfo import RunHandle, read_handle
+from ..runinfo import RunHandle, fetch_server_info, resolve_target, served_model, source_label
 from . import inspect_eval, sgl_eval, toolcall_eval, vendor_verifier
 from .common import EvalRow, StageMissing, append_rows, finished_fingerprints, read_rows, settings_fingerprint
 from .compare import reference_entry
@@ -42,6 +41,7 @@ SUITES: dict[str, tuple[str, str, str]] = {
 SMOKE_SUITES = ["toolcall-builtin", "aime25"]
 SGL_EVAL_SUITES = {"aime25": "aime25", "sgl-eval:gsm8k": "gsm8k", "sgl-eval:gpqa": "gpqa", "sgl-eval:mmmu_pro": "mmmu_pro"}
 SMOKE_LIMIT = 2
+SMOKE_TOOLCALL_MAX_TOKENS = 2048  # smoke runs of the tool-call suites (published: 64000)
 
 
 class AccuracyConfig(BaseModel):
@@ -78,33 +78,16 @@ class AccuracyConfig(BaseModel):
 
 def resolve_server(cfg: AccuracyConfig) -> RunHandle:
     """base_url/model from the parameters, else from the deploy stage's handle.json."""
-    if cfg.base_url:
-        return RunHandle(base_url=cfg.base_url.rstrip("/").removesuffix("/v1"), model=cfg.model or "",
-                         launcher="external", api_key_env=cfg.api_key_env)
-    handle = read_handle(cfg.run_dir)
-    if cfg.model:
-        handle = handle.model_copy(update={"model": cfg.model})
-    if cfg.api_key_env:
-        handle = handle.model_copy(update={"api_key_env": cfg.api_key_env})
-    return handle
+    return resolve_target(cfg.run_dir, base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env)
 
 
 def server_facts(handle: RunHandle) -> dict[str, Any]:
     """Served model id and the emulated flag, from /v1/models and /server_info."""
-    facts: dict[str, Any] = {"model": handle.model or None, "emulated": handle.emulated}
-    headers = {"Authorization": f"Bearer {handle.api_key()}"}
-    try:
-        info = httpx.get(handle.base_url + "/server_info", headers=headers, timeout=10).json()
-        facts["emulated"] = bool(info.get("emulated", facts["emulated"]))
-    except (httpx.HTTPError, ValueError):
-        pass
-    if not facts["model"]:
-        try:
-            facts["model"] = httpx.get(handle.openai_base_url + "/models", headers=headers, timeout=10).json()["data"][0]["id"]
-        except (httpx.HTTPError, ValueError, KeyError, IndexError) as exc:
-            raise RuntimeError(f"cannot read the served model from {handle.openai_base_url}/models ({exc}). "
-                               "Fix: pass model=... or check the server is up.") from None
-    return facts
+    key = handle.api_key()
+    key = None if key == "EMPTY" else key
+    info = fetch_server_info(handle.base_url, key, timeout=10) or {}
+    return {"model": handle.model or served_model(handle.base_url, key),
+            "emulated": bool(handle.emulated or info.get("emulated"))}
 
 
 class _Ctx:
@@ -128,7 +111,7 @@ class _Ctx:
 def _rows(ctx: _Ctx, suite: str, metrics: list[dict[str, Any]], settings: dict[str, Any], *, tool: str,
           version: str | None, duration: float, output: str | None) -> list[EvalRow]:
     return [EvalRow(suite=suite, settings=settings, tool=tool, tool_version=version, duration_s=round(duration, 3),
-                    emulated=ctx.emulated, source="emulated" if ctx.emulated else "measured", output=output, **m)
+                    emulated=ctx.emulated, source=source_label(ctx.emulated), output=output, **m)
             for m in metrics]
 
 
@@ -160,7 +143,7 @@ def _run_toolcall_builtin(ctx: _Ctx, suite: str) -> list[EvalRow]:
     settings = _settings(ctx, suite, {
         "samples": str(samples), "samples_kind": kind, "reference_results": str(reference) if reference else None,
         "temperature": ref.get("temperature", 1.0),
-        "max_tokens": ref.get("max_tokens", 64000) if ctx.cfg.published else 2048,
+        "max_tokens": ref.get("max_tokens", 64000) if ctx.cfg.published else SMOKE_TOOLCALL_MAX_TOKENS,
         "concurrency": ctx.cfg.concurrency or (ref.get("concurrency", 256) if ctx.cfg.published else 8),
         "limit": ctx.limit(suite) if kind == "official" else ctx.cfg.limits.get(suite)})
     out = ctx.work / "toolcall-builtin"
@@ -182,11 +165,18 @@ def _run_k2vv(ctx: _Ctx, suite: str) -> list[EvalRow]:
     samples = Path(ctx.cfg.toolcall_samples) if ctx.cfg.toolcall_samples else checkout / "tool-calls" / "samples.jsonl"
     ref = reference_entry("k2vv-toolcall").get("settings") or {}
     conc = ctx.cfg.concurrency or (ref.get("concurrency") if ctx.cfg.published else 8)
-    settings = _settings(ctx, suite, {"samples": str(samples), "concurrency": conc,
-                                      "temperature": ref.get("temperature"), "max_tokens": ref.get("max_tokens")})
+    max_tokens = ref.get("max_tokens") if ctx.cfg.published else SMOKE_TOOLCALL_MAX_TOKENS
+    limit = ctx.limit(suite)
+    out_dir = ctx.work / "k2vv"
+    settings = _settings(ctx, suite, {"samples": str(samples), "concurrency": conc, "limit": limit,
+                                      "temperature": ref.get("temperature"), "max_tokens": max_tokens})
+    if limit is not None and samples.is_file():
+        # tool_calls_eval.py has no limit flag: it runs on the first `limit` requests, copied here
+        samples = vendor_verifier.first_lines(samples, out_dir / f"samples.first{limit}.jsonl", limit)
+        settings["samples_run"] = str(samples)
     run, results_path, summary_path = vendor_verifier.run_k2vv(
         checkout=checkout, python=python, samples=samples, base_url=ctx.base, model=ctx.model, api_key=ctx.api_key,
-        out_dir=ctx.work / "k2vv", concurrency=conc, secret_envs=ctx.secrets, timeout=ctx.cfg.timeout_s)
+        out_dir=out_dir, concurrency=conc, max_tokens=max_tokens, secret_envs=ctx.secrets, timeout=ctx.cfg.timeout_s)
     results = toolcall_eval.read_results(results_path)
     summary = toolcall_eval.read_summary(summary_path) if summary_path.exists() else toolcall_eval.summarize(results)
     summary.setdefault("schema_accuracy", (summary["successful_tool_call_count"] / summary["finish_tool_calls"])
@@ -244,18 +234,39 @@ def _run_kvv(ctx: _Ctx, suite: str) -> list[EvalRow]:
     except toolenv.ToolEnvMissing:
         fallback = None
     python = vendor_verifier.checkout_python(checkout, fallback)
-    overrides: dict[str, Any] = {}
-    if ctx.cfg.concurrency:
-        overrides["max_connections"] = ctx.cfg.concurrency
-    if not ctx.cfg.published:
-        overrides["max_tokens"] = 1024
-    settings = _settings(ctx, suite, {"overrides": overrides, "checkout": str(checkout)})
+    overrides = _kvv_overrides(ctx.cfg)
+    limit = ctx.limit(suite)
+    settings = _settings(ctx, suite, {"overrides": overrides, "checkout": str(checkout), "limit": limit})
     run, log = vendor_verifier.run_kvv(suite, checkout=checkout, python=python, base_url=ctx.base, model=ctx.model,
                                        api_key=ctx.api_key, out_dir=ctx.work / f"kvv-{suite}", overrides=overrides,
-                                       secret_envs=ctx.secrets, timeout=ctx.cfg.timeout_s)
+                                       limit=limit, secret_envs=ctx.secrets, timeout=ctx.cfg.timeout_s)
     summary = inspect_eval.read_eval_log(log, fallback or python)
     return _rows(ctx, suite, inspect_eval.log_metrics(summary), settings, tool=SUITES[suite][0],
                  version=_git_rev(checkout), duration=run.duration_s, output=str(log))
+
+
+def _kvv_overrides(cfg: AccuracyConfig) -> dict[str, Any]:
+    """eval.py flags changed from the published command (smoke: a small token budget)."""
+    overrides: dict[str, Any] = {}
+    if cfg.concurrency:
+        overrides["max_connections"] = cfg.concurrency
+    if not cfg.published:
+        overrides["max_tokens"] = 1024
+    return overrides
+
+
+def _fingerprint(ctx: _Ctx, suite: str) -> str:
+    """Everything that changes what a suite measures: changing any of it reruns the suite."""
+    cfg = ctx.cfg
+    settings: dict[str, Any] = {"model": ctx.model, "published": cfg.published, "limit": ctx.limit(suite),
+                                "datasets": cfg.datasets.get(suite), "base_url": ctx.base,
+                                "concurrency": cfg.concurrency}
+    if suite in ("toolcall-builtin", "k2vv-toolcall"):
+        settings.update(toolcall_samples=cfg.toolcall_samples, toolcall_reference=cfg.toolcall_reference,
+                        k2vv_path=cfg.k2vv_path)
+    if suite in ("ocrbench", "mmmu-pro"):
+        settings.update(kvv_path=cfg.kvv_path, overrides=_kvv_overrides(cfg))
+    return settings_fingerprint(suite, settings)
 
 
 RUNNERS: dict[str, Callable[[_Ctx, str], list[EvalRow]]] = {
@@ -275,9 +286,7 @@ def run_accuracy(cfg: AccuracyConfig) -> list[EvalRow]:
     done = set() if cfg.rerun else finished_fingerprints(cfg.run_dir)
     all_rows: list[EvalRow] = []
     for suite in cfg.suites:
-        key = settings_fingerprint(suite, {"model": ctx.model, "published": cfg.published,
-                                           "limit": ctx.limit(suite), "datasets": cfg.datasets.get(suite),
-                                           "base_url": ctx.base})
+        key = _fingerprint(ctx, suite)
         if key in done:
             print(f"{suite}: already finished in {cfg.run_dir} with these settings; skipped (rerun=True to repeat)")
             all_rows += [r for r in read_rows(cfg.run_dir) if r.fingerprint == key]
@@ -302,4 +311,4 @@ def run_accuracy(cfg: AccuracyConfig) -> list[EvalRow]:
 def _status_row(ctx: _Ctx, suite: str, status: str, detail: str, start: float) -> EvalRow:
     return EvalRow(suite=suite, metric="status", status=status, detail=detail, tool=SUITES[suite][0],
                    settings=_settings(ctx, suite, {}), emulated=ctx.emulated,
-                   source="emulated" if ctx.emulated else "measured", duration_s=round(time.monotonic() - start, 3))
+                   source=source_label(ctx.emulated), duration_s=round(time.monotonic() - start, 3))

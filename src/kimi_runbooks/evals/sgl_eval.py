@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..toolenv import SGL_EVAL_KEY_ENV
 from .common import StageMissing, SuiteFailed, ToolRun, fail_message, run_tool
 from .compare import reference_entry
 
@@ -97,10 +98,11 @@ def _float(v: str | None, default: float | None) -> float | None:
     return float(v) if v is not None else default
 
 
-def build_args(cfg: SglEvalConfig, *, base_url: str, model: str, api_key: str, out_dir: Path) -> list[str]:
-    """`sgl-eval run ...` arguments (without the interpreter); base_url is the OpenAI /v1 base."""
-    args = ["run", cfg.benchmark, "--base-url", base_url, "--model", model, "--api-key", api_key,
-            "--out-dir", str(out_dir)]
+def build_args(cfg: SglEvalConfig, *, base_url: str, model: str, out_dir: Path) -> list[str]:
+    """`sgl-eval run ...` arguments (without the interpreter); base_url is the OpenAI /v1 base.
+
+    No --api-key: run() hands the key over in the environment (toolenv.SGL_EVAL_KEY_ENV)."""
+    args = ["run", cfg.benchmark, "--base-url", base_url, "--model", model, "--out-dir", str(out_dir)]
     for flag, value in (("--n-repeats", cfg.n_repeats), ("--temperature", cfg.temperature),
                         ("--top-p", cfg.top_p), ("--max-tokens", cfg.max_tokens), ("--prompt", cfg.prompt),
                         ("--num-threads", cfg.num_threads), ("--num-examples", cfg.num_examples),
@@ -196,15 +198,19 @@ def _per_repeat(folder: Path, problems: int | None, repeats: int) -> list[dict[s
 def run(cfg: SglEvalConfig, *, python_argv: list[str], base_url: str, model: str, api_key: str,
         out_dir: Path, secret_envs: tuple[str | None, ...] = (), timeout: float | None = None,
         env: dict[str, str] | None = None) -> tuple[ToolRun, Path, list[dict[str, Any]]]:
-    """Run sgl-eval (``python_argv`` = the env's interpreter + module args) and parse metrics.json."""
+    """Run sgl-eval (``python_argv`` = the env's interpreter + module args, ToolEnv.argv()) and
+    parse metrics.json. The key goes by env var to that wrapper, never on the command line."""
     if cfg.from_dataset and not Path(cfg.from_dataset).is_file():
         raise StageMissing(f"dataset {cfg.from_dataset} for sgl-eval {cfg.benchmark} not found. Fix: stage a "
                            "NeMo-Skills-shaped JSONL ({problem, expected_answer}) there, or drop the path to let "
                            "sgl-eval download it.")
     out_dir.mkdir(parents=True, exist_ok=True)
-    argv = [*python_argv, *build_args(cfg, base_url=base_url, model=model, api_key=api_key, out_dir=out_dir)]
+    argv = [*python_argv, *build_args(cfg, base_url=base_url, model=model, out_dir=out_dir)]
+    child_env = dict(env or {})
+    if api_key and api_key != "EMPTY":  # the toolenv wrapper appends it as --api-key inside the child
+        child_env[SGL_EVAL_KEY_ENV] = api_key
     tool_run = run_tool(argv, log_path=out_dir / f"sgl-eval-{cfg.benchmark}.log", desc=f"sgl-eval {cfg.benchmark}",
-                        env=env, timeout=timeout, secret_envs=secret_envs)
+                        env=child_env, timeout=timeout, secret_envs=secret_envs)
     if tool_run.returncode != 0:
         hint = ""
         if cfg.benchmark in DOWNLOADS and not cfg.from_dataset:

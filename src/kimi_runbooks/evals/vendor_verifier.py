@@ -119,6 +119,31 @@ def published_argv(suite: str, replace: dict[str, str | None], positional: list[
     return out
 
 
+def first_lines(src: Path, dest: Path, n: int) -> Path:
+    """The first `n` non-empty lines of `src` written to `dest` (for tools without a limit flag)."""
+    if n < 1:
+        raise ValueError(f"limit must be at least 1 (got {n}). Fix: pass a positive limit, or none for all samples.")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    kept: list[str] = []
+    with src.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                kept.append(line if line.endswith("\n") else line + "\n")
+                if len(kept) == n:
+                    break
+    dest.write_text("".join(kept), encoding="utf-8")
+    return dest
+
+
+#: Kimi-Vendor-Verifier's eval.py has no --limit; it calls inspect_ai.eval() itself. This runs
+#: eval.py (argv[2:]) with that call's own `limit` argument set to argv[1].
+KVV_LIMIT_WRAPPER = (
+    "import functools, runpy, sys; import inspect_ai; "
+    "inspect_ai.eval = functools.partial(inspect_ai.eval, limit=int(sys.argv[1])); "
+    "sys.argv = sys.argv[2:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
 def run_k2vv(*, checkout: Path, python: str, samples: Path, base_url: str, model: str, api_key: str,
              out_dir: Path, concurrency: int | None = None, temperature: float | None = None,
              max_tokens: int | None = None, secret_envs: tuple[str | None, ...] = (),
@@ -146,15 +171,21 @@ def run_k2vv(*, checkout: Path, python: str, samples: Path, base_url: str, model
 
 
 def run_kvv(suite: str, *, checkout: Path, python: str, base_url: str, model: str, api_key: str,
-            out_dir: Path, overrides: dict[str, Any] | None = None, secret_envs: tuple[str | None, ...] = (),
-            timeout: float | None = None) -> tuple[ToolRun, Path]:
-    """Run Kimi-Vendor-Verifier's published command for ocrbench / mmmu-pro; returns (run, .eval log)."""
+            out_dir: Path, overrides: dict[str, Any] | None = None, limit: int | None = None,
+            secret_envs: tuple[str | None, ...] = (), timeout: float | None = None) -> tuple[ToolRun, Path]:
+    """Run Kimi-Vendor-Verifier's published command for ocrbench / mmmu-pro; returns (run, .eval log).
+
+    limit: only the first N samples (passed to inspect's eval() through KVV_LIMIT_WRAPPER)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     log_dir = out_dir / "logs"
     replace: dict[str, str | None] = {"--model": f"openai/{model}"}
     for key, value in (overrides or {}).items():
         replace["--" + key.replace("_", "-")] = None if value is None else str(value)
     argv = [python, *published_argv(suite, replace)]
+    if limit is not None:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1 (got {limit}). Fix: pass a positive limit, or none for all.")
+        argv = [python, "-c", KVV_LIMIT_WRAPPER, str(limit), *argv[1:]]
     env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": api_key, "INSPECT_LOG_DIR": str(log_dir.resolve())}
     run = run_tool(argv, log_path=out_dir / f"kvv-{suite}.log", desc=f"Kimi-Vendor-Verifier {suite}", cwd=checkout,
                    env=env, secret_envs=secret_envs, timeout=timeout)
