@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.evals import AccuracyConfig, read_rows, run_accuracy
 from kimi_runbooks.runinfo import RunHandle, read_jsonl, write_handle
+from stand_ins import k2vv_stand_in
 
 MODEL = "moonshotai/Kimi-K2.6"
 
@@ -51,24 +52,7 @@ def test_missing_handle_says_to_deploy_first(tmp_path):
         run_accuracy(AccuracyConfig(run_dir=tmp_path))
 
 
-K2VV_RECORDING_STAND_IN = '''
-import argparse, json, sys
-from pathlib import Path
-from kimi_runbooks.evals.toolcall_eval import run_toolcall_eval
-p = argparse.ArgumentParser()
-p.add_argument("file_path")
-for flag in ("--model", "--base-url", "--api-key", "--output", "--summary"):
-    p.add_argument(flag)
-for flag in ("--concurrency", "--max-tokens"):
-    p.add_argument(flag, type=int)
-p.add_argument("--temperature", type=float)
-a = p.parse_args()
-with open(Path(a.output).parent / "calls.jsonl", "a") as fh:
-    fh.write(json.dumps({"argv": sys.argv[1:], "samples": sum(1 for _ in open(a.file_path))}) + "\\n")
-run_toolcall_eval(a.file_path, base_url=a.base_url, model=a.model, results_path=a.output,
-                  summary_path=a.summary, concurrency=a.concurrency, temperature=a.temperature,
-                  max_tokens=a.max_tokens)
-'''
+K2VV_RECORDING_STAND_IN = k2vv_stand_in(record_calls=True)
 
 
 def _checkout_with_python(path, marker, text):

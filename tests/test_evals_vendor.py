@@ -14,24 +14,11 @@ from kimi_runbooks.evals import toolcall_eval as tc
 from kimi_runbooks.evals import vendor_verifier as vv
 from kimi_runbooks.evals.common import StageMissing
 from kimi_runbooks.evals.toolcall_samples import write_ci_samples
+from stand_ins import k2vv_stand_in
 
 MODEL = "moonshotai/Kimi-K2.6"
 
-STAND_IN = '''
-import argparse
-from kimi_runbooks.evals.toolcall_eval import run_toolcall_eval
-p = argparse.ArgumentParser()
-p.add_argument("file_path")
-for flag in ("--model", "--base-url", "--api-key", "--output", "--summary"):
-    p.add_argument(flag)
-for flag in ("--concurrency", "--max-tokens"):
-    p.add_argument(flag, type=int)
-p.add_argument("--temperature", type=float)
-a = p.parse_args()
-run_toolcall_eval(a.file_path, base_url=a.base_url, model=a.model, results_path=a.output,
-                  summary_path=a.summary, concurrency=a.concurrency, temperature=a.temperature,
-                  max_tokens=2048)
-'''
+STAND_IN = k2vv_stand_in(max_tokens="2048")
 
 
 def test_missing_checkouts_say_how_to_stage(tmp_path):

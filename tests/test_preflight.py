@@ -10,6 +10,7 @@ import pytest
 
 from kimi_runbooks import preflight as pf
 from kimi_runbooks import recipes, server
+from stand_ins import ipv6_loopback
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 
@@ -166,16 +167,7 @@ def test_emulator_needs_only_a_port(fake_path: Path, monkeypatch: pytest.MonkeyP
     assert [c.name for c in report.checks] == ["port free"] and report.ok
 
 
-def _ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6) as sock:
-            sock.bind(("::1", 0))
-        return True
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback")
+@pytest.mark.skipif(not ipv6_loopback(), reason="this machine has no IPv6 loopback")
 def test_port_check_on_ipv6_loopback() -> None:
     assert pf.socket_family("::1") == socket.AF_INET6 and pf.socket_family("localhost") == socket.AF_INET
     with socket.socket(socket.AF_INET6) as sock:

@@ -16,6 +16,7 @@ import pytest
 
 from kimi_runbooks import recipes, server
 from kimi_runbooks.runinfo import read_handle
+from stand_ins import ipv6_loopback
 
 FAST = dict(time_scale=0.02, startup_seconds=20, progress=False, startup_timeout=60)
 
@@ -86,16 +87,7 @@ def test_slow_start_times_out_naming_the_url(tmp_path: Path) -> None:
     assert _gone(pgid), "a timed-out launch must be torn down"
 
 
-def _ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6) as sock:
-            sock.bind(("::1", 0))
-        return True
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback")
+@pytest.mark.skipif(not ipv6_loopback(), reason="this machine has no IPv6 loopback")
 def test_launch_on_ipv6_loopback(tmp_path: Path) -> None:
     port = server.free_port("::1")  # an IPv6 socket: an IPv4 one cannot bind ::1
     with server.launch(_plan(host="::1"), "emulator", tmp_path / "run", **FAST) as handle:
