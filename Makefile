@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup tool-envs demo test plan notebooks goldens clean
+.PHONY: setup tool-envs demo test lint plan notebooks goldens clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,12 @@ demo: setup
 
 test: setup
 	$(BIN)/pytest -q
+
+lint: setup
+	$(BIN)/ruff check src tests scripts benchmarks
+	$(BIN)/ruff format --check src tests scripts benchmarks
+	$(BIN)/mypy
+	$(BIN)/python scripts/make_notebooks.py --check
 
 plan: setup
 	$(BIN)/kimi-runbooks plan --platform $(or $(PLATFORM),h200)

@@ -27,10 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from typing import AsyncIterator
 from urllib.parse import urlsplit
 from urllib.request import urlopen
 
@@ -57,9 +56,11 @@ async def sse_events(base_url: str, path: str, body: bytes) -> AsyncIterator[byt
     url = urlsplit(base_url)
     reader, writer = await asyncio.open_connection(url.hostname, url.port)
     try:
-        head = (f"POST {path} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
-                f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\n"
-                f"Connection: close\r\n\r\n")
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
+            f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\n"
+            f"Connection: close\r\n\r\n"
+        )
         writer.write(head.encode() + body)
         await writer.drain()
         status = await reader.readline()
@@ -86,10 +87,13 @@ async def sse_events(base_url: str, path: str, body: bytes) -> AsyncIterator[byt
 
 def make_body(input_len: int, output_len: int, rng: random.Random) -> bytes:
     """A /generate body like bench_serving's random-ids requests (built before timing)."""
-    return json.dumps({"input_ids": [rng.randrange(100, 150000) for _ in range(input_len)],
-                       "sampling_params": {"temperature": 0.0, "max_new_tokens": output_len,
-                                           "ignore_eos": True},
-                       "stream": True}).encode()
+    return json.dumps(
+        {
+            "input_ids": [rng.randrange(100, 150000) for _ in range(input_len)],
+            "sampling_params": {"temperature": 0.0, "max_new_tokens": output_len, "ignore_eos": True},
+            "stream": True,
+        }
+    ).encode()
 
 
 async def one_request(base_url: str, body: bytes) -> RequestTiming:
@@ -113,8 +117,9 @@ async def one_request(base_url: str, body: bytes) -> RequestTiming:
     return timing
 
 
-async def drive(base_url: str, concurrency: int, num_requests: int, input_len: int,
-                output_len: int) -> list[RequestTiming]:
+async def drive(
+    base_url: str, concurrency: int, num_requests: int, input_len: int, output_len: int
+) -> list[RequestTiming]:
     rng = random.Random(concurrency)
     bodies = [make_body(input_len, output_len, rng) for _ in range(num_requests)]
     gate = asyncio.Semaphore(concurrency)
@@ -130,9 +135,11 @@ def summarize(timings: list[RequestTiming], output_len: int) -> dict[str, float]
     bad = [t.output_tokens for t in timings if t.output_tokens != output_len]
     if bad:
         raise SystemExit(f"wrong output lengths: {bad[:5]} (expected {output_len})")
-    return {"median_ttft_ms": statistics.median(t.ttft for t in timings) * 1000,
-            "median_itl_ms": statistics.median(x for t in timings for x in t.itls) * 1000,
-            "mean_itl_ms": statistics.fmean(x for t in timings for x in t.itls) * 1000}
+    return {
+        "median_ttft_ms": statistics.median(t.ttft for t in timings) * 1000,
+        "median_itl_ms": statistics.median(x for t in timings for x in t.itls) * 1000,
+        "mean_itl_ms": statistics.fmean(x for t in timings for x in t.itls) * 1000,
+    }
 
 
 _TOKENIZER_SCRIPT = """
@@ -155,14 +162,37 @@ def offline_tokenizer(python: str) -> str:
     return folder
 
 
-def run_bench_serving(python: str, base_url: str, concurrency: int, num_requests: int,
-                      input_len: int, output_len: int, tokenizer: str) -> dict[str, float]:
+def run_bench_serving(
+    python: str, base_url: str, concurrency: int, num_requests: int, input_len: int, output_len: int, tokenizer: str
+) -> dict[str, float]:
     out = Path(tempfile.mkdtemp()) / "bench.jsonl"
-    cmd = [python, "-m", "sglang.bench_serving", "--backend", "sglang", "--base-url", base_url,
-           "--dataset-name", "random-ids", "--random-input-len", str(input_len),
-           "--random-output-len", str(output_len), "--random-range-ratio", "1",
-           "--num-prompts", str(num_requests), "--max-concurrency", str(concurrency),
-           "--request-rate", "inf", "--output-file", str(out), "--tokenizer", tokenizer]
+    cmd = [
+        python,
+        "-m",
+        "sglang.bench_serving",
+        "--backend",
+        "sglang",
+        "--base-url",
+        base_url,
+        "--dataset-name",
+        "random-ids",
+        "--random-input-len",
+        str(input_len),
+        "--random-output-len",
+        str(output_len),
+        "--random-range-ratio",
+        "1",
+        "--num-prompts",
+        str(num_requests),
+        "--max-concurrency",
+        str(concurrency),
+        "--request-rate",
+        "inf",
+        "--output-file",
+        str(out),
+        "--tokenizer",
+        tokenizer,
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     row = json.loads(out.read_text().strip().splitlines()[-1])
@@ -173,23 +203,23 @@ def server_ttft(base_url: str) -> tuple[float, float]:
     """(sum, count) of the server's own sglang:time_to_first_token_seconds histogram."""
     with urlopen(base_url + "/metrics", timeout=10) as response:
         text = response.read().decode()
-    found = dict(re.findall(r"^sglang:time_to_first_token_seconds_(sum|count)\{[^}]*\} (\S+)$",
-                            text, re.M))
+    found = dict(re.findall(r"^sglang:time_to_first_token_seconds_(sum|count)\{[^}]*\} (\S+)$", text, re.M))
     return float(found.get("sum", 0)), float(found.get("count", 0))
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 16])
-    ap.add_argument("--requests-per-concurrency", type=int, default=None,
-                    help="default: max(16, 4 x concurrency)")
+    ap.add_argument("--requests-per-concurrency", type=int, default=None, help="default: max(16, 4 x concurrency)")
     ap.add_argument("--input-len", type=int, default=1000)
     ap.add_argument("--output-len", type=int, default=128)
     ap.add_argument("--tolerance", type=float, default=0.05)
-    ap.add_argument("--bench-python", default=None,
-                    help="interpreter with sglang installed, to use sglang.bench_serving")
-    ap.add_argument("--tokenizer", default=None,
-                    help="tokenizer dir for bench_serving (default: a generated offline one)")
+    ap.add_argument(
+        "--bench-python", default=None, help="interpreter with sglang installed, to use sglang.bench_serving"
+    )
+    ap.add_argument(
+        "--tokenizer", default=None, help="tokenizer dir for bench_serving (default: a generated offline one)"
+    )
     args = ap.parse_args(argv)
 
     bench_python = args.bench_python
@@ -198,38 +228,54 @@ def main(argv: list[str] | None = None) -> int:
         bench_python = None
     tokenizer = args.tokenizer or (offline_tokenizer(bench_python) if bench_python else None)
 
-    profile_args = ["--ttft-ms", str(TTFT_MS), "--ttft-per-1k-ms", "0", "--itl-ms", str(ITL_MS),
-                    "--itl-per-running-ms", "0", "--time-scale", "1"]
+    profile_args = [
+        "--ttft-ms",
+        str(TTFT_MS),
+        "--ttft-per-1k-ms",
+        "0",
+        "--itl-ms",
+        str(ITL_MS),
+        "--itl-per-running-ms",
+        "0",
+        "--time-scale",
+        "1",
+    ]
     server: EmulatorProcess = start_subprocess(profile_args)
     failures = 0
     try:
         client = "sglang.bench_serving" if bench_python else "built-in asyncio client (/generate)"
-        print(f"emulator at {server.base_url}; load from {client}; "
-              f"input {args.input_len}, output {args.output_len} tokens")
-        print(f"{'conc':>5} {'reqs':>5} {'TTFT ms':>9} {'ratio':>7} {'ITL ms':>8} {'ratio':>7} "
-              f"{'mean ITL':>9} {'ratio':>7} {'server TTFT':>12}")
+        print(
+            f"emulator at {server.base_url}; load from {client}; "
+            f"input {args.input_len}, output {args.output_len} tokens"
+        )
+        print(
+            f"{'conc':>5} {'reqs':>5} {'TTFT ms':>9} {'ratio':>7} {'ITL ms':>8} {'ratio':>7} "
+            f"{'mean ITL':>9} {'ratio':>7} {'server TTFT':>12}"
+        )
         for concurrency in args.concurrency:
             n = args.requests_per_concurrency or max(16, 4 * concurrency)
             before = server_ttft(server.base_url)
             if bench_python:
-                stats = run_bench_serving(bench_python, server.base_url, concurrency, n,
-                                          args.input_len, args.output_len, tokenizer)
+                stats = run_bench_serving(
+                    bench_python, server.base_url, concurrency, n, args.input_len, args.output_len, tokenizer
+                )
             else:
-                timings = asyncio.run(drive(server.base_url, concurrency, n, args.input_len,
-                                            args.output_len))
+                timings = asyncio.run(drive(server.base_url, concurrency, n, args.input_len, args.output_len))
                 stats = summarize(timings, args.output_len)
             after = server_ttft(server.base_url)
             server_mean = (after[0] - before[0]) / max(after[1] - before[1], 1) * 1000
-            ratios = (stats["median_ttft_ms"] / TTFT_MS, stats["median_itl_ms"] / ITL_MS,
-                      stats["mean_itl_ms"] / ITL_MS)
-            print(f"{concurrency:>5} {n:>5} {stats['median_ttft_ms']:>9.1f} {ratios[0]:>7.3f} "
-                  f"{stats['median_itl_ms']:>8.2f} {ratios[1]:>7.3f} {stats['mean_itl_ms']:>9.2f} "
-                  f"{ratios[2]:>7.3f} {server_mean:>12.1f}")
+            ratios = (stats["median_ttft_ms"] / TTFT_MS, stats["median_itl_ms"] / ITL_MS, stats["mean_itl_ms"] / ITL_MS)
+            print(
+                f"{concurrency:>5} {n:>5} {stats['median_ttft_ms']:>9.1f} {ratios[0]:>7.3f} "
+                f"{stats['median_itl_ms']:>8.2f} {ratios[1]:>7.3f} {stats['mean_itl_ms']:>9.2f} "
+                f"{ratios[2]:>7.3f} {server_mean:>12.1f}"
+            )
             failures += sum(abs(r - 1) > args.tolerance for r in ratios[:2])
     finally:
         server.stop()
-    print("OK: within tolerance" if not failures else f"FAIL: {failures} ratio(s) off by more "
-          f"than {args.tolerance:.0%}")
+    print(
+        "OK: within tolerance" if not failures else f"FAIL: {failures} ratio(s) off by more than {args.tolerance:.0%}"
+    )
     return 1 if failures else 0
 
 

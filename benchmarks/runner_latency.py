@@ -28,29 +28,53 @@ from kimi_runbooks.emulator.testing import run_in_thread, start_subprocess
 from kimi_runbooks.runinfo import RunHandle
 from kimi_runbooks.toolenv import make_offline_tokenizer
 
-PROFILE = LatencyProfile(ttft_base_ms=150.0, ttft_per_1k_input_ms=40.0, itl_base_ms=20.0,
-                         itl_per_running_ms=0.2, max_total_num_tokens=10_000_000,
-                         max_running_requests=1024, source="fixed (benchmarks/runner_latency.py)")
+PROFILE = LatencyProfile(
+    ttft_base_ms=150.0,
+    ttft_per_1k_input_ms=40.0,
+    itl_base_ms=20.0,
+    itl_per_running_ms=0.2,
+    max_total_num_tokens=10_000_000,
+    max_running_requests=1024,
+    source="fixed (benchmarks/runner_latency.py)",
+)
 
 
 def start_emulator(mode: str, run_dir: Path):
     """(base_url, stop) of an emulator with PROFILE, as a process (default) or a thread."""
     if mode == "thread":
         return run_in_thread(EmulatorSettings(port=0, profile=PROFILE, startup_seconds=0))
-    proc = start_subprocess([
-        "--ttft-ms", str(PROFILE.ttft_base_ms), "--ttft-per-1k-ms", str(PROFILE.ttft_per_1k_input_ms),
-        "--itl-ms", str(PROFILE.itl_base_ms), "--itl-per-running-ms", str(PROFILE.itl_per_running_ms),
-        "--max-total-num-tokens", str(PROFILE.max_total_num_tokens),
-        "--max-running-requests", str(PROFILE.max_running_requests),
-    ])
+    proc = start_subprocess(
+        [
+            "--ttft-ms",
+            str(PROFILE.ttft_base_ms),
+            "--ttft-per-1k-ms",
+            str(PROFILE.ttft_per_1k_input_ms),
+            "--itl-ms",
+            str(PROFILE.itl_base_ms),
+            "--itl-per-running-ms",
+            str(PROFILE.itl_per_running_ms),
+            "--max-total-num-tokens",
+            str(PROFILE.max_total_num_tokens),
+            "--max-running-requests",
+            str(PROFILE.max_running_requests),
+        ]
+    )
     return proc.base_url, proc.stop
 
 
 def scenario(concurrency: int, input_len: int, output_len: int, waves: int) -> Scenario:
-    return Scenario(id=f"latency-c{concurrency}", dataset="random-ids", input_len=input_len,
-                    output_len=output_len, num_prompts=max(waves * concurrency, 8),
-                    max_concurrency=concurrency, request_rate="inf", range_ratio=1.0, seed=1,
-                    warmup_requests=1)
+    return Scenario(
+        id=f"latency-c{concurrency}",
+        dataset="random-ids",
+        input_len=input_len,
+        output_len=output_len,
+        num_prompts=max(waves * concurrency, 8),
+        max_concurrency=concurrency,
+        request_rate="inf",
+        range_ratio=1.0,
+        seed=1,
+        warmup_requests=1,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,13 +94,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         handle = RunHandle(base_url=base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", emulated=True)
         scenarios = [scenario(c, args.input_len, args.output_len, args.waves) for c in args.concurrency]
-        df = bench.run_scenarios(scenarios, handle, run_dir, tokenizer=tokenizer, offline=True,
-                                 resume=False, timeout_s=900)
+        df = bench.run_scenarios(
+            scenarios, handle, run_dir, tokenizer=tokenizer, offline=True, resume=False, timeout_s=900
+        )
     finally:
         stop()
     print(f"\nEMULATED ({args.emulator}); profile: {PROFILE}\nrun folder: {run_dir}\n")
-    print(f"{'conc':>5} {'TTFT cfg':>9} {'TTFT meas':>10} {'ratio':>6} {'ITL cfg':>8} {'ITL meas':>9} {'ratio':>6}"
-          f" {'TPOT meas':>9}")
+    print(
+        f"{'conc':>5} {'TTFT cfg':>9} {'TTFT meas':>10} {'ratio':>6} {'ITL cfg':>8} {'ITL meas':>9} {'ratio':>6}"
+        f" {'TPOT meas':>9}"
+    )
     verdict = 0
     for c, (_, row) in zip(args.concurrency, df.iterrows()):
         if row["status"] != "ok":
@@ -86,8 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         mean_in = row["total_input_tokens"] / row["completed"]
         ttft_cfg, itl_cfg = PROFILE.ttft_ms(int(mean_in)), PROFILE.itl_ms(c)
         r_ttft, r_itl = row["median_ttft_ms"] / ttft_cfg, row["median_itl_ms"] / itl_cfg
-        print(f"{c:>5} {ttft_cfg:>9.1f} {row['median_ttft_ms']:>10.1f} {r_ttft:>6.3f} {itl_cfg:>8.2f}"
-              f" {row['median_itl_ms']:>9.2f} {r_itl:>6.3f} {row['median_tpot_ms']:>9.2f}")
+        print(
+            f"{c:>5} {ttft_cfg:>9.1f} {row['median_ttft_ms']:>10.1f} {r_ttft:>6.3f} {itl_cfg:>8.2f}"
+            f" {row['median_itl_ms']:>9.2f} {r_itl:>6.3f} {row['median_tpot_ms']:>9.2f}"
+        )
         if c == 16:
             ok = abs(r_ttft - 1) <= args.tolerance and abs(r_itl - 1) <= args.tolerance
             print(f"      concurrency 16 within {args.tolerance:.0%}: {'PASS' if ok else 'FAIL'}")

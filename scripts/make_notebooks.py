@@ -1,12 +1,16 @@
-"""Write the project's source notebooks from the cell lists below (outputs stripped).
+"""Write every notebook the project ships from the cell lists in scripts/notebook_cells/.
 
-Notebooks are generated so their cells stay short and reviewable as Python; run
-`python scripts/make_notebooks.py` after editing a cell list here. Only notebooks listed in
-NOTEBOOKS are (re)written.
+    python scripts/make_notebooks.py          # (re)write them all (`make notebooks`)
+    python scripts/make_notebooks.py --check  # exit 1 and name each committed notebook that differs
+
+Notebooks are generated so their cells stay short and reviewable as Python, and written without
+outputs and with stable cell ids, so regenerating an unchanged notebook is byte-identical.
+The runbooks' parameters come from params/ (notebook_cells/runbooks.py).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -14,80 +18,72 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # notebook_cells/ sits beside this script
+
+from kimi_runbooks.plan import load_catalog  # noqa: E402
+from notebook_cells import runbooks, stages  # noqa: E402
+
+CHECK_TAG = "nbval-check-output"
+"""nbval's metadata tag for `# NBVAL_CHECK_OUTPUT`: compared under `pytest --nbval-lax`."""
 
 
-def notebook(cells: list[tuple[str, str]], parameters: str | None = None) -> nbformat.NotebookNode:
+def build(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
-    out = []
     for kind, text in cells:
         if kind == "md":
-            out.append(new_markdown_cell(text.strip()))
-        elif kind == "parameters":
-            cell = new_code_cell(text.strip())
+            nb.cells.append(new_markdown_cell(text.strip()))
+            continue
+        cell = new_code_cell(text.strip())
+        if kind == "parameters":
             cell.metadata["tags"] = ["parameters"]
-            out.append(cell)
-        elif kind == "check":  # compared by nbval
-            cell = new_code_cell(text.strip())
-            cell.metadata["tags"] = ["nbval-check-output"]
-            out.append(cell)
-        else:
-            out.append(new_code_cell(text.strip()))
-    nb.cells = out
+        elif kind == "check":
+            cell.metadata["tags"] = [CHECK_TAG]
+        nb.cells.append(cell)
+    for i, cell in enumerate(nb.cells):  # stable ids keep regenerated notebooks byte-identical
+        cell["id"] = f"cell-{i:02d}"
     return nb
 
 
-COMMAND_GENERATOR = [
-    ("md", """
-# Kimi-K2 / Kimi-K2.6 launch command generator
-
-Pick a platform and the knobs; the plan below is rebuilt on every change by the same
-`recipes.plan` the runbooks and `kimi-runbooks plan` use. It shows the `sglang serve` command,
-the `docker run` form, per-node commands for multi-node platforms, the memory / KV-cache
-estimate, and every validation rule that fails (with its fix and source).
-Executed headlessly (papermill, CI), the notebook prints the default plan as text.
-"""),
-    ("parameters", """
-platform = "h200"
-model = None            # None: the platform recipe's model
-tp = None
-dp = None
-ep = None
-enable_dp_attention = None
-kv_cache_dtype = None
-context_length = None
-speculative = False
-sglang_version = "0.5.9"
-"""),
-    ("code", """
-from kimi_runbooks.plan_view import command_generator, plan_text
-
-config = {k: v for k, v in dict(
-    platform=platform, model=model, tp=tp, dp=dp, ep=ep, enable_dp_attention=enable_dp_attention,
-    kv_cache_dtype=kv_cache_dtype, context_length=context_length, speculative=speculative,
-    sglang_version=sglang_version).items() if v is not None}
-"""),
-    ("md", "## The plan for the parameters above (text)"),
-    ("check", "print(plan_text(config))"),
-    ("md", "## Interactive form (needs a live Jupyter kernel)"),
-    ("code", "command_generator()"),
-]
-
-NOTEBOOKS = {
-    "notebooks/command_generator.ipynb": COMMAND_GENERATOR,
-}
+def outputs() -> dict[str, str]:
+    """Relative path -> notebook text, for every notebook this script writes."""
+    catalog = load_catalog()
+    cell_lists = {
+        "notebooks/command_generator.ipynb": stages.COMMAND_GENERATOR,
+        "notebooks/deploy.ipynb": stages.DEPLOY,
+        "notebooks/invoke.ipynb": stages.INVOKE,
+        "notebooks/speed_bench.ipynb": stages.SPEED_BENCH,
+        "notebooks/accuracy.ipynb": stages.ACCURACY,
+        "notebooks/report.ipynb": stages.REPORT_CELLS,
+    }
+    for pid, platform in sorted(catalog.platforms.items()):
+        cell_lists[f"runbooks/{pid}.ipynb"] = runbooks.runbook_cells(platform, catalog)
+    return {rel: nbformat.writes(build(cells)) + "\n" for rel, cells in cell_lists.items()}
 
 
-def main(selected: list[str]) -> None:
-    for rel, cells in NOTEBOOKS.items():
-        if selected and rel not in selected:
-            continue
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare, write nothing; exit 1 on drift")
+    args = parser.parse_args(argv)
+    drift = []
+    for rel, text in outputs().items():
         path = ROOT / rel
+        if args.check:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                drift.append(rel)
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(notebook(cells), path)
+        path.write_text(text, encoding="utf-8")
         print(f"wrote {rel}")
+    if drift:
+        print(
+            "notebooks out of step with scripts/notebook_cells/ (run `make notebooks`): " + ", ".join(drift),
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

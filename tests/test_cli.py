@@ -8,7 +8,9 @@ import pytest
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kimi_runbooks.cli", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "kimi_runbooks.cli", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_mi350x_tp8_exits_2_with_the_aiter_reason():
@@ -48,7 +50,10 @@ def test_multi_node_platform_lists_node_commands():
 
 
 def test_allow_flag_and_unknown_platform():
-    assert run("plan", "--platform", "mi350x", "--tp", "8", "--nnodes", "2", "--allow", "amd-aiter-mla-heads").returncode == 0
+    assert (
+        run("plan", "--platform", "mi350x", "--tp", "8", "--nnodes", "2", "--allow", "amd-aiter-mla-heads").returncode
+        == 0
+    )
     proc = run("plan", "--platform", "h100")
     assert proc.returncode == 2 and "Valid platform ids" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -1,12 +1,13 @@
 """environment.yml must install exactly what pyproject.toml declares (runtime + dev extras)."""
 
 import tomllib
-from pathlib import Path
 
 import yaml
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[1]
+from kimi_runbooks.paths import REPO_ROOT
+
+ROOT = REPO_ROOT
 
 
 def _normalise(spec: str) -> tuple[str, str]:

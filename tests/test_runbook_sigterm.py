@@ -8,7 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from kimi_runbooks import server
+from kimi_runbooks import deploy
+from kimi_runbooks.procs import group_alive
+from kimi_runbooks.rundir import RunFolder
 
 SCRIPT = """
 import sys
@@ -26,25 +28,29 @@ def _deploy_done(folder: Path) -> bool:
 
 def test_sigterm_during_a_stage_tears_the_server_down(tmp_path):
     folder = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(folder)], start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(folder)],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 180
         while not _deploy_done(folder):
             assert proc.poll() is None, "runbook exited before the deploy stage finished"
             assert time.monotonic() < deadline, "deploy stage did not finish"
             time.sleep(0.5)
-        pgid = json.loads((folder / server.PROCESS_FILE).read_text())["pgid"]
-        assert server._group_alive(pgid)  # left running for the invoke stage
+        pgid = json.loads((folder / RunFolder.PROCESS).read_text())["pgid"]
+        assert group_alive(pgid)  # left running for the invoke stage
         time.sleep(2)  # the invoke stage is under way
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
         deadline = time.monotonic() + 30
-        while server._group_alive(pgid) and time.monotonic() < deadline:
+        while group_alive(pgid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not server._group_alive(pgid), "server outlived the killed runbook"
+        assert not group_alive(pgid), "server outlived the killed runbook"
         assert '"stage": "teardown"' in (folder / "stages.jsonl").read_text()
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        server.teardown_run(folder)
+        deploy.teardown_run(folder)

@@ -3,7 +3,6 @@ emulator, no key anywhere in a run, and the nbval goldens (passing, and failing 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -16,25 +15,23 @@ import pytest
 import yaml
 
 from kimi_runbooks import report, runbook
-from kimi_runbooks.catalog import load_catalog
-from kimi_runbooks.recipes import PlanConfig
+from kimi_runbooks.paths import REPO_ROOT
+from kimi_runbooks.plan import PlanConfig
+from kimi_runbooks.plan.catalog import load_catalog
+from kimi_runbooks.report import html as report_html
+from kimi_runbooks.rundir import RunFolder
+from kimi_runbooks.stages import availability
+from tests.support import run_notebook
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 RUNBOOKS = ROOT / "runbooks"
 NBVAL = ROOT / "tests" / "nbval"
 PLATFORMS = sorted(load_catalog().platforms)
 IN_CI = os.environ.get("CI") == "true"
 
 
-def _make_runbooks():
-    spec = importlib.util.spec_from_file_location("make_runbooks", ROOT / "scripts" / "make_runbooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _stages_present() -> bool:
-    return all(report.stage_availability(s) is None for s in ("deploy", "invoke", "speed"))
+    return all(availability(s) is None for s in ("deploy", "invoke", "speed"))
 
 
 def _require_stages() -> None:
@@ -47,14 +44,39 @@ def _require_stages() -> None:
 # --------------------------------------------------------------------------- structure
 
 
-def test_runbooks_are_in_step_with_params_and_have_no_outputs():
-    expected = _make_runbooks().outputs()
+def test_every_notebook_is_in_step_with_its_generator_and_has_no_outputs():
+    """scripts/make_notebooks.py --check: every notebook (stages, command generator, report,
+    runbooks) equals what the generator writes from notebook_cells/ and params/."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_notebooks.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
     assert sorted(p.stem for p in RUNBOOKS.glob("*.ipynb")) == PLATFORMS
-    for rel, nb in expected.items():
-        on_disk = nbformat.read(str(ROOT / rel), as_version=4)
-        assert [c.source for c in on_disk.cells] == [c.source for c in nb.cells], (
-            f"{rel} is out of step with params/. Fix: python scripts/make_runbooks.py")
-        assert all(not c.get("outputs") for c in on_disk.cells if c.cell_type == "code"), f"{rel} has outputs"
+    for path in [*RUNBOOKS.glob("*.ipynb"), *(ROOT / "notebooks").glob("*.ipynb")]:
+        nb = nbformat.read(str(path), as_version=4)
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), f"{path.name} has outputs"
+
+
+def test_drift_check_fails_on_a_changed_notebook(tmp_path):
+    """The check itself: a notebook edited by hand is reported, and the script exits 1."""
+    import shutil
+
+    copy = tmp_path / "repo"
+    for part in ("scripts", "notebooks", "runbooks", "params"):
+        shutil.copytree(ROOT / part, copy / part)
+    nb = copy / "notebooks" / "deploy.ipynb"
+    nb.write_text(nb.read_text().replace("keep_running", "keep_running_edited", 1))
+    proc = subprocess.run(
+        [sys.executable, str(copy / "scripts" / "make_notebooks.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "KIMI_RUNBOOKS_PARAMS": str(copy / "params")},
+    )
+    assert proc.returncode == 1 and "notebooks/deploy.ipynb" in proc.stderr
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -66,11 +88,22 @@ def test_parameters_cell_names_every_plan_knob_with_the_recipe_values(platform):
     exec(first_code.source, namespace)  # noqa: S102 - our own generated parameters cell
     params = runbook.collect_parameters(namespace)
     assert set(PlanConfig.model_fields) <= set(params)
-    assert {"launcher", "base_url", "api_key_env", "stages", "scenario_set", "eval_suites", "run_dir",
-            "time_scale"} <= set(params)
+    assert {
+        "launcher",
+        "base_url",
+        "api_key_env",
+        "stages",
+        "scenario_set",
+        "eval_suites",
+        "run_dir",
+        "time_scale",
+    } <= set(params)
     recipe = load_catalog().platform(platform).recipe
     assert (params["tp"], params["model"], params["mem_fraction_static"]) == (
-        recipe.tp, recipe.model, recipe.mem_fraction_static)
+        recipe.tp,
+        recipe.model,
+        recipe.mem_fraction_static,
+    )
     assert params["launcher"] == "emulator"
     config, options = runbook.split_params(params)
     assert PlanConfig.model_validate(config).platform == platform
@@ -89,8 +122,9 @@ def test_stage_parameters_keep_served_model_names_apart():
     folder = Path("/tmp/x")
     invoke = runbook.stage_parameters("invoke", config, options, folder, {"run_dir", "model", "base_url"})
     assert invoke == {"run_dir": "/tmp/x"}  # `model` there is the served name, read from handle.json
-    deploy = runbook.stage_parameters("deploy", config, options, folder,
-                                      {"platform", "model", "tp", "port", "keep_running", "launcher"})
+    deploy = runbook.stage_parameters(
+        "deploy", config, options, folder, {"platform", "model", "tp", "port", "keep_running", "launcher"}
+    )
     assert deploy["model"] == "kimi-k2.6" and deploy["tp"] == 8 and deploy["keep_running"] is True
     assert "port" not in deploy  # emulator: a free port
 
@@ -101,11 +135,16 @@ def test_stage_parameters_keep_served_model_names_apart():
 def test_mi350x_tp8_stops_at_validation_and_starts_nothing(tmp_path):
     run = tmp_path / "run"
     with pytest.raises(pm.PapermillExecutionError) as err:
-        pm.execute_notebook(str(RUNBOOKS / "mi350x.ipynb"), str(tmp_path / "out.ipynb"),
-                            parameters={"tp": 8, "run_dir": str(run)}, cwd=str(tmp_path), progress_bar=False)
+        run_notebook(
+            str(RUNBOOKS / "mi350x.ipynb"),
+            str(tmp_path / "out.ipynb"),
+            parameters={"tp": 8, "run_dir": str(run)},
+            cwd=str(tmp_path),
+            progress_bar=False,
+        )
     assert err.value.ename == "PlanInvalid"
     assert "amd-aiter-mla-heads" in err.value.evalue and "AITER" in err.value.evalue
-    assert "amd-aiter-mla-heads" in (run / report.PLAN_ERRORS_FILE).read_text()
+    assert "amd-aiter-mla-heads" in (run / RunFolder.PLAN_ERRORS).read_text()
     for started in ("handle.json", "process.json", "server.log", "manifest.json", "stages.jsonl"):
         assert not (run / started).exists(), started
     assert report.verdict(report.collect(run)).level == "INVALID"
@@ -125,15 +164,20 @@ def test_every_runbook_runs_on_the_emulator(platform, tmp_path):
     params = {"run_dir": str(run), "launcher": "emulator", "time_scale": 0.05, "fail_on_error": False}
     if platform != "h200":
         params["stage_overrides"] = FAST_SPEED
-    pm.execute_notebook(str(RUNBOOKS / f"{platform}.ipynb"), str(tmp_path / "out.ipynb"),
-                        parameters=params, cwd=str(tmp_path), progress_bar=False)
-    html = run / report.REPORT_FILE
-    assert html.exists() and html.stat().st_size < report.MAX_REPORT_BYTES
+    run_notebook(
+        str(RUNBOOKS / f"{platform}.ipynb"),
+        str(tmp_path / "out.ipynb"),
+        parameters=params,
+        cwd=str(tmp_path),
+        progress_bar=False,
+    )
+    html = run / RunFolder.REPORT
+    assert html.exists() and html.stat().st_size < report_html.MAX_REPORT_BYTES
     assert report.external_references(html.read_text()) == []
     data = report.collect(run)
     assert data.emulated and data.stages["deploy"].status == "ok"
     assert (run / "notebooks" / "deploy.ipynb").exists()
-    assert any("teardown" in line for line in (run / report.STAGES_FILE).read_text().splitlines())
+    assert any("teardown" in line for line in (run / RunFolder.STAGES).read_text().splitlines())
 
 
 @pytest.mark.heavy
@@ -143,12 +187,21 @@ def test_api_key_never_lands_in_the_run_folder_or_notebook(tmp_path, monkeypatch
     monkeypatch.setenv("SOME_VAR", key)
     run = tmp_path / "run"
     out = tmp_path / "out.ipynb"
-    pm.execute_notebook(str(RUNBOOKS / "h200.ipynb"), str(out),
-                        parameters={"run_dir": str(run), "api_key_env": "SOME_VAR", "time_scale": 0.05,
-                                    "stages": ["deploy", "invoke", "speed", "report"],
-                                    "stage_overrides": FAST_SPEED, "fail_on_error": False},
-                        cwd=str(tmp_path), progress_bar=False)
-    assert (run / report.REPORT_FILE).exists()
+    run_notebook(
+        str(RUNBOOKS / "h200.ipynb"),
+        str(out),
+        parameters={
+            "run_dir": str(run),
+            "api_key_env": "SOME_VAR",
+            "time_scale": 0.05,
+            "stages": ["deploy", "invoke", "speed", "report"],
+            "stage_overrides": FAST_SPEED,
+            "fail_on_error": False,
+        },
+        cwd=str(tmp_path),
+        progress_bar=False,
+    )
+    assert (run / RunFolder.REPORT).exists()
     invoke = report.collect(run).invoke
     assert invoke and any(r.status == "pass" for r in invoke)  # the key was used and accepted
     leaks = [str(p) for p in [out, *run.rglob("*")] if p.is_file() and key.encode() in p.read_bytes()]
@@ -159,10 +212,25 @@ def test_api_key_never_lands_in_the_run_folder_or_notebook(tmp_path, monkeypatch
 
 
 def _nbval(golden: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval-lax",
-            "--nbval-sanitize-with", str(NBVAL / "sanitize.cfg"), str(NBVAL / golden)]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=str(ROOT),
-                          env={**os.environ, "KIMI_RUNBOOKS_OUTPUTS": str(tmp_path / "outputs"), **env})
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--nbval-lax",
+        "--nbval-sanitize-with",
+        str(NBVAL / "sanitize.cfg"),
+        str(NBVAL / golden),
+    ]
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(ROOT),
+        env={**os.environ, "KIMI_RUNBOOKS_OUTPUTS": str(tmp_path / "outputs"), **env},
+    )
 
 
 def test_nbval_command_generator_golden_passes_and_fails_on_a_changed_flag(tmp_path):

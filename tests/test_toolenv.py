@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from kimi_runbooks import toolenv
+from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.toolenv import (
     OFFLINE_ENV,
     STAMP_NAME,
@@ -31,10 +32,10 @@ from kimi_runbooks.toolenv import (
     tool_env,
     versions,
 )
+from tests.support import missing
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 SCRIPT = REPO / "scripts" / "setup_tool_env.sh"
-IN_CI = os.environ.get("CI") == "true"
 
 
 @pytest.fixture(autouse=True)
@@ -105,7 +106,10 @@ def test_stamped_venv_is_found(tmp_path):
     assert env.source == "venv"
     # sgl-eval is not installed in the project's own env.
     assert env.version is None
-    assert env.argv("run", "--help")[:2] == [str(python), "-c"]
+    assert env.argv("run", "--help")[:2] == [
+        str(python),
+        str(REPO_ROOT / "src" / "kimi_runbooks" / "toolscripts" / "sgl_eval_main.py"),
+    ]
     assert env.smoke_argv()[-1] == "--help"
 
 
@@ -122,7 +126,7 @@ def test_env_var_override_wrapper(monkeypatch, tmp_path):
 def test_env_var_override_wins_over_missing_venv(monkeypatch, tmp_path):
     fake = _write_exe(
         tmp_path / "fakepython",
-        "#!/bin/sh\n" 'echo \'{"python": "3.11.0", "sglang": "0.5.23", "torch": "2.14.1"}\'\n',
+        '#!/bin/sh\necho \'{"python": "3.11.0", "sglang": "0.5.23", "torch": "2.14.1"}\'\n',
     )
     monkeypatch.setenv("KIMI_RUNBOOKS_BENCH_PYTHON", str(fake))
     env = tool_env("bench")
@@ -237,9 +241,7 @@ def _real_env(name: str):
     try:
         return tool_env(name)
     except ToolEnvMissing as exc:
-        if IN_CI:
-            pytest.fail(f"CI=true and the {name!r} tool env is missing: {exc}")
-        pytest.skip(str(exc))
+        missing(f"the {name!r} tool env", f"bash scripts/setup_tool_env.sh {name} ({exc})")
 
 
 @pytest.mark.heavy

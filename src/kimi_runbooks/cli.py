@@ -9,9 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .catalog import ParamsError, load_catalog
-from .plan_view import format_plan
-from .recipes import DEFAULT_SGLANG_VERSION, PlanConfig, plan
+from .plan import DEFAULT_SGLANG_VERSION, ParamsError, PlanConfig, format_plan, load_catalog, plan
 
 EXIT_INVALID = 2
 
@@ -39,10 +37,16 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nnodes", type=int)
     p.add_argument("--node-ip", action="append", default=[], dest="node_ips")
     p.add_argument("--sglang-version", default=DEFAULT_SGLANG_VERSION)
-    p.add_argument("--allow", action="append", default=[], metavar="RULE_ID",
-                   help="turn this rule's error into a recorded warning")
-    p.add_argument("--extra-arg", action="append", default=[], dest="extra_args",
-                   help="pass one more raw argument to the server (repeatable)")
+    p.add_argument(
+        "--allow", action="append", default=[], metavar="RULE_ID", help="turn this rule's error into a recorded warning"
+    )
+    p.add_argument(
+        "--extra-arg",
+        action="append",
+        default=[],
+        dest="extra_args",
+        help="pass one more raw argument to the server (repeatable)",
+    )
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
 
 
@@ -50,10 +54,28 @@ def config_from_args(args: argparse.Namespace) -> PlanConfig:
     fields: dict[str, Any] = {
         name: getattr(args, name)
         for name in (
-            "platform", "model", "deployment", "tp", "dp", "ep", "pp", "enable_dp_attention",
-            "quantization", "kv_cache_dtype", "mem_fraction_static", "context_length",
-            "speculative", "host", "port", "api_key_env", "model_path", "nnodes", "node_ips",
-            "sglang_version", "allow", "extra_args",
+            "platform",
+            "model",
+            "deployment",
+            "tp",
+            "dp",
+            "ep",
+            "pp",
+            "enable_dp_attention",
+            "quantization",
+            "kv_cache_dtype",
+            "mem_fraction_static",
+            "context_length",
+            "speculative",
+            "host",
+            "port",
+            "api_key_env",
+            "model_path",
+            "nnodes",
+            "node_ips",
+            "sglang_version",
+            "allow",
+            "extra_args",
         )
     }
     if args.no_reasoning_parser:
@@ -67,8 +89,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         launch = plan(config_from_args(args))
     except ValidationError as exc:
-        for err in exc.errors():
-            print(f"error: {'.'.join(map(str, err['loc']))}: {err['msg']}", file=sys.stderr)
+        for detail in exc.errors():
+            print(f"error: {'.'.join(map(str, detail['loc']))}: {detail['msg']}", file=sys.stderr)
         return EXIT_INVALID
     except ParamsError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -111,10 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_val = sub.add_parser("validate-params", help="load and validate every file under params/")
     p_val.add_argument("--params-dir")
     p_val.set_defaults(func=cmd_validate_params)
-    sub.add_parser("emulator", help="run the SGLang emulator (see `kimi-runbooks emulator --help`)",
-                   add_help=False)
-    sub.add_parser("report", help="render RUN_DIR/report.html, or one comparison page for several "
-                   "run folders (see `kimi-runbooks report --help`)", add_help=False)
+    sub.add_parser("emulator", help="run the SGLang emulator (see `kimi-runbooks emulator --help`)", add_help=False)
+    sub.add_parser(
+        "report",
+        help="render RUN_DIR/report.html, or one comparison page for several "
+        "run folders (see `kimi-runbooks report --help`)",
+        add_help=False,
+    )
     return parser
 
 
@@ -123,12 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "emulator":
         return cmd_emulator(argv[1:])
     if argv and argv[0] == "report":
-        from .report import main as report_main
+        from .report.cli import main as report_main
 
         return report_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    return args.func(args)
+    code: int = args.func(args)
+    return code
 
 
 if __name__ == "__main__":

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 REDACTED = "<redacted>"
 # Names that end like a credential (HF_TOKEN, OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY, DB_PASSWORD);
 # not MAX_TOKENS or TOKENIZERS_PARALLELISM, whose values are ordinary words and numbers.
 SECRET_NAME = re.compile(r"(^|_)(API_KEY|ACCESS_KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
-MIN_NAMED_LENGTH = 4    # a variable named as the key (api_key_env): always redacted
+MIN_NAMED_LENGTH = 4  # a variable named as the key (api_key_env): always redacted
 MIN_GUESSED_LENGTH = 8  # a variable that only looks secret: long values only, to spare short words
 SECRET_FIELDS = {"api_key", "api-key", "apikey", "authorization", "hf_token"}
 
 
-def secret_values(extra_env_names: Iterable[str | None] = (),
-                  environ: dict[str, str] | None = None) -> list[str]:
+def secret_values(extra_env_names: Iterable[str | None] = (), environ: dict[str, str] | None = None) -> list[str]:
     """Values of the named env vars plus those of env vars whose name looks like a credential."""
     env = os.environ if environ is None else environ
     named = {n for n in extra_env_names if n}
@@ -31,8 +31,7 @@ def secret_values(extra_env_names: Iterable[str | None] = (),
     return sorted(values, key=len, reverse=True)
 
 
-def redact(value: Any, extra_env_names: Iterable[str | None] = (),
-           environ: dict[str, str] | None = None) -> Any:
+def redact(value: Any, extra_env_names: Iterable[str | None] = (), environ: dict[str, str] | None = None) -> Any:
     """The same structure with every secret value replaced; strings, lists and dicts are walked,
     and a dict value under a credential-like key (api_key, authorization, ...) is replaced whole."""
     secrets = secret_values(extra_env_names, environ)

@@ -17,9 +17,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from .paths import REPO_ROOT
+from .toolscripts import script
 
 __all__ = [
     "KEY_PACKAGES",
@@ -90,16 +92,9 @@ TOOLS: dict[str, ToolSpec] = {
     "sgl-eval": ToolSpec(
         name="sgl-eval",
         key_package="sgl-eval",
-        # sgl_eval has no __main__; this is what its console script does. sgl-eval reads the
-        # key only from --api-key (not OPENAI_API_KEY), so `run` gets it here, inside the child,
-        # from SGL_EVAL_KEY_ENV: it is never on a command line the parent builds or logs.
-        module_argv=(
-            "-c",
-            "import os, sys; from sgl_eval.cli import main; sys.argv[0] = 'sgl-eval'; "
-            "key = os.environ.pop('KIMI_RUNBOOKS_SGL_EVAL_API_KEY', ''); "
-            "sys.argv += ['--api-key', key] if key and sys.argv[1:2] == ['run'] else []; "
-            "sys.exit(main())",
-        ),
+        # sgl_eval has no __main__; toolscripts/sgl_eval_main.py does what its console script
+        # does and takes the key from SGL_EVAL_KEY_ENV inside the child (never on a command line).
+        module_argv=(str(script("sgl_eval_main.py")),),
         smoke_args=("--help",),
         description="sgl-eval accuracy harness (sgl-eval run aime25 ...)",
     ),
@@ -153,7 +148,7 @@ def repo_root() -> Path:
     if env := os.environ.get("KIMI_RUNBOOKS_ROOT"):
         return Path(env).resolve()
     marker = Path("scripts") / "setup_tool_env.sh"
-    here = Path(__file__).resolve().parents[2]
+    here = REPO_ROOT
     if (here / marker).is_file():
         return here
     for parent in (Path.cwd().resolve(), *Path.cwd().resolve().parents):
@@ -224,28 +219,13 @@ def tool_env(name: str, *, create: bool = False) -> ToolEnv:
                 "(its stderr above says which step)"
             )
     if not python.exists():
-        raise ToolEnvMissing(
-            f"tool env {name!r} ({spec.description}) not found at {venv}; {_how_to_create(name)}"
-        )
+        raise ToolEnvMissing(f"tool env {name!r} ({spec.description}) not found at {venv}; {_how_to_create(name)}")
     if not (venv / STAMP_NAME).is_file():
         raise ToolEnvMissing(
             f"tool env {name!r} at {venv} is incomplete (no {STAMP_NAME}: its build failed or is "
             f"still running); {_how_to_create(name)}"
         )
     return ToolEnv(name, python, python.parent, versions(python)[spec.key_package])
-
-
-_VERSIONS_SCRIPT = """
-import json, sys
-from importlib import metadata
-out = {"python": sys.version.split()[0]}
-for name in sys.argv[1:]:
-    try:
-        out[name] = metadata.version(name)
-    except metadata.PackageNotFoundError:
-        out[name] = None
-print(json.dumps(out))
-"""
 
 
 def versions(env: str | ToolEnv | os.PathLike[str]) -> dict[str, str | None]:
@@ -262,7 +242,7 @@ def versions(env: str | ToolEnv | os.PathLike[str]) -> dict[str, str | None]:
         python = env
     try:
         proc = subprocess.run(
-            [os.fspath(python), "-c", _VERSIONS_SCRIPT, *KEY_PACKAGES],
+            [os.fspath(python), str(script("versions.py")), *KEY_PACKAGES],
             capture_output=True,
             text=True,
             timeout=120,
@@ -271,59 +251,13 @@ def versions(env: str | ToolEnv | os.PathLike[str]) -> dict[str, str | None]:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ToolEnvError(f"cannot run {python}: {exc}") from exc
     if proc.returncode != 0:
-        raise ToolEnvError(
-            f"{python} failed to report versions (exit {proc.returncode}): {proc.stderr.strip()[-500:]}"
-        )
+        raise ToolEnvError(f"{python} failed to report versions (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
     try:
         # Last line: a wrapper (docker exec) may print banners before it.
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError) as exc:
         raise ToolEnvError(f"{python} printed no version JSON: {proc.stdout[-500:]!r}") from exc
     return {key: data.get(key) for key in ("python", *KEY_PACKAGES)}
-
-
-_TOKENIZER_SCRIPT = r'''
-import json, string, sys
-from pathlib import Path
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import AutoTokenizer, PreTrainedTokenizerFast
-
-dest, size = Path(sys.argv[1]), int(sys.argv[2])
-specials = ["<unk>", "<s>", "</s>", "<pad>"]
-vocab_list = specials + list(string.ascii_letters + string.digits + string.punctuation)
-i = 0
-while len(vocab_list) < size:
-    vocab_list.append(f"w{i}")
-    i += 1
-tok = Tokenizer(models.WordLevel(vocab={t: n for n, t in enumerate(vocab_list)}, unk_token="<unk>"))
-tok.pre_tokenizer = pre_tokenizers.Whitespace()
-template = (
-    "{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|> {% endif %}"
-)
-fast = PreTrainedTokenizerFast(
-    tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
-    pad_token="<pad>", model_max_length=1 << 20, chat_template=template,
-)
-dest.mkdir(parents=True, exist_ok=True)
-fast.save_pretrained(dest)
-# transformers 5 writes tokenizer_class "TokenizersBackend", which transformers 4 cannot load;
-# "PreTrainedTokenizerFast" loads in both. Keep the chat template inline too (older readers).
-cfg_path = dest / "tokenizer_config.json"
-cfg = json.loads(cfg_path.read_text())
-cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
-cfg["chat_template"] = template
-cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
-
-check = AutoTokenizer.from_pretrained(str(dest), trust_remote_code=True)
-ids = list(range(len(specials), min(size, len(specials) + 64)))
-ok = check.encode(check.decode(ids), add_special_tokens=False) == ids
-print(json.dumps({"vocab_size": check.vocab_size, "roundtrip": ok,
-                  "special_tokens_added": check.num_special_tokens_to_add(),
-                  "has_chat_template": "chat_template" in check.init_kwargs}))
-if not ok:
-    sys.exit("decode/encode round trip failed")
-'''
 
 
 def make_offline_tokenizer(dest: Path, *, vocab_size: int = 1024, env: ToolEnv | None = None) -> Path:
@@ -341,7 +275,7 @@ def make_offline_tokenizer(dest: Path, *, vocab_size: int = 1024, env: ToolEnv |
     env = env or tool_env("bench")
     dest = Path(dest)
     proc = subprocess.run(
-        [str(env.python), "-c", _TOKENIZER_SCRIPT, str(dest), str(vocab_size)],
+        [str(env.python), str(script("offline_tokenizer.py")), str(dest), str(vocab_size)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -351,11 +285,3 @@ def make_offline_tokenizer(dest: Path, *, vocab_size: int = 1024, env: ToolEnv |
     if proc.returncode != 0:
         raise ToolEnvError(f"building the offline tokenizer in {dest} failed: {proc.stderr.strip()[-1000:]}")
     return dest
-
-
-if __name__ == "__main__":  # pragma: no cover - debugging aid: python -m kimi_runbooks.toolenv bench
-    for tool in sys.argv[1:] or list(TOOLS):
-        try:
-            print(tool, json.dumps(versions(tool_env(tool))))
-        except ToolEnvError as exc:
-            print(tool, "->", exc)

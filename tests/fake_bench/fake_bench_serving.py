@@ -9,6 +9,7 @@ prints a result block. Behaviour is steered by environment variables:
   FAKE_BENCH_NO_FILE=1            print the block only, write no output file
   FAKE_BENCH_ARGV_LOG=<path>      append the received argv (and whether a key was seen) as JSON
 """
+
 import argparse
 import json
 import os
@@ -39,14 +40,23 @@ tpot = 10.0 + 0.5 * conc
 out_tokens = args.num_prompts * args.random_output_len
 duration = args.random_output_len * tpot / 1000.0 * args.num_prompts / conc
 m = {
-    "backend": args.backend, "request_rate": float("inf"), "max_concurrency": args.max_concurrency,
-    "completed": args.num_prompts, "duration": duration,
-    "total_input_tokens": args.num_prompts * args.random_input_len, "total_output_tokens": out_tokens,
+    "backend": args.backend,
+    "request_rate": float("inf"),
+    "max_concurrency": args.max_concurrency,
+    "completed": args.num_prompts,
+    "duration": duration,
+    "total_input_tokens": args.num_prompts * args.random_input_len,
+    "total_output_tokens": out_tokens,
     "output_throughput": out_tokens / duration,
     "total_throughput": (out_tokens + args.num_prompts * args.random_input_len) / duration,
-    "median_ttft_ms": 100.0 + conc, "p99_ttft_ms": 150.0 + conc,
-    "median_tpot_ms": tpot, "p99_tpot_ms": tpot * 1.5, "median_itl_ms": tpot, "p99_itl_ms": tpot * 2,
-    "server_info": {"emulated": True}, "itls": [1.0, 2.0],
+    "median_ttft_ms": 100.0 + conc,
+    "p99_ttft_ms": 150.0 + conc,
+    "median_tpot_ms": tpot,
+    "p99_tpot_ms": tpot * 1.5,
+    "median_itl_ms": tpot,
+    "p99_itl_ms": tpot * 2,
+    "server_info": {"emulated": True},
+    "itls": [1.0, 2.0],
 }
 if args.output_file and not os.environ.get("FAKE_BENCH_NO_FILE"):
     with open(args.output_file, "a") as fh:

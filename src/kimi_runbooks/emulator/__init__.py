@@ -8,5 +8,12 @@ from .app import create_app
 from .latency import DEFAULT_PROFILE, LatencyProfile, profile_from_references
 from .settings import EmulatorSettings, FaultSpec, parse_fault
 
-__all__ = ["create_app", "EmulatorSettings", "LatencyProfile", "DEFAULT_PROFILE",
-           "profile_from_references", "FaultSpec", "parse_fault"]
+__all__ = [
+    "create_app",
+    "EmulatorSettings",
+    "LatencyProfile",
+    "DEFAULT_PROFILE",
+    "profile_from_references",
+    "FaultSpec",
+    "parse_fault",
+]

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException

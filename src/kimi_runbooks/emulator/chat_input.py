@@ -16,8 +16,8 @@ from .images import ImageError, ImageInfo, inspect_image_url
 from .protocol import ChatMessage, ChatRequest
 from .tokenizer import count_tokens
 
-TOKENS_PER_MESSAGE = 3      # <|im_start|>role<|im_middle|> ... <|im_end|>
-TOKENS_PER_IMAGE_WRAP = 2   # media begin/end markers
+TOKENS_PER_MESSAGE = 3  # <|im_start|>role<|im_middle|> ... <|im_end|>
+TOKENS_PER_IMAGE_WRAP = 2  # media begin/end markers
 TOKENS_GENERATION_PROMPT = 3
 
 
@@ -28,8 +28,9 @@ class ChatInput:
 
 
 def read_chat(req: ChatRequest) -> ChatInput:
-    tools = [ToolSpec(t.function.name, t.function.description or "", t.function.parameters or {})
-             for t in req.tools or []]
+    tools = [
+        ToolSpec(t.function.name, t.function.description or "", t.function.parameters or {}) for t in req.tools or []
+    ]
     convo = Conversation(tools=tools, tool_choice=_tool_choice(req))
     tokens = TOKENS_GENERATION_PROMPT
     if req.tools:
@@ -66,8 +67,7 @@ def _message_parts(message: ChatMessage, index: int) -> tuple[str, list[ImageInf
             try:
                 images.append(inspect_image_url(part.image_url.url))
             except ImageError as exc:
-                raise ApiError(str(exc), 400,
-                               f"messages.{index}.content.{part_index}.image_url") from None
+                raise ApiError(str(exc), 400, f"messages.{index}.content.{part_index}.image_url") from None
     return "\n".join(texts), images
 
 
@@ -91,8 +91,7 @@ def _trailing_tool_results(messages: list[ChatMessage]) -> list[tuple[str, str]]
         if message.role != "tool":
             break
         text, _ = _message_parts(message, 0)
-        name = message.name or names.get(message.tool_call_id or "", "") \
-            or _name_from_id(message.tool_call_id)
+        name = message.name or names.get(message.tool_call_id or "", "") or _name_from_id(message.tool_call_id)
         results.append((name, text))
     return list(reversed(results))
 
@@ -100,5 +99,5 @@ def _trailing_tool_results(messages: list[ChatMessage]) -> list[tuple[str, str]]
 def _name_from_id(call_id: str | None) -> str:
     """functions.get_weather:0 -> get_weather."""
     if call_id and call_id.startswith("functions.") and ":" in call_id:
-        return call_id[len("functions."):].rsplit(":", 1)[0]
+        return call_id[len("functions.") :].rsplit(":", 1)[0]
     return ""

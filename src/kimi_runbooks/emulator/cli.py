@@ -13,8 +13,9 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .latency import DEFAULT_PROFILE, LatencyProfile, profile_from_references
 from .settings import FAULT_KINDS, EmulatorSettings, parse_fault
@@ -27,26 +28,28 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m kimi_runbooks.emulator",
         description="SGLang emulator: speaks SGLang's HTTP API as Kimi-K2.6 would (EMULATED).",
-        allow_abbrev=False)
+        allow_abbrev=False,
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=30000)
-    p.add_argument("--profile", default="default",
-                   help="platform id whose speed references set the latency model, or 'default'")
+    p.add_argument(
+        "--profile", default="default", help="platform id whose speed references set the latency model, or 'default'"
+    )
     p.add_argument("--params-dir", type=Path, default=None, help="params/ folder (references)")
     p.add_argument("--model", "--served-model-name", dest="model", default="moonshotai/Kimi-K2.6")
     p.add_argument("--model-path", default=None)
-    p.add_argument("--time-scale", type=float, default=1.0,
-                   help="multiply every simulated duration (0.01 = 100x faster)")
+    p.add_argument(
+        "--time-scale", type=float, default=1.0, help="multiply every simulated duration (0.01 = 100x faster)"
+    )
     p.add_argument("--fault", default=None, help=f"one of: {', '.join(FAULT_KINDS)} (kind[=value])")
-    p.add_argument("--api-key-env", default=None,
-                   help="name of the environment variable holding the API key")
+    p.add_argument("--api-key-env", default=None, help="name of the environment variable holding the API key")
     p.add_argument("--startup-seconds", type=float, default=0.0)
     p.add_argument("--ttft-ms", type=float, default=None, help="override: TTFT base (ms)")
-    p.add_argument("--ttft-per-1k-ms", type=float, default=None,
-                   help="override: extra TTFT per 1K input tokens (ms)")
+    p.add_argument("--ttft-per-1k-ms", type=float, default=None, help="override: extra TTFT per 1K input tokens (ms)")
     p.add_argument("--itl-ms", type=float, default=None, help="override: ITL base (ms)")
-    p.add_argument("--itl-per-running-ms", type=float, default=None,
-                   help="override: extra ITL per running request (ms)")
+    p.add_argument(
+        "--itl-per-running-ms", type=float, default=None, help="override: extra ITL per running request (ms)"
+    )
     p.add_argument("--max-total-num-tokens", type=int, default=None)
     p.add_argument("--max-running-requests", type=int, default=None)
     p.add_argument("--context-length", type=int, default=None)
@@ -69,10 +72,18 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
     if args.context_length:
         launch_args["context_length"] = args.context_length
     settings = EmulatorSettings(
-        host=args.host, port=args.port, model=args.model, model_path=args.model_path,
-        profile=profile, time_scale=args.time_scale, fault=fault,
-        api_key=_api_key(args.api_key_env, parser), startup_seconds=args.startup_seconds,
-        seed=args.seed, launch_args=launch_args)
+        host=args.host,
+        port=args.port,
+        model=args.model,
+        model_path=args.model_path,
+        profile=profile,
+        time_scale=args.time_scale,
+        fault=fault,
+        api_key=_api_key(args.api_key_env, parser),
+        startup_seconds=args.startup_seconds,
+        seed=args.seed,
+        launch_args=launch_args,
+    )
     return settings, args
 
 
@@ -135,8 +146,10 @@ def _profile(args: argparse.Namespace) -> LatencyProfile:
         # logs a warning itself when the platform has no speed references
         profile = profile_from_references(args.profile, args.params_dir or default_params_dir())
     overrides = {
-        "ttft_base_ms": args.ttft_ms, "ttft_per_1k_input_ms": args.ttft_per_1k_ms,
-        "itl_base_ms": args.itl_ms, "itl_per_running_ms": args.itl_per_running_ms,
+        "ttft_base_ms": args.ttft_ms,
+        "ttft_per_1k_input_ms": args.ttft_per_1k_ms,
+        "itl_base_ms": args.itl_ms,
+        "itl_per_running_ms": args.itl_per_running_ms,
         "max_total_num_tokens": args.max_total_num_tokens,
         "max_running_requests": args.max_running_requests,
     }
@@ -170,8 +183,10 @@ def crash_on_start(settings: EmulatorSettings) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings, args = parse_settings(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
-                        format="[%(asctime)s] %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+        format="[%(asctime)s] %(levelname)s %(message)s",
+    )
     if settings.fault_is("crash-on-start"):
         return crash_on_start(settings)
     import uvicorn
@@ -179,6 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .app import create_app
 
     log.warning("latency profile: %s", settings.profile)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                log_level=str(args.log_level).lower(), access_log=False)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=str(args.log_level).lower(),
+        access_log=False,
+    )
     return 0

@@ -18,8 +18,8 @@ import threading
 import time
 from collections import defaultdict
 
-_COARSE_MARGIN = 0.003   # seconds left for the precise thread after a coarse asyncio.sleep
-_BATCH_WINDOW = 50e-6    # deadlines this close together are woken by one callback
+_COARSE_MARGIN = 0.003  # seconds left for the precise thread after a coarse asyncio.sleep
+_BATCH_WINDOW = 50e-6  # deadlines this close together are woken by one callback
 
 
 class PreciseTimer:

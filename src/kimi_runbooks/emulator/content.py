@@ -40,7 +40,7 @@ class Conversation:
     last_user_text: str = ""
     images: list[ImageInfo] = field(default_factory=list)
     tools: list[ToolSpec] = field(default_factory=list)
-    tool_choice: Any = "auto"           # "auto" | "none" | "required" | {"function": {"name"}}
+    tool_choice: Any = "auto"  # "auto" | "none" | "required" | {"function": {"name"}}
     tool_results: list[tuple[str, str]] = field(default_factory=list)  # (tool name, content)
 
 
@@ -74,6 +74,7 @@ def seeded_rng(*parts: Any) -> random.Random:
 
 # ---------------------------------------------------------------- chat replies
 
+
 def chat_reply(convo: Conversation, rng: random.Random, bad_tool_json: bool = False) -> Reply:
     """Pick the reply kind for a chat turn and write it."""
     if convo.last_role == "tool" and convo.tool_results:
@@ -91,8 +92,9 @@ def chat_reply(convo: Conversation, rng: random.Random, bad_tool_json: bool = Fa
 
 def _generic_reply(text: str, rng: random.Random) -> Reply:
     topic = topic_of(text)
-    reasoning = (f'The user wrote: "{topic}". No tool is needed, so a short direct answer is enough. '
-                 + filler_text(rng, rng.randint(1, 2)))
+    reasoning = f'The user wrote: "{topic}". No tool is needed, so a short direct answer is enough. ' + filler_text(
+        rng, rng.randint(1, 2)
+    )
     content = f"Emulated answer about: {topic}. " + filler_text(rng, rng.randint(1, 3))
     return Reply(reasoning=reasoning, content=content)
 
@@ -100,18 +102,22 @@ def _generic_reply(text: str, rng: random.Random) -> Reply:
 def _image_reply(convo: Conversation, rng: random.Random) -> Reply:
     described = "; ".join(img.describe() for img in convo.images)
     n = len(convo.images)
-    reasoning = (f"The user sent {n} image{'s' if n > 1 else ''} and asked: "
-                 f'"{topic_of(convo.last_user_text)}". I will say what can be seen.')
-    content = (f"I see {described}. This description comes from the emulator, which only "
-               f"inspects size and average colour.")
+    reasoning = (
+        f"The user sent {n} image{'s' if n > 1 else ''} and asked: "
+        f'"{topic_of(convo.last_user_text)}". I will say what can be seen.'
+    )
+    content = (
+        f"I see {described}. This description comes from the emulator, which only inspects size and average colour."
+    )
     return Reply(reasoning=reasoning, content=content)
 
 
 def _tool_result_reply(convo: Conversation, rng: random.Random) -> Reply:
     name, result = convo.tool_results[-1]
     summary = summarize_tool_result(result)
-    reasoning = (f"The {name or 'tool'} call returned a result. I will restate it for the user "
-                 f"without calling another tool.")
+    reasoning = (
+        f"The {name or 'tool'} call returned a result. I will restate it for the user without calling another tool."
+    )
     content = f"According to {name or 'the tool'}: {summary}"
     return Reply(reasoning=reasoning, content=content)
 
@@ -123,8 +129,9 @@ def _tool_call_reply(convo: Conversation, tool: ToolSpec, bad_tool_json: bool) -
     if bad_tool_json:
         arguments = malform_json(arguments)
     detail = ", ".join(f"{k}={v}" for k, v in args.items()) or "no arguments"
-    reasoning = (f"The request needs the {tool.name} tool. I will call it with {detail} "
-                 f"and answer once the result comes back.")
+    reasoning = (
+        f"The request needs the {tool.name} tool. I will call it with {detail} and answer once the result comes back."
+    )
     return Reply(reasoning=reasoning, content="", tool_calls=[ToolCall(0, tool.name, arguments)])
 
 
@@ -135,8 +142,28 @@ def malform_json(text: str) -> str:
 
 # ---------------------------------------------------------------- tool choice
 
-_STOPWORDS = {"the", "and", "for", "with", "from", "that", "this", "what", "whats", "get", "into",
-              "about", "your", "you", "are", "tool", "function", "given", "return", "returns"}
+_STOPWORDS = {
+    "the",
+    "and",
+    "for",
+    "with",
+    "from",
+    "that",
+    "this",
+    "what",
+    "whats",
+    "get",
+    "into",
+    "about",
+    "your",
+    "you",
+    "are",
+    "tool",
+    "function",
+    "given",
+    "return",
+    "returns",
+}
 _IMAGE_WORDS = {"search", "product", "image", "photo", "picture", "find", "lookup", "visual"}
 
 
@@ -146,8 +173,9 @@ def _choose_tool(convo: Conversation) -> ToolSpec | None:
     forced = _forced_tool_name(convo.tool_choice)
     if forced:
         return next((t for t in convo.tools if t.name == forced), None)
-    scored = sorted(((_tool_score(t, convo), i) for i, t in enumerate(convo.tools)),
-                    key=lambda pair: (-pair[0], pair[1]))
+    scored = sorted(
+        ((_tool_score(t, convo), i) for i, t in enumerate(convo.tools)), key=lambda pair: (-pair[0], pair[1])
+    )
     best_score, best_index = scored[0]
     if best_score >= 2 or convo.tool_choice == "required":
         return convo.tools[best_index]
@@ -215,18 +243,24 @@ def numeric_comparison(text: str) -> Reply | None:
         return None
     word = "bigger" if wants_big else "smaller"
     if a == b:
-        return Reply(reasoning=f"{numbers[0]} and {numbers[1]} are the same value.",
-                     content=f"Neither: {numbers[0]} and {numbers[1]} are equal.")
+        return Reply(
+            reasoning=f"{numbers[0]} and {numbers[1]} are the same value.",
+            content=f"Neither: {numbers[0]} and {numbers[1]} are equal.",
+        )
     pick_a = (a > b) if wants_big else (a < b)
     winner, loser = (numbers[0], numbers[1]) if pick_a else (numbers[1], numbers[0])
     places = max(_decimals(numbers[0]), _decimals(numbers[1]))
     pa, pb = (f"{Decimal(n):.{places}f}" for n in numbers[:2])
-    reasoning = (f"I need to decide which of {numbers[0]} and {numbers[1]} is {word}. "
-                 f"Write both with {places} decimal places: {numbers[0]} becomes {pa} and "
-                 f"{numbers[1]} becomes {pb}. Comparing place by place, {winner} is {word}. "
-                 f"The number of digits after the point does not make a number bigger.")
-    content = (f"{winner} is {word} than {loser}. With the same number of decimal places, "
-               f"{numbers[0]} = {pa} and {numbers[1]} = {pb}, so {winner} is {word}.")
+    reasoning = (
+        f"I need to decide which of {numbers[0]} and {numbers[1]} is {word}. "
+        f"Write both with {places} decimal places: {numbers[0]} becomes {pa} and "
+        f"{numbers[1]} becomes {pb}. Comparing place by place, {winner} is {word}. "
+        f"The number of digits after the point does not make a number bigger."
+    )
+    content = (
+        f"{winner} is {word} than {loser}. With the same number of decimal places, "
+        f"{numbers[0]} = {pa} and {numbers[1]} = {pb}, so {winner} is {word}."
+    )
     return Reply(reasoning=reasoning, content=content)
 
 
@@ -235,6 +269,7 @@ def _decimals(number: str) -> int:
 
 
 # ---------------------------------------------------------------- plain completions
+
 
 def completion_text(prompt: str, rng: random.Random) -> str:
     """Raw continuation for /generate and /v1/completions (no chat template, no thinking)."""
@@ -245,6 +280,7 @@ def completion_text(prompt: str, rng: random.Random) -> str:
 
 
 # ---------------------------------------------------------------- helpers
+
 
 def topic_of(text: str, max_words: int = 12) -> str:
     words = re.sub(r"\s+", " ", text or "").replace('"', "'").strip().split(" ")

@@ -10,8 +10,8 @@ clock.py wakes each token with sub-millisecond precision so the median matches t
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import AsyncIterator
 
 from .clock import sleep_until
 from .faults import FaultInjector
@@ -25,9 +25,9 @@ class Job:
     """What the engine needs to know about one request."""
 
     prompt_tokens: int
-    output_tokens: int     # tokens that will actually be emitted
-    reserve_tokens: int    # prompt + max_new_tokens, held in the KV pool while running
-    arrival: float         # time.monotonic() when the request arrived
+    output_tokens: int  # tokens that will actually be emitted
+    reserve_tokens: int  # prompt + max_new_tokens, held in the KV pool while running
+    arrival: float  # time.monotonic() when the request arrived
     streaming: bool = False
 
 
@@ -47,8 +47,7 @@ class Engine:
     def __init__(self, settings: EmulatorSettings) -> None:
         self.settings = settings
         self.profile = settings.profile
-        self.scheduler = Scheduler(settings.profile.max_total_num_tokens,
-                                   settings.profile.max_running_requests)
+        self.scheduler = Scheduler(settings.profile.max_total_num_tokens, settings.profile.max_running_requests)
         self.metrics = Metrics(model_name=settings.served_model_name)
         self.faults = FaultInjector(settings)
 
@@ -85,8 +84,7 @@ class Engine:
             self.scheduler.release(ticket)
             self._finish(job, progress, completed)
 
-    def _observe_token(self, job: Job, progress: Progress, previous: float | None,
-                       now: float) -> None:
+    def _observe_token(self, job: Job, progress: Progress, previous: float | None, now: float) -> None:
         if previous is None:
             progress.first_token_at = now
             self.metrics.ttft.observe(now - job.arrival)
@@ -111,5 +109,3 @@ class Engine:
         """Run a job to completion without streaming (non-streamed requests)."""
         async for _ in self.run(job, progress):
             pass
-
-

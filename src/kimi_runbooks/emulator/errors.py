@@ -11,9 +11,15 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-_TYPES = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFoundError",
-          405: "MethodNotAllowedError", 413: "RequestTooLargeError", 500: "InternalServerError",
-          503: "ServiceUnavailableError"}
+_TYPES = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    404: "NotFoundError",
+    405: "MethodNotAllowedError",
+    413: "RequestTooLargeError",
+    500: "InternalServerError",
+    503: "ServiceUnavailableError",
+}
 
 
 class ApiError(Exception):
@@ -27,8 +33,13 @@ class ApiError(Exception):
 
 
 def error_body(message: str, status: int, param: str | None = None) -> dict[str, Any]:
-    return {"object": "error", "message": message, "type": _TYPES.get(status, "BadRequestError"),
-            "param": param, "code": status}
+    return {
+        "object": "error",
+        "message": message,
+        "type": _TYPES.get(status, "BadRequestError"),
+        "param": param,
+        "code": status,
+    }
 
 
 def error_response(err: ApiError) -> JSONResponse:

@@ -25,7 +25,7 @@ EOS_TOKEN_ID = 163586  # Kimi-K2's <|im_end|>; reported as matched_stop like SGL
 class Event:
     kind: Kind
     text: str = ""
-    call: int = -1          # tool-call index for tool events
+    call: int = -1  # tool-call index for tool events
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Plan:
     """The events to emit and how the turn ends."""
 
     events: list[Event]
-    finish_reason: str            # "stop" | "length" | "tool_calls"
+    finish_reason: str  # "stop" | "length" | "tool_calls"
     tool_calls: list[ToolCall] = field(default_factory=list)
 
     @property
@@ -51,8 +51,7 @@ class Plan:
         out = []
         for call in self.tool_calls:
             if any(e.kind == "tool_name" and e.call == call.index for e in self.events):
-                args = "".join(e.text for e in self.events
-                               if e.kind == "tool_args" and e.call == call.index)
+                args = "".join(e.text for e in self.events if e.kind == "tool_args" and e.call == call.index)
                 out.append((call, args))
         return out
 
@@ -81,8 +80,9 @@ def reply_events(reply: Reply, thinking: bool, leak_reasoning: bool) -> list[Eve
     return events
 
 
-def plan_within_budget(reply: Reply, events: list[Event], max_tokens: int | None,
-                       ignore_eos: bool, rng: random.Random) -> Plan:
+def plan_within_budget(
+    reply: Reply, events: list[Event], max_tokens: int | None, ignore_eos: bool, rng: random.Random
+) -> Plan:
     """Cut to max_tokens, or pad with filler to exactly max_tokens under ignore_eos."""
     if max_tokens is not None and len(events) > max_tokens:
         return Plan(events[:max_tokens], "length", reply.tool_calls)
@@ -94,8 +94,7 @@ def plan_within_budget(reply: Reply, events: list[Event], max_tokens: int | None
 
 def _pad(events: list[Event], total: int, rng: random.Random) -> list[Event]:
     """Insert filler content after the existing content (before any tool call)."""
-    split = next((i for i, e in enumerate(events) if e.kind in ("tool_name", "tool_args")),
-                 len(events))
+    split = next((i for i, e in enumerate(events) if e.kind in ("tool_name", "tool_args")), len(events))
     has_text = any(e.kind == "content" for e in events[:split])
     lead = "\n\n" if has_text else ""
     padding = [Event("content", p) for p in filler_pieces(rng, total - len(events), lead)]

@@ -45,6 +45,7 @@ class FaultInjector:
     @staticmethod
     def crash_now() -> None:
         """Die the way a crashed scheduler process takes an SGLang server down: abruptly."""
-        print("[emulator] fault crash-mid-stream: scheduler process died; exiting abruptly",
-              file=sys.stderr, flush=True)
+        print(
+            "[emulator] fault crash-mid-stream: scheduler process died; exiting abruptly", file=sys.stderr, flush=True
+        )
         os._exit(CRASH_EXIT_CODE)

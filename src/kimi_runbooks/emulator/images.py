@@ -17,16 +17,24 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-_URL_IMAGE_TOKENS = 256       # charge for images the emulator does not fetch
+_URL_IMAGE_TOKENS = 256  # charge for images the emulator does not fetch
 _MAX_IMAGE_TOKENS = 16384
-_PATCH = 28                   # MoonViT patch 14 with 2x2 merge: one token per 28x28 pixels
+_PATCH = 28  # MoonViT patch 14 with 2x2 merge: one token per 28x28 pixels
 _MAX_PIXELS = 64_000_000
 
 _PALETTE = {
-    "black": (0, 0, 0), "white": (255, 255, 255), "gray": (128, 128, 128),
-    "red": (220, 30, 30), "green": (30, 170, 60), "blue": (30, 60, 220),
-    "yellow": (240, 220, 40), "orange": (245, 140, 20), "purple": (130, 50, 160),
-    "pink": (240, 150, 190), "brown": (120, 75, 40), "cyan": (40, 200, 220),
+    "black": (0, 0, 0),
+    "white": (255, 255, 255),
+    "gray": (128, 128, 128),
+    "red": (220, 30, 30),
+    "green": (30, 170, 60),
+    "blue": (30, 60, 220),
+    "yellow": (240, 220, 40),
+    "orange": (245, 140, 20),
+    "purple": (130, 50, 160),
+    "pink": (240, 150, 190),
+    "brown": (120, 75, 40),
+    "cyan": (40, 200, 220),
 }
 
 
@@ -38,10 +46,10 @@ class ImageError(ValueError):
 class ImageInfo:
     """What the emulator knows about one input image."""
 
-    source: str                 # "data" or "url"
+    source: str  # "data" or "url"
     width: int | None = None
     height: int | None = None
-    colour: str | None = None   # name of the nearest palette colour to the mean pixel
+    colour: str | None = None  # name of the nearest palette colour to the mean pixel
 
     @property
     def tokens(self) -> int:

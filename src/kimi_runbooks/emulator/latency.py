@@ -28,9 +28,10 @@ capacity from a ``max_total_num_tokens`` field when a reference gives one.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -81,8 +82,7 @@ def profile_from_references(platform_id: str, params_dir: Path) -> LatencyProfil
     docs = list(_reference_docs(platform_id, Path(params_dir)))
     points = [p for doc in docs for p in _points_from_doc(doc)]
     if not points:
-        log.warning("no speed references for platform %r in %s; using the default profile",
-                    platform_id, params_dir)
+        log.warning("no speed references for platform %r in %s; using the default profile", platform_id, params_dir)
         return DEFAULT_PROFILE
     profile = fit_profile(points, capacity=_capacity_from_docs(docs))
     ids = ",".join(str(doc.get("id", "?")) for doc in docs)
@@ -106,12 +106,14 @@ def fit_profile(points: list[SpeedPoint], capacity: int | None = None) -> Latenc
 
 
 def _fit_ttft(points: list[SpeedPoint], d: LatencyProfile) -> tuple[float, float]:
-    rows = [(p.input_len / 1000.0, p.ttft_ms) for p in points
-            if p.concurrency == 1 and p.ttft_ms is not None and p.ttft_ms > 0]
+    rows = [
+        (p.input_len / 1000.0, p.ttft_ms)
+        for p in points
+        if p.concurrency == 1 and p.ttft_ms is not None and p.ttft_ms > 0
+    ]
     if not rows:  # no single-user rows: use the lowest concurrency available
         lowest = min((p.concurrency for p in points if p.ttft_ms), default=None)
-        rows = [(p.input_len / 1000.0, p.ttft_ms) for p in points
-                if p.concurrency == lowest and p.ttft_ms]
+        rows = [(p.input_len / 1000.0, p.ttft_ms) for p in points if p.concurrency == lowest and p.ttft_ms]
     if not rows:
         return d.ttft_base_ms, d.ttft_per_1k_input_ms
     if len({x for x, _ in rows}) < 2:
@@ -203,14 +205,14 @@ def _point_from_result(result: Any) -> SpeedPoint | None:
         return None
     metrics = result.get("metrics") if isinstance(result.get("metrics"), dict) else {}
     concurrency = _first(result.get("max_concurrency"), metrics.get("max_concurrency"))
-    return _make_point(_input_len(result, metrics), concurrency,
-                       metrics.get("median_ttft_ms"), metrics.get("median_itl_ms"))
+    return _make_point(
+        _input_len(result, metrics), concurrency, metrics.get("median_ttft_ms"), metrics.get("median_itl_ms")
+    )
 
 
 def _input_len(result: dict[str, Any], metrics: dict[str, Any]) -> float | None:
     """Declared input length, else the mean measured one (total_input_tokens / completed)."""
-    declared = _first(result.get("input_len"), metrics.get("random_input_len"),
-                      metrics.get("input_len"))
+    declared = _first(result.get("input_len"), metrics.get("random_input_len"), metrics.get("input_len"))
     if declared is not None:
         return declared
     total, completed = _number(metrics.get("total_input_tokens")), _number(metrics.get("completed"))
@@ -238,8 +240,7 @@ def _point_from_matrix_row(row: Any) -> SpeedPoint | None:
         return None
     phase = str(row.get("phase") or "").lower()
     ttft = row.get("median_ttft_ms") if phase in ("", "prefill") else None
-    return _make_point(row.get("context_tokens"), row.get("concurrency"),
-                       ttft, row.get("median_itl_ms"))
+    return _make_point(row.get("context_tokens"), row.get("concurrency"), ttft, row.get("median_itl_ms"))
 
 
 def _make_point(input_len: Any, concurrency: Any, ttft: Any, itl: Any) -> SpeedPoint | None:

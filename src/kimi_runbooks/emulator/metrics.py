@@ -10,12 +10,57 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0,
-                80.0, 120.0, 160.0)
-ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040,
-               0.060, 0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.0, 2.0, 4.0, 6.0, 8.0)
-E2E_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0,
-               80.0, 100.0, 150.0, 200.0, 250.0, 300.0, 350.0, 500.0, 1000.0)
+TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 120.0, 160.0)
+ITL_BUCKETS = (
+    0.002,
+    0.004,
+    0.006,
+    0.008,
+    0.010,
+    0.015,
+    0.020,
+    0.025,
+    0.030,
+    0.035,
+    0.040,
+    0.060,
+    0.080,
+    0.100,
+    0.200,
+    0.400,
+    0.600,
+    0.800,
+    1.0,
+    2.0,
+    4.0,
+    6.0,
+    8.0,
+)
+E2E_BUCKETS = (
+    0.1,
+    0.2,
+    0.4,
+    0.6,
+    0.8,
+    1.0,
+    2.0,
+    4.0,
+    6.0,
+    8.0,
+    10.0,
+    20.0,
+    40.0,
+    60.0,
+    80.0,
+    100.0,
+    150.0,
+    200.0,
+    250.0,
+    300.0,
+    350.0,
+    500.0,
+    1000.0,
+)
 
 
 @dataclass
@@ -71,33 +116,24 @@ class Metrics:
             ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", queued),
             ("sglang:num_used_tokens", "The number of used tokens.", used_tokens),
             ("sglang:token_usage", "The token usage.", round(token_usage, 6)),
-            ("sglang:gen_throughput", "The generation throughput (token/s).",
-             round(self.last_gen_throughput, 3)),
+            ("sglang:gen_throughput", "The generation throughput (token/s).", round(self.last_gen_throughput, 3)),
             ("sglang:cache_hit_rate", "The prefix cache hit rate.", 0.0),
             ("sglang:is_emulated", "1: this server is the kimi-runbooks emulator.", 1),
         ]
         for name, help_text, value in gauges:
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge",
-                      f"{name}{{{labels}}} {float(value)}"]
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name}{{{labels}}} {float(value)}"]
         counters = [
-            ("sglang:prompt_tokens_total", "Number of prefill tokens processed.",
-             self.prompt_tokens_total),
-            ("sglang:generation_tokens_total", "Number of generation tokens processed.",
-             self.generation_tokens_total),
+            ("sglang:prompt_tokens_total", "Number of prefill tokens processed.", self.prompt_tokens_total),
+            ("sglang:generation_tokens_total", "Number of generation tokens processed.", self.generation_tokens_total),
             ("sglang:num_requests_total", "Number of requests processed.", self.requests_total),
-            ("sglang:num_aborted_requests_total", "Number of requests aborted.",
-             self.aborted_requests_total),
+            ("sglang:num_aborted_requests_total", "Number of requests aborted.", self.aborted_requests_total),
         ]
         for name, help_text, value in counters:
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} counter",
-                      f"{name}{{{labels}}} {float(value)}"]
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} counter", f"{name}{{{labels}}} {float(value)}"]
         histograms = [
-            ("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-             self.ttft),
-            ("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-             self.itl),
-            ("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds",
-             self.e2e),
+            ("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", self.ttft),
+            ("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", self.itl),
+            ("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", self.e2e),
         ]
         for name, help_text, hist in histograms:
             lines += [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"]

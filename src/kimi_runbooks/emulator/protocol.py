@@ -7,7 +7,7 @@ missing required fields are rejected with a 400 naming the offending field.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -35,7 +35,7 @@ class ContentPart(_Model):
     image_url: ImageURL | None = None
 
     @model_validator(mode="after")
-    def _has_payload(self) -> "ContentPart":
+    def _has_payload(self) -> ContentPart:
         if self.type == "text" and self.text is None:
             raise ValueError("a text part needs 'text'")
         if self.type == "image_url" and self.image_url is None:
@@ -56,7 +56,7 @@ class ToolCallIn(_Model):
 
 class ChatMessage(_Model):
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: Union[str, list[ContentPart], None] = None
+    content: str | list[ContentPart] | None = None
     name: str | None = None
     tool_call_id: str | None = None
     tool_calls: list[ToolCallIn] | None = None
@@ -92,7 +92,7 @@ class _SamplingFields(_Model):
     frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     seed: int | None = None
-    stop: Union[str, list[str], None] = None
+    stop: str | list[str] | None = None
     ignore_eos: bool = False
     n: int = Field(default=1, ge=1)
 
@@ -105,7 +105,7 @@ class ChatRequest(_SamplingFields):
     stream: bool = False
     stream_options: StreamOptions | None = None
     tools: list[Tool] | None = None
-    tool_choice: Union[Literal["none", "auto", "required"], ToolChoiceNamed, None] = None
+    tool_choice: Literal["none", "auto", "required"] | ToolChoiceNamed | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     separate_reasoning: bool = True
 
@@ -124,7 +124,7 @@ class ChatRequest(_SamplingFields):
 
 class CompletionRequest(_SamplingFields):
     model: str
-    prompt: Union[str, list[int], list[str], list[list[int]]]
+    prompt: str | list[int] | list[str] | list[list[int]]
     max_tokens: int | None = Field(default=16, ge=0)
     stream: bool = False
     stream_options: StreamOptions | None = None
@@ -137,16 +137,16 @@ class SamplingParams(_SamplingFields):
 
 
 class GenerateRequest(_Model):
-    text: Union[str, list[str], None] = None
-    input_ids: Union[list[int], list[list[int]], None] = None
-    sampling_params: Union[SamplingParams, list[SamplingParams]] = Field(default_factory=SamplingParams)
+    text: str | list[str] | None = None
+    input_ids: list[int] | list[list[int]] | None = None
+    sampling_params: SamplingParams | list[SamplingParams] = Field(default_factory=SamplingParams)
     stream: bool = False
-    rid: Union[str, list[str], None] = None
+    rid: str | list[str] | None = None
     image_data: Any = None
-    return_logprob: Union[bool, list[bool]] = False
+    return_logprob: bool | list[bool] = False
 
     @model_validator(mode="after")
-    def _one_input(self) -> "GenerateRequest":
+    def _one_input(self) -> GenerateRequest:
         if (self.text is None) == (self.input_ids is None):
             raise ValueError("provide exactly one of 'text' or 'input_ids'")
         return self

@@ -39,10 +39,21 @@ async def ready(request: Request) -> Response:
 
 async def models(request: Request) -> Response:
     settings = _state(request).settings
-    return JSONResponse({"object": "list", "data": [{
-        "id": settings.served_model_name, "object": "model", "created": int(time.time()),
-        "owned_by": "sglang", "root": settings.resolved_model_path,
-        "max_model_len": settings.max_model_len}]})
+    return JSONResponse(
+        {
+            "object": "list",
+            "data": [
+                {
+                    "id": settings.served_model_name,
+                    "object": "model",
+                    "created": int(time.time()),
+                    "owned_by": "sglang",
+                    "root": settings.resolved_model_path,
+                    "max_model_len": settings.max_model_len,
+                }
+            ],
+        }
+    )
 
 
 async def get_model_info(request: Request) -> Response:
@@ -57,11 +68,12 @@ async def get_server_info(request: Request) -> Response:
 async def flush_cache(request: Request) -> Response:
     scheduler = _state(request).engine.scheduler
     if scheduler.running or scheduler.queued:
-        return PlainTextResponse("Cache not flushed: there are running or waiting requests.\n",
-                                 status_code=400)
-    return PlainTextResponse("Cache flushed.\nPlease check backend logs for more details. "
-                             "(When there are running or waiting requests, the operation will "
-                             "not be performed.)\n")
+        return PlainTextResponse("Cache not flushed: there are running or waiting requests.\n", status_code=400)
+    return PlainTextResponse(
+        "Cache flushed.\nPlease check backend logs for more details. "
+        "(When there are running or waiting requests, the operation will "
+        "not be performed.)\n"
+    )
 
 
 async def metrics(request: Request) -> Response:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -45,15 +46,15 @@ async def generate(request: Request) -> Response:
     prompts = _prompts(req)
     params = _params_per_prompt(req.sampling_params, len(prompts))
     rids = _rids(state, req.rid, len(prompts))
-    items = [_item(state, text, ntok, p, rid, arrival, req.stream)
-             for (text, ntok), p, rid in zip(prompts, params, rids)]
+    items = [
+        _item(state, text, ntok, p, rid, arrival, req.stream) for (text, ntok), p, rid in zip(prompts, params, rids)
+    ]
     state.check_injected_500()
     batched = isinstance(req.text, list) or (bool(req.input_ids) and isinstance(req.input_ids[0], list))
     if req.stream:
         if batched and len(items) != 1:
             raise ApiError("The emulator streams one prompt per /generate request.", 400, "stream")
-        return StreamingResponse(_stream(state, items[0]), media_type="text/event-stream",
-                                 headers=SSE_HEADERS)
+        return StreamingResponse(_stream(state, items[0]), media_type="text/event-stream", headers=SSE_HEADERS)
     results = await asyncio.gather(*(_run(state, item) for item in items))
     return JSONResponse(results if batched else results[0])
 
@@ -74,8 +75,7 @@ def _prompts(req: GenerateRequest) -> list[tuple[str, int]]:
 def _params_per_prompt(params: SamplingParams | list[SamplingParams], n: int) -> list[SamplingParams]:
     if isinstance(params, list):
         if len(params) != n:
-            raise ApiError("sampling_params list must match the number of prompts.", 400,
-                           "sampling_params")
+            raise ApiError("sampling_params list must match the number of prompts.", 400, "sampling_params")
         return params
     return [params] * n
 
@@ -90,15 +90,21 @@ def _rids(state: AppState, rid: Any, n: int) -> list[str]:
     return [state.next_id("gen") for _ in range(n)]
 
 
-def _item(state: AppState, text: str, prompt_tokens: int, params: SamplingParams, rid: str,
-          arrival: float, streaming: bool) -> _Item:
+def _item(
+    state: AppState, text: str, prompt_tokens: int, params: SamplingParams, rid: str, arrival: float, streaming: bool
+) -> _Item:
     limit = params.max_new_tokens
     state.check_context(prompt_tokens, limit)
     rng = state.rng_for("generate", text)
     plan = text_plan(completion_text(text, rng), limit, params.ignore_eos, rng)
     reserve = prompt_tokens + (limit if limit is not None else plan.completion_tokens)
-    job = Job(prompt_tokens=prompt_tokens, output_tokens=plan.completion_tokens,
-              reserve_tokens=reserve, arrival=arrival, streaming=streaming)
+    job = Job(
+        prompt_tokens=prompt_tokens,
+        output_tokens=plan.completion_tokens,
+        reserve_tokens=reserve,
+        arrival=arrival,
+        streaming=streaming,
+    )
     return _Item(rid=rid, prompt_tokens=prompt_tokens, plan=plan, job=job)
 
 
@@ -128,8 +134,7 @@ def _meta(item: _Item, progress: Progress, completion_tokens: int, finished: boo
 async def _run(state: AppState, item: _Item) -> dict[str, Any]:
     progress = Progress()
     await state.engine.drain(item.job, progress)
-    return {"text": item.plan.content_text(),
-            "meta_info": _meta(item, progress, item.plan.completion_tokens, True)}
+    return {"text": item.plan.content_text(), "meta_info": _meta(item, progress, item.plan.completion_tokens, True)}
 
 
 async def _stream(state: AppState, item: _Item) -> AsyncIterator[bytes]:
@@ -142,8 +147,7 @@ async def _stream(state: AppState, item: _Item) -> AsyncIterator[bytes]:
             last = index == total - 1
             if last:
                 progress.finished_at = time.monotonic()
-            yield event({"text": text, "meta_info": _meta(item, progress, index + 1, last),
-                         "index": 0})
+            yield event({"text": text, "meta_info": _meta(item, progress, index + 1, last), "index": 0})
     if total == 0:
         yield event({"text": "", "meta_info": _meta(item, progress, 0, True), "index": 0})
     yield DONE

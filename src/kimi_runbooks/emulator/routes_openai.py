@@ -9,8 +9,9 @@ following deltas carry argument fragments, ``usage`` and ``stream_options.includ
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from contextlib import aclosing
-from typing import Any, AsyncIterator
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -42,8 +43,9 @@ async def chat_completions(request: Request) -> Response:
     meta = _Meta(state.next_id("chatcmpl"), int(time.time()), req.model)
     if req.stream:
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
-        return StreamingResponse(_chat_stream(state, job, plan, meta, include_usage),
-                                 media_type="text/event-stream", headers=SSE_HEADERS)
+        return StreamingResponse(
+            _chat_stream(state, job, plan, meta, include_usage), media_type="text/event-stream", headers=SSE_HEADERS
+        )
     await state.engine.drain(job, Progress())
     return JSONResponse(_chat_body(plan, meta, chat.prompt_tokens))
 
@@ -60,8 +62,13 @@ def _chat_plan(state: AppState, req: ChatRequest, chat) -> Plan:
 
 def _job(prompt_tokens: int, plan: Plan, limit: int | None, arrival: float, streaming: bool) -> Job:
     reserve = prompt_tokens + (limit if limit is not None else plan.completion_tokens)
-    return Job(prompt_tokens=prompt_tokens, output_tokens=plan.completion_tokens,
-               reserve_tokens=reserve, arrival=arrival, streaming=streaming)
+    return Job(
+        prompt_tokens=prompt_tokens,
+        output_tokens=plan.completion_tokens,
+        reserve_tokens=reserve,
+        arrival=arrival,
+        streaming=streaming,
+    )
 
 
 class _Meta:
@@ -69,13 +76,23 @@ class _Meta:
         self.id, self.created, self.model = rid, created, model
 
     def chunk(self, obj: str, choices: list[dict[str, Any]], usage: Any = None) -> dict[str, Any]:
-        return {"id": self.id, "object": obj, "created": self.created, "model": self.model,
-                "choices": choices, "usage": usage}
+        return {
+            "id": self.id,
+            "object": obj,
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+            "usage": usage,
+        }
 
 
 def _usage(prompt: int, completion: int, reasoning: int | None = None) -> dict[str, Any]:
-    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-             "total_tokens": prompt + completion, "prompt_tokens_details": None}
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": None,
+    }
     if reasoning:
         usage["reasoning_tokens"] = reasoning
     return usage
@@ -86,16 +103,26 @@ def _chat_body(plan: Plan, meta: _Meta, prompt_tokens: int) -> dict[str, Any]:
     reasoning = plan.reasoning_text()
     if reasoning:
         message["reasoning_content"] = reasoning
-    calls = [{"id": c.id, "index": c.index, "type": "function",
-              "function": {"name": c.name, "arguments": args}}
-             for c, args in plan.emitted_tool_calls()]
+    calls = [
+        {"id": c.id, "index": c.index, "type": "function", "function": {"name": c.name, "arguments": args}}
+        for c, args in plan.emitted_tool_calls()
+    ]
     if calls:
         message["tool_calls"] = calls
     reasoning_tokens = sum(1 for e in plan.events if e.kind == "reasoning")
-    body = meta.chunk("chat.completion", [{
-        "index": 0, "message": message, "logprobs": None, "finish_reason": plan.finish_reason,
-        "matched_stop": EOS_TOKEN_ID if plan.finish_reason == "stop" else None}],
-        _usage(prompt_tokens, plan.completion_tokens, reasoning_tokens))
+    body = meta.chunk(
+        "chat.completion",
+        [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": plan.finish_reason,
+                "matched_stop": EOS_TOKEN_ID if plan.finish_reason == "stop" else None,
+            }
+        ],
+        _usage(prompt_tokens, plan.completion_tokens, reasoning_tokens),
+    )
     body["metadata"] = {"weight_version": "default"}
     return body
 
@@ -107,21 +134,40 @@ def _chat_delta(ev: Event, plan: Plan) -> dict[str, Any]:
         return {"role": None, "content": ev.text}
     call = next(c for c in plan.tool_calls if c.index == ev.call)
     if ev.kind == "tool_name":
-        return {"role": None, "content": None, "tool_calls": [
-            {"index": call.index, "id": call.id, "type": "function",
-             "function": {"name": call.name, "arguments": ""}}]}
-    return {"role": None, "content": None, "tool_calls": [
-        {"index": call.index, "id": None, "type": None,
-         "function": {"name": None, "arguments": ev.text}}]}
+        return {
+            "role": None,
+            "content": None,
+            "tool_calls": [
+                {
+                    "index": call.index,
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": ""},
+                }
+            ],
+        }
+    return {
+        "role": None,
+        "content": None,
+        "tool_calls": [
+            {"index": call.index, "id": None, "type": None, "function": {"name": None, "arguments": ev.text}}
+        ],
+    }
 
 
-async def _chat_stream(state: AppState, job: Job, plan: Plan, meta: _Meta,
-                       include_usage: bool) -> AsyncIterator[bytes]:
+async def _chat_stream(state: AppState, job: Job, plan: Plan, meta: _Meta, include_usage: bool) -> AsyncIterator[bytes]:
     obj = "chat.completion.chunk"
 
     def choice(delta: dict[str, Any], finish: str | None = None) -> list[dict[str, Any]]:
-        return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish,
-                 "matched_stop": EOS_TOKEN_ID if finish == "stop" else None}]
+        return [
+            {
+                "index": 0,
+                "delta": delta,
+                "logprobs": None,
+                "finish_reason": finish,
+                "matched_stop": EOS_TOKEN_ID if finish == "stop" else None,
+            }
+        ]
 
     async with aclosing(state.engine.run(job, Progress())) as tokens:
         async for index in tokens:
@@ -136,6 +182,7 @@ async def _chat_stream(state: AppState, job: Job, plan: Plan, meta: _Meta,
 
 
 # ---------------------------------------------------------------- /v1/completions
+
 
 async def completions(request: Request) -> Response:
     state: AppState = request.app.state.emulator
@@ -155,14 +202,25 @@ async def completions(request: Request) -> Response:
     echo = prompt_text if req.echo else ""
     if req.stream:
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
-        return StreamingResponse(_completion_stream(state, job, plan, meta, include_usage, echo),
-                                 media_type="text/event-stream", headers=SSE_HEADERS)
+        return StreamingResponse(
+            _completion_stream(state, job, plan, meta, include_usage, echo),
+            media_type="text/event-stream",
+            headers=SSE_HEADERS,
+        )
     await state.engine.drain(job, Progress())
-    body = meta.chunk("text_completion", [{
-        "index": 0, "text": echo + plan.content_text(), "logprobs": None,
-        "finish_reason": plan.finish_reason,
-        "matched_stop": EOS_TOKEN_ID if plan.finish_reason == "stop" else None}],
-        _usage(prompt_tokens, plan.completion_tokens))
+    body = meta.chunk(
+        "text_completion",
+        [
+            {
+                "index": 0,
+                "text": echo + plan.content_text(),
+                "logprobs": None,
+                "finish_reason": plan.finish_reason,
+                "matched_stop": EOS_TOKEN_ID if plan.finish_reason == "stop" else None,
+            }
+        ],
+        _usage(prompt_tokens, plan.completion_tokens),
+    )
     return JSONResponse(body)
 
 
@@ -181,13 +239,21 @@ def _read_prompt(prompt: Any) -> tuple[str, int]:
     return " ".join(str(i) for i in prompt[:64]), len(prompt)
 
 
-async def _completion_stream(state: AppState, job: Job, plan: Plan, meta: _Meta,
-                             include_usage: bool, echo: str) -> AsyncIterator[bytes]:
+async def _completion_stream(
+    state: AppState, job: Job, plan: Plan, meta: _Meta, include_usage: bool, echo: str
+) -> AsyncIterator[bytes]:
     obj = "text_completion"
 
     def choice(text: str, finish: str | None = None) -> list[dict[str, Any]]:
-        return [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish,
-                 "matched_stop": EOS_TOKEN_ID if finish == "stop" else None}]
+        return [
+            {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": finish,
+                "matched_stop": EOS_TOKEN_ID if finish == "stop" else None,
+            }
+        ]
 
     async with aclosing(state.engine.run(job, Progress())) as tokens:
         async for index in tokens:

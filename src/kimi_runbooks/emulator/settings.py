@@ -12,12 +12,12 @@ from typing import Any
 from .latency import DEFAULT_PROFILE, LatencyProfile
 
 FAULT_KINDS = (
-    "slow-start",        # /health answers 503 for startup_seconds (value = seconds)
-    "crash-on-start",    # the CLI prints a CUDA OOM traceback tail and exits 1
+    "slow-start",  # /health answers 503 for startup_seconds (value = seconds)
+    "crash-on-start",  # the CLI prints a CUDA OOM traceback tail and exits 1
     "crash-mid-stream",  # os._exit part-way through the Nth stream (value = N, default 1)
-    "bad-tool-json",     # tool-call arguments are malformed JSON
-    "no-reasoning",      # no reasoning_content; thinking leaks into content in <think> tags
-    "http-500-rate",     # fraction (value) of generation requests answer 500
+    "bad-tool-json",  # tool-call arguments are malformed JSON
+    "no-reasoning",  # no reasoning_content; thinking leaks into content in <think> tags
+    "http-500-rate",  # fraction (value) of generation requests answer 500
 )
 
 

@@ -25,20 +25,29 @@ def phase_lines(settings: EmulatorSettings) -> list[tuple[float, str]]:
     kv_gb = capacity * 70272 / 2**30
     return [
         (0.00, BANNER),
-        (0.00, f"server_args=ServerArgs(model_path='{settings.resolved_model_path}', "
-               f"reasoning_parser='kimi_k2', tool_call_parser='kimi_k2', "
-               f"context_length={settings.max_model_len}, emulated=True)"),
+        (
+            0.00,
+            f"server_args=ServerArgs(model_path='{settings.resolved_model_path}', "
+            f"reasoning_parser='kimi_k2', tool_call_parser='kimi_k2', "
+            f"context_length={settings.max_model_len}, emulated=True)",
+        ),
         (0.02, "Init torch distributed begin."),
         (0.05, "Init torch distributed ends. mem usage=0.00 GB"),
         (0.08, "Load weight begin. avail mem=139.02 GB"),
-        (0.60, "Load weight end. type=KimiK25ForConditionalGeneration, dtype=torch.bfloat16, "
-               "avail mem=67.61 GB, mem usage=71.41 GB."),
+        (
+            0.60,
+            "Load weight end. type=KimiK25ForConditionalGeneration, dtype=torch.bfloat16, "
+            "avail mem=67.61 GB, mem usage=71.41 GB.",
+        ),
         (0.65, f"KV Cache is allocated. #tokens: {capacity}, KV size: {kv_gb:.2f} GB"),
         (0.70, "Capture cuda graph begin. This can take up to several minutes. avail mem=20.35 GB"),
         (0.92, "Capture cuda graph end. Time elapsed: 0.00 s. mem usage=1.90 GB. avail mem=18.45 GB."),
-        (0.95, f"max_total_num_tokens={capacity}, chunked_prefill_size=8192, "
-               f"max_prefill_tokens=16384, max_running_requests="
-               f"{settings.profile.max_running_requests}, context_len={settings.max_model_len}"),
+        (
+            0.95,
+            f"max_total_num_tokens={capacity}, chunked_prefill_size=8192, "
+            f"max_prefill_tokens=16384, max_running_requests="
+            f"{settings.profile.max_running_requests}, context_len={settings.max_model_len}",
+        ),
         (1.00, READY_LINE),
     ]
 

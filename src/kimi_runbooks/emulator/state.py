@@ -33,7 +33,7 @@ class AppState:
 
     def next_id(self, prefix: str) -> str:
         self._ids += 1
-        return f"{prefix}-{self.settings.seed:x}{self._ids:08x}{int(time.time() * 1000) & 0xffffff:06x}"
+        return f"{prefix}-{self.settings.seed:x}{self._ids:08x}{int(time.time() * 1000) & 0xFFFFFF:06x}"
 
     def rng_for(self, *parts: Any) -> random.Random:
         return seeded_rng(self.settings.seed, *parts)
@@ -60,15 +60,21 @@ class AppState:
     def check_context(self, prompt_tokens: int, max_new_tokens: int | None) -> None:
         limit = self.settings.max_model_len
         if prompt_tokens >= limit:
-            raise ApiError(f"The input ({prompt_tokens} tokens) is longer than the model's "
-                           f"context length ({limit} tokens).", 400, "messages")
+            raise ApiError(
+                f"The input ({prompt_tokens} tokens) is longer than the model's context length ({limit} tokens).",
+                400,
+                "messages",
+            )
         if max_new_tokens is not None and prompt_tokens + max_new_tokens > limit:
             raise ApiError(
                 f"Requested token count exceeds the model's maximum context length of {limit} "
                 f"tokens. You requested a total of {prompt_tokens + max_new_tokens} tokens: "
                 f"{prompt_tokens} tokens from the input messages and {max_new_tokens} tokens for "
                 f"the completion. Please reduce the number of tokens in the input messages or "
-                f"the completion to fit within the limit.", 400, "max_tokens")
+                f"the completion to fit within the limit.",
+                400,
+                "max_tokens",
+            )
 
     def check_injected_500(self) -> None:
         if self.engine.faults.should_fail_http_500():

@@ -18,8 +18,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 import httpx
 import uvicorn
@@ -34,8 +34,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-def run_in_thread(settings: EmulatorSettings | None = None, port: int = 0,
-                  timeout: float = 10.0) -> tuple[str, Callable[[], None]]:
+def run_in_thread(
+    settings: EmulatorSettings | None = None, port: int = 0, timeout: float = 10.0
+) -> tuple[str, Callable[[], None]]:
     """Serve an emulator in a background thread; returns (base_url, stop).
 
     ``port=0`` (the default) takes an ephemeral port, whatever settings.port says.
@@ -48,11 +49,9 @@ def run_in_thread(settings: EmulatorSettings | None = None, port: int = 0,
     sock.bind((settings.host, port))
     port = sock.getsockname()[1]
     settings = dataclasses.replace(settings, port=port)
-    config = uvicorn.Config(create_app(settings), log_level="warning", access_log=False,
-                            lifespan="on")
+    config = uvicorn.Config(create_app(settings), log_level="warning", access_log=False, lifespan="on")
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
-                              name=f"emulator-{port}", daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"emulator-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
     while not server.started:
@@ -109,17 +108,22 @@ class EmulatorProcess:
         with contextlib.suppress(OSError):
             self.stderr_path.unlink()
 
-    def __enter__(self) -> "EmulatorProcess":
+    def __enter__(self) -> EmulatorProcess:
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
 
-def start_subprocess(args: Sequence[str] = (), host: str = "127.0.0.1", port: int | None = None,
-                     wait: bool = True, timeout: float = 30.0,
-                     env: dict[str, str] | None = None,
-                     python: str | None = None) -> EmulatorProcess:
+def start_subprocess(
+    args: Sequence[str] = (),
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    wait: bool = True,
+    timeout: float = 30.0,
+    env: dict[str, str] | None = None,
+    python: str | None = None,
+) -> EmulatorProcess:
     """Launch the emulator CLI on a free port; by default wait until /health is 200.
 
     With ``wait=True`` a child that exits first raises RuntimeError carrying its stderr.
@@ -127,10 +131,8 @@ def start_subprocess(args: Sequence[str] = (), host: str = "127.0.0.1", port: in
     port = port or free_port(host)
     fd, name = tempfile.mkstemp(prefix="emulator-", suffix=".log")
     stderr = os.fdopen(fd, "w")
-    cmd = [python or sys.executable, "-m", "kimi_runbooks.emulator", "--host", host,
-           "--port", str(port), *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr,
-                            env={**os.environ, **(env or {})})
+    cmd = [python or sys.executable, "-m", "kimi_runbooks.emulator", "--host", host, "--port", str(port), *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, env={**os.environ, **(env or {})})
     stderr.close()
     handle = EmulatorProcess(proc, f"http://{host}:{port}", port, Path(name))
     if wait:
@@ -146,8 +148,7 @@ def wait_for_health(handle: EmulatorProcess, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if handle.process.poll() is not None:
-            raise RuntimeError(f"emulator exited with {handle.process.returncode}:\n"
-                               f"{handle.stderr_text()[-2000:]}")
+            raise RuntimeError(f"emulator exited with {handle.process.returncode}:\n{handle.stderr_text()[-2000:]}")
         try:
             if httpx.get(handle.base_url + "/health", timeout=1.0).status_code == 200:
                 return

@@ -60,8 +60,12 @@ class _Generator:
             return self.value(_merge_all_of(schema), name, depth + 1)
         kind = _schema_type(schema)
         maker = {
-            "object": self._object, "array": self._array, "string": self._string,
-            "integer": self._integer, "number": self._number, "boolean": self._boolean,
+            "object": self._object,
+            "array": self._array,
+            "string": self._string,
+            "integer": self._integer,
+            "number": self._number,
+            "boolean": self._boolean,
             "null": lambda s, n, d: None,
         }.get(kind, self._string)
         return maker(schema, name, depth)
@@ -92,8 +96,11 @@ class _Generator:
 
     def _object(self, schema: dict[str, Any], name: str, depth: int) -> dict[str, Any]:
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required = [r for r in schema.get("required", []) if isinstance(r, str)] \
-            if isinstance(schema.get("required"), list) else []
+        required = (
+            [r for r in schema.get("required", []) if isinstance(r, str)]
+            if isinstance(schema.get("required"), list)
+            else []
+        )
         chosen = required or list(props)
         out: dict[str, Any] = {}
         for key in chosen:
@@ -134,10 +141,11 @@ class _Generator:
         if key in h.extras:
             return h.extras[key]
         rules: list[tuple[tuple[str, ...], str]] = [
-            (("location", "city", "place", "address", "destination", "region", "town"),
-             h.location or "Paris"),
-            (("query", "search", "keyword", "term", "question", "prompt", "q"),
-             h.query or _phrase(h.text) or "example"),
+            (("location", "city", "place", "address", "destination", "region", "town"), h.location or "Paris"),
+            (
+                ("query", "search", "keyword", "term", "question", "prompt", "q"),
+                h.query or _phrase(h.text) or "example",
+            ),
             (("date", "day"), "2025-06-01"),
             (("time",), "12:00"),
             (("email", "mail"), "user@example.com"),
@@ -242,11 +250,21 @@ def _int_or(value: Any, default: int | None) -> int | None:
 
 
 def _format_value(fmt: Any) -> str | None:
-    return {
-        "date": "2025-06-01", "date-time": "2025-06-01T12:00:00Z", "time": "12:00:00",
-        "email": "user@example.com", "uri": "https://example.com", "url": "https://example.com",
-        "uuid": "123e4567-e89b-12d3-a456-426614174000", "ipv4": "192.0.2.1", "hostname": "example.com",
-    }.get(fmt) if isinstance(fmt, str) else None
+    return (
+        {
+            "date": "2025-06-01",
+            "date-time": "2025-06-01T12:00:00Z",
+            "time": "12:00:00",
+            "email": "user@example.com",
+            "uri": "https://example.com",
+            "url": "https://example.com",
+            "uuid": "123e4567-e89b-12d3-a456-426614174000",
+            "ipv4": "192.0.2.1",
+            "hostname": "example.com",
+        }.get(fmt)
+        if isinstance(fmt, str)
+        else None
+    )
 
 
 def _matches(pattern: str, text: str) -> bool:
@@ -264,8 +282,33 @@ def _pattern_fallback(pattern: str, text: str) -> str:
     return text
 
 
-_STOP = {"the", "a", "an", "is", "are", "what", "what's", "whats", "of", "in", "for", "to", "and",
-         "please", "me", "can", "you", "how", "i", "it", "this", "that", "find", "show", "tell"}
+_STOP = {
+    "the",
+    "a",
+    "an",
+    "is",
+    "are",
+    "what",
+    "what's",
+    "whats",
+    "of",
+    "in",
+    "for",
+    "to",
+    "and",
+    "please",
+    "me",
+    "can",
+    "you",
+    "how",
+    "i",
+    "it",
+    "this",
+    "that",
+    "find",
+    "show",
+    "tell",
+}
 
 
 def _phrase(text: str, max_words: int = 6) -> str:

@@ -1,0 +1,117 @@
+"""Cells of runbooks/<platform>.ipynb, generated from each platform's default recipe in params/.
+
+The parameters cell holds every PlanConfig knob with the platform's recipe values and why, so the
+runbooks stay in step with params/ (the drift test regenerates them and compares).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kimi_runbooks.plan import Catalog, PlanConfig
+from kimi_runbooks.plan.catalog import Platform
+
+CI_TIME_SCALE = 0.05
+"""Emulator speed-up for the default (emulator) launcher; real launchers ignore it."""
+
+
+def _comment(text: str) -> str:
+    return f"  # {text}" if text else ""
+
+
+def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
+    """`name = value  # why` for every PlanConfig knob and runbook option, recipe values filled in."""
+    recipe = platform.recipe
+    model = catalog.model(recipe.model)
+    defaults = PlanConfig.model_fields
+    recipe_values: dict[str, tuple[Any, str]] = {
+        "platform": (platform.id, platform.name),
+        "model": (recipe.model, f"params/models/{recipe.model}.yaml ({model.hf_id})"),
+        "deployment": (
+            recipe.deployment,
+            "published multi-role deployment (params/deployments)" if recipe.deployment else "None: single server",
+        ),
+        "tp": (recipe.tp, "recipe"),
+        "dp": (recipe.dp, "recipe" if recipe.dp else "None: no data parallelism"),
+        "ep": (recipe.ep, "recipe" if recipe.ep else "None: no expert parallelism"),
+        "enable_dp_attention": (recipe.enable_dp_attention, "recipe"),
+        "quantization": (None, f"None: the model's ({model.quantization_flag or 'none'})"),
+        "kv_cache_dtype": (
+            recipe.kv_cache_dtype,
+            "recipe"
+            if recipe.kv_cache_dtype
+            else f"None: SGLang auto ({model.default_kv_cache_dtype} for this checkpoint)",
+        ),
+        "mem_fraction_static": (
+            recipe.mem_fraction_static,
+            "recipe"
+            if recipe.mem_fraction_static
+            else f"None: SGLang decides (planner assumes {platform.default_mem_fraction_static})",
+        ),
+        "context_length": (
+            recipe.context_length,
+            "recipe" if recipe.context_length else f"None: the model's ({model.max_context_length})",
+        ),
+        "env": ({}, f"added to the recipe's env {dict(recipe.env)}" if recipe.env else "added to the recipe's env"),
+        "extra_args": (
+            [],
+            f"added to the recipe's {list(recipe.extra_args)}" if recipe.extra_args else "raw extra server arguments",
+        ),
+        "api_key_env": (None, "NAME of the env var holding the API key (never the key itself)"),
+    }
+    lines = [
+        "# Launch knobs (kimi_runbooks.plan.PlanConfig; defaults: this platform's recipe in "
+        f"params/platforms/{platform.id}.yaml)"
+    ]
+    for name, field in defaults.items():
+        value, why = recipe_values.get(name, (field.get_default(call_default_factory=True), ""))
+        lines.append(f"{name} = {value!r}{_comment(why)}")
+    lines += [
+        "",
+        "# Runbook options",
+        "launcher = 'emulator'  # emulator: CI or a laptop rehearsal; on the hardware: "
+        f"{platform.launcher} (this platform's default), or local | docker | external | multi-node | slurm",
+        "base_url = None  # for launcher external: the URL of the running server",
+        "stages = ['deploy', 'invoke', 'speed', 'accuracy', 'report']",
+        "scenario_set = 'smoke'  # params/scenarios: smoke (CI) or a published set",
+        "eval_suites = None  # accuracy suites; None: the accuracy stage's smoke defaults",
+        "run_dir = None  # None: outputs/<run id> (or $KIMI_RUNBOOKS_OUTPUTS/<run id>)",
+        f"time_scale = {CI_TIME_SCALE!r}  # emulator only: <1 runs its latency model faster",
+        "fail_on_error = True  # raise after the report when a stage or check failed",
+        "stage_overrides = {}  # extra parameters per stage notebook, e.g. {'invoke': {'timeout': 60}}",
+    ]
+    return lines
+
+
+def runbook_cells(platform: Platform, catalog: Catalog) -> list[tuple[str, str]]:
+    recipe = platform.recipe
+    intro = f"""
+# Kimi runbook: {platform.name}
+
+One command stands up Kimi on {platform.name} with SGLang, proves every feature works, measures
+speed and accuracy against the published numbers and leaves `report.html` in the run folder:
+
+```
+papermill runbooks/{platform.id}.ipynb out.ipynb                       # rehearsal on the emulator
+papermill runbooks/{platform.id}.ipynb out.ipynb -p launcher {platform.launcher} -p scenario_set cookbook   # for real
+```
+
+The parameters below are this platform's recipe ({recipe.source}). Every knob is named as in
+`kimi_runbooks.plan.PlanConfig`; override any with `-p name value`. The plan is validated first: a
+configuration that breaks a rule stops here, with the rule, its fix and its source, before any
+server starts. The stage notebooks then run in order (deploy, invoke, speed, accuracy), each
+executed copy saved in `run_dir/notebooks/`; the server is always torn down; the report is rendered.
+"""
+    cells = [
+        ("md", intro),
+        ("parameters", "\n".join(parameter_lines(platform, catalog))),
+        ("code", "from kimi_runbooks import runbook\n\nparams = runbook.collect_parameters(globals())"),
+        ("md", "## The plan (validated before anything starts)"),
+        ("check", "print(runbook.plan_text(params))"),
+        ("md", "## Run the stages, tear down, render the report"),
+        ("code", "result = runbook.run_runbook(params)"),
+        ("md", "## Verdict"),
+        ("check", "print(runbook.result_text(result))"),
+        ("code", 'print(f"report: {result.report_html}")'),
+    ]
+    return cells

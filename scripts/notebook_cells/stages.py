@@ -1,0 +1,637 @@
+"""Cell lists of the stage notebooks and the command generator (scripts/make_notebooks.py writes them).
+
+Each notebook is a list of (kind, text): "md", "code", "parameters" (papermill's tagged cell) or
+"check" (an nbval-checked cell). Notebooks hold narrative and short calls; logic is in the package.
+"""
+
+DEPLOY = [
+    (
+        "md",
+        """
+# Deploy: launch the server, wait until it is ready, record what ran
+
+Turns the parameters into a validated plan, refuses to start anything while the plan has errors,
+runs the preflight checks (accelerators, free memory, port, model path, /dev/shm, docker), launches
+with the chosen launcher, shows the start-up phase while waiting, and writes `handle.json` and
+`manifest.json` into the run folder for the later stages.
+
+`launcher="emulator"` (the default) runs the project's SGLang emulator: every number it produces
+is **EMULATED**. Use `local`, `docker`, `slurm` or `multi-node` on real hardware, `external` with
+`base_url` to attach to a server someone else runs. The API key, if any, is read from the
+environment variable named by `api_key_env`; it is never written to the run folder.
+""",
+    ),
+    (
+        "parameters",
+        """
+platform = "h200"
+model = None                 # None: the platform recipe's model
+launcher = "emulator"        # emulator | local | docker | external | multi-node | slurm
+base_url = None              # launcher="external": the running server
+tp = None
+dp = None
+ep = None
+enable_dp_attention = None
+kv_cache_dtype = None
+mem_fraction_static = None
+context_length = None
+speculative = False
+api_key_env = None           # NAME of the env var holding the key, never the key
+host = "127.0.0.1"
+port = None                  # None: 30000 (emulator: a free port)
+run_dir = None               # None: a new folder under outputs/
+startup_timeout = 1800.0     # seconds; loading ~600 GB of weights takes many minutes
+time_scale = 1.0             # emulator only: multiplies every simulated duration
+keep_running = False         # True: leave the server up for later stages (deploy.teardown_run stops it)
+plan_config = None           # every PlanConfig knob as a dict (the runbooks pass this); wins over the knobs above
+""",
+    ),
+    (
+        "md",
+        """
+## The plan and its validation verdict
+""",
+    ),
+    (
+        "code",
+        """
+from kimi_runbooks import deploy
+from kimi_runbooks.plan import format_plan
+
+plan = deploy.plan_from_params(
+    platform=platform, model=model, tp=tp, dp=dp, ep=ep, enable_dp_attention=enable_dp_attention,
+    kv_cache_dtype=kv_cache_dtype, mem_fraction_static=mem_fraction_static,
+    context_length=context_length, speculative=speculative, api_key_env=api_key_env,
+    host=host, port=port if launcher != "emulator" else None, plan_config=plan_config)
+print(format_plan(plan))
+deploy.require_valid(plan)  # stops here, before anything starts, when the plan has errors
+""",
+    ),
+    (
+        "md",
+        """
+## Memory per device (an estimate until the live `/server_info` replaces it)
+""",
+    ),
+    (
+        "code",
+        """
+import pandas as pd
+
+pd.DataFrame([{k: v for k, v in plan.memory.as_dict().items() if k != "notes"}]).T.rename(columns={0: "estimate"})
+""",
+    ),
+    (
+        "md",
+        """
+## Launch and readiness
+
+The start-up phase is read from the server log; a server that exits early is diagnosed at once.
+""",
+    ),
+    (
+        "code",
+        """
+handle = deploy.launch(plan, launcher, run_dir, port=port if launcher == "emulator" else None,
+                       options=deploy.notebook_options(launcher, base_url=base_url, time_scale=time_scale),
+                       startup_timeout=startup_timeout)
+print(f"run folder: {handle.run_dir}")
+""",
+    ),
+    (
+        "md",
+        """
+## Server summary (from `/server_info`)
+""",
+    ),
+    (
+        "code",
+        """
+summary = handle.summary()
+if summary["emulated"]:
+    print("EMULATED server: numbers below come from the emulator, not from hardware")
+pd.Series(summary, name="value").to_frame()
+""",
+    ),
+    (
+        "md",
+        """
+## Handle and manifest
+
+`launch` wrote both when the server became ready; later stages read `handle.json`.
+""",
+    ),
+    (
+        "code",
+        """
+import json
+
+print((handle.run_dir / "handle.json").read_text())
+manifest = json.loads((handle.run_dir / "manifest.json").read_text())
+{k: manifest[k] for k in ("run_id", "platform", "model", "emulated", "sglang_version",
+                          "max_total_num_tokens", "project_commit", "hardware")}
+""",
+    ),
+    (
+        "md",
+        """
+## Keep running or tear down
+""",
+    ),
+    (
+        "code",
+        """
+print(deploy.finish(handle, keep_running))
+""",
+    ),
+]
+
+
+INVOKE = [
+    (
+        "md",
+        """
+# Invoke: does every Kimi feature work through the OpenAI client?
+
+A server that answers `/health` is not yet a deployment that works. A missing `--reasoning-parser`
+leaks the model's thinking into `content`; a tool-call parser mismatch returns tool calls as plain
+text; images fail only when someone sends one. This stage sends the same requests a user's client
+code sends (the `openai` package, as in the cookbook) and says, feature by feature, what works and
+what does not.
+
+It talks to the server of a run folder (the deploy stage's `handle.json`) or to any running server
+given by `base_url`. Results go to `invoke.json` in the run folder; secrets never do.
+""",
+    ),
+    (
+        "parameters",
+        """
+# Parameters (papermill overrides these)
+run_dir = None              # run folder holding the deploy stage's handle.json
+base_url = None             # or a running server, e.g. "http://127.0.0.1:30000"
+model = None                # served model name; None = the handle's, or (with base_url) what /v1/models lists
+api_key_env = None          # NAME of the env var holding the API key (never the key itself)
+timeout = 300.0             # seconds per request, streamed or not
+checks = None               # list of check names, or None for all
+max_tokens_thinking = 8192  # max_tokens for every generation (Kimi thinks by default)
+image_expect = None         # text the receipt answer must mention; None = the drawn item name
+image_url = None            # optional image URL for servers with internet access
+concurrency = 4             # parallel requests in the concurrency smoke test; below 2 skips it
+fail_on_error = False       # raise at the end when any check failed
+""",
+    ),
+    (
+        "code",
+        """
+from kimi_runbooks import invoke
+from kimi_runbooks.rundir import RunFolder
+
+target = invoke.resolve_target(run_dir=run_dir, base_url=base_url, model=model, api_key_env=api_key_env)
+folder = RunFolder.create(run_dir, label="invoke", secret_envs=[target.api_key_env])
+print(f"server: {target.base_url}  model: {target.model}  key from: ${target.api_key_env or '(none)'}")
+print(f"run folder: {folder.path}")
+""",
+    ),
+    (
+        "md",
+        """
+## The checks
+
+In order: `models` (the served model is listed), `chat` (a plain answer that ends with `stop`),
+`thinking` and `thinking_stream` (`reasoning_content` separate from `content`, no `<think>` tags,
+reasoning streamed first), `instant` (`chat_template_kwargs.thinking=false` gives no reasoning),
+`tool_call` and `tool_call_stream` (a `get_weather` call whose arguments validate against the
+tool's JSON schema; streamed deltas are accumulated by index), `tool_result` (the tool's answer is
+sent back and the model uses it), `image` and `image_content` (a receipt drawn by the project,
+sent as a base64 PNG; the answer must name the item on it), `image_url`, `image_tools` (an image
+plus a `search_product` tool), and `concurrency` (parallel requests all succeed).
+
+Each check is isolated: a timeout or HTTP error fails that check with the reason, and the next one
+still runs. On the emulator, whether the model *read* the image cannot be judged, so
+`image_content` is reported as `SKIP` with the reason instead of a pass.
+""",
+    ),
+    (
+        "code",
+        """
+results = invoke.run_all(
+    target, checks, timeout=timeout, max_tokens_thinking=max_tokens_thinking,
+    image_expect=image_expect, image_url=image_url, concurrency=concurrency,
+    progress=invoke.print_progress,
+)
+""",
+    ),
+    (
+        "md",
+        """
+## Summary
+
+`status` is PASS, FAIL or SKIP, with the reason. Timings are `EMULATED` when the server is the
+project's emulator (they then only show the emulator's latency model), `measured` otherwise.
+""",
+    ),
+    (
+        "code",
+        """
+counts = invoke.counts(results)
+print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
+invoke.summary_table(results)
+""",
+    ),
+    (
+        "md",
+        """
+## Save
+
+`invoke.json` holds every check with its request/response transcript (images elided, secrets
+redacted) and an `emulated` flag, for the report stage.
+""",
+    ),
+    (
+        "code",
+        """
+path = invoke.save(results, folder, api_key_env=target.api_key_env)
+print(f"wrote {path}")
+""",
+    ),
+    (
+        "md",
+        """
+## What failed, in detail
+
+For each failed check: the reason and the last exchange with the server, to show what came back.
+""",
+    ),
+    (
+        "code",
+        """
+for r in results:
+    if r.status == "fail":
+        print(f"--- {r.name}: {r.reason}")
+        print(invoke.last_exchange(r))
+""",
+    ),
+    (
+        "md",
+        """
+## Verdict
+
+With `fail_on_error=True` (CI, or a runbook that must stop on a broken feature) the notebook fails
+here, naming each failed check.
+""",
+    ),
+    (
+        "code",
+        """
+if fail_on_error:
+    invoke.raise_if_failed(results)
+""",
+    ),
+]
+
+
+SPEED_BENCH = [
+    (
+        "md",
+        """
+# Speed benchmark: the published scenarios through SGLang's `bench_serving`
+
+Runs a scenario set (params/scenarios) against the server of this run folder (or an external
+`base_url`) with SGLang's own benchmark client, appends one line per scenario to
+`run_dir/bench.jsonl` as it finishes, and compares the results with the platform's published
+references. A rerun resumes: scenarios already `ok` or `over-capacity` are skipped.
+
+Every number below is labelled **measured** (a real server), **emulated** (the CPU emulator:
+not a hardware measurement) or **reference** (published, with its source).
+""",
+    ),
+    (
+        "parameters",
+        """
+# parameters
+run_dir = "outputs/speed-bench"
+base_url = None            # None: the server in run_dir/handle.json (deploy stage)
+model = None               # served model name; None: the handle's, or (with base_url) what /v1/models lists
+api_key_env = None         # NAME of the env var holding the API key (never the key)
+platform = None            # platform id for references and per-GPU numbers; None: from the handle
+scenario_set = "smoke"     # a set in params/scenarios
+scenarios = None           # or a list of scenario ids (overrides scenario_set)
+offline = True             # no downloads: random -> random-ids, local tokenizer
+tokenizer = None           # None + offline: a small local tokenizer is built in run_dir
+command_prefix = None      # e.g. ["docker", "exec", "sglang"]; None: the bench tool env's python
+bench_python = None        # interpreter with sglang; None: .venvs/bench (or python3 after a prefix)
+dataset_path = None        # local ShareGPT json for sharegpt scenarios when offline
+tolerance = 0.1            # regression beyond 10% (direction-aware)
+timeout_s = 3600           # per scenario
+resume = True
+devices = None             # GPUs behind the server; None: the deployed plan's (manifest), else the recipe's
+""",
+    ),
+    (
+        "code",
+        """
+import plotly.io as pio
+from IPython.display import display
+
+from kimi_runbooks import speed
+
+pio.renderers.default = "notebook"  # plotly.js inlined: figures survive an offline HTML export
+""",
+    ),
+    (
+        "md",
+        """
+## The server, the scenarios and the capacity they are checked against
+""",
+    ),
+    (
+        "code",
+        """
+target = speed.resolve_target(run_dir, base_url, model, api_key_env, platform)
+platform = platform or target.platform
+chosen = speed.select_scenarios(scenario_set, scenarios)
+memory_plan, platform_devices = speed.platform_capacity(platform, run_dir=run_dir)
+devices = devices or platform_devices
+tok = speed.offline_tokenizer(run_dir, tokenizer, offline)
+print(f"server {target.base_url} ({'EMULATED' if target.emulated else 'real'}), model {target.model}, platform {platform}, devices {devices}")
+print(f"{len(chosen)} scenarios: {', '.join(s.id for s in chosen)}")
+""",
+    ),
+    (
+        "md",
+        """
+## Run (progress bar; each result is appended as it finishes)
+""",
+    ),
+    (
+        "code",
+        """
+results = speed.run_scenarios(
+    chosen, target, run_dir, tokenizer=tok, offline=offline, command_prefix=command_prefix,
+    python=bench_python, dataset_path=dataset_path, timeout_s=timeout_s, resume=resume,
+    memory_plan=memory_plan, devices=devices, platform=platform)
+cols = ["scenario", "status", "label", "max_concurrency", "completed", "output_throughput",
+        "total_throughput", "output_tok_s_per_gpu", "tok_s_per_user", "median_ttft_ms", "median_tpot_ms", "error"]
+results[[c for c in cols if c in results.columns]]
+""",
+    ),
+    (
+        "md",
+        """
+Latencies, median and p99 side by side (InferenceX style):
+""",
+    ),
+    (
+        "code",
+        """
+speed.latency_table(results[results["status"] == "ok"])
+""",
+    ),
+    (
+        "md",
+        """
+## Against the published references
+
+`ratio` = this run / reference. A regression is a throughput below the reference, or a latency
+above it, by more than `tolerance`. Against the emulator these ratios test the pipeline, not the hardware.
+""",
+    ),
+    (
+        "code",
+        """
+references = speed.reference_frame(platform) if platform else speed.reference_frame([])
+comparison = speed.compare(results, references, tolerance=tolerance)
+print(f"{len(comparison)} comparisons, {int(comparison['regression'].sum()) if len(comparison) else 0} regressions "
+      f"(tolerance {tolerance:.0%}); references: {sorted(set(references.get('source', [])))}")
+speed.compare_wide(comparison)
+""",
+    ),
+    (
+        "code",
+        """
+comparison[comparison["regression"]] if len(comparison) else comparison
+""",
+    ),
+    (
+        "md",
+        """
+## Figures
+""",
+    ),
+    (
+        "code",
+        """
+speed.throughput_vs_concurrency(results, references).show()
+speed.latency_vs_concurrency(results, references).show()
+""",
+    ),
+    (
+        "md",
+        """
+Throughput per GPU against tok/s per user: every platform's references plus this run.
+""",
+    ),
+    (
+        "code",
+        """
+speed.pareto(results, speed.reference_frame()).show()
+""",
+    ),
+    (
+        "md",
+        """
+Context x concurrency: the RTX PRO 6000 matrix reference, and this run's matrix cells if any (grey = over KV capacity, not run).
+""",
+    ),
+    (
+        "code",
+        """
+all_refs = speed.reference_frame()
+speed.heatmap(all_refs[all_refs["reference_kind"] == "matrix"]).show()
+matrix_run = results[results["scenario"].str.startswith("matrix-")]
+if len(matrix_run):
+    speed.heatmap(matrix_run).show()
+""",
+    ),
+]
+
+
+ACCURACY = [
+    (
+        "md",
+        """
+# Accuracy: the published evaluations, run and compared
+
+Quantization (INT4, NVFP4, W4A8), FP8 KV caches and parser flags can cost accuracy without any error.
+This notebook runs the same tools the SGLang cookbook used, with the same settings, against the server
+of this run, and sets the results next to the published ones (`params/references/accuracy-*.yaml`).
+
+Each tool runs as a subprocess in its own environment (`bash scripts/setup_tool_env.sh sgl-eval`,
+`... inspect`); the verifier repos are git checkouts you stage (`k2vv_path`, `kvv_path`).
+Results are appended to `run_dir/accuracy.jsonl` as each suite finishes; a rerun skips finished suites.
+A suite that cannot run (missing checkout, dataset or env) becomes a *skipped* row that says how to stage it;
+the other suites still run.
+""",
+    ),
+    (
+        "parameters",
+        """
+run_dir = "outputs/accuracy"
+base_url = None            # server root, e.g. "http://127.0.0.1:30000"; None: run_dir/handle.json (deploy stage)
+model = None               # None: the served model (/v1/models)
+api_key_env = None         # NAME of the env var holding the key (never the key)
+suites = ["toolcall-builtin", "aime25"]   # smoke set; see SUITES below for the rest
+limits = {}                # suite -> problems/requests, e.g. {"aime25": 30}
+published = False          # True: the published settings in full (hours on real hardware)
+k2vv_path = None           # K2-Vendor-Verifier checkout (tool calls; official samples in tool-calls/)
+kvv_path = None            # Kimi-Vendor-Verifier checkout (ocrbench, mmmu-pro)
+datasets = {}              # suite -> staged dataset path for offline sites, e.g. {"gpqa-diamond": "/data/gpqa_diamond.csv"}
+toolcall_samples = None    # None: the official file from k2vv_path, else the project's small CI set
+toolcall_reference = None  # reference results JSONL for the trigger F1 (e.g. the official API's results)
+concurrency = None         # None: the published concurrency (published=True) or a small one
+""",
+    ),
+    (
+        "code",
+        """
+from kimi_runbooks.accuracy import SUITES, AccuracyConfig, chart, compare, rows_frame, run_accuracy
+
+cfg = AccuracyConfig(run_dir=run_dir, base_url=base_url, model=model, api_key_env=api_key_env, suites=suites,
+                     limits=limits, published=published, k2vv_path=k2vv_path, kvv_path=kvv_path,
+                     datasets=datasets, toolcall_samples=toolcall_samples,
+                     toolcall_reference=toolcall_reference, concurrency=concurrency)
+for name, (tool, ref, note) in SUITES.items():
+    print(f"{'*' if name in cfg.suites else ' '} {name:18s} {tool:40s} vs {ref:14s} {note}")
+""",
+    ),
+    (
+        "md",
+        """
+## Run the suites
+
+Progress bars show each suite while it runs. Against the emulator, math answers are deterministic filler,
+so AIME accuracy is ~0: that is expected, and every such row is labelled *emulated*.
+""",
+    ),
+    (
+        "code",
+        """
+rows = run_accuracy(cfg)
+rows_frame(rows)
+""",
+    ),
+    (
+        "md",
+        """
+## Compared with the published results
+
+`rate` is the run's value as a fraction (counts divided by their `n`); `ci_low`/`ci_high` are Wilson 95%
+intervals; `k_differs` marks a smoke run joined to a published metric of another sample count
+(e.g. pass@1 over 1 repeat vs over 32). `source` says EMULATED or measured; reference values carry their source
+in `params/references`.
+""",
+    ),
+    (
+        "code",
+        """
+table = compare(rows)
+cols = ["suite", "metric", "rate", "n", "ci_low", "ci_high", "ref_metric", "ref_rate", "ref_n", "delta", "k_differs", "source"]
+table[cols] if len(table) else table
+""",
+    ),
+    (
+        "code",
+        """
+fig = chart(table)
+fig
+""",
+    ),
+    (
+        "code",
+        """
+skipped = [r for r in rows if r.status != "ok"]
+print(f"{len(rows)} rows appended to {cfg.run_dir}/accuracy.jsonl; {len(skipped)} suite(s) not run:")
+for r in skipped:
+    print(f"- {r.suite} ({r.status}): {r.detail}")
+""",
+    ),
+]
+
+COMMAND_GENERATOR = [
+    (
+        "md",
+        """
+# Kimi-K2 / Kimi-K2.6 launch command generator
+
+Pick a platform and the knobs; the plan below is rebuilt on every change by the same
+`plan.plan` the runbooks and `kimi-runbooks plan` use. It shows the `sglang serve` command,
+the `docker run` form, per-node commands for multi-node platforms, the memory / KV-cache
+estimate, and every validation rule that fails (with its fix and source).
+Executed headlessly (papermill, CI), the notebook prints the default plan as text.
+""",
+    ),
+    (
+        "parameters",
+        """
+platform = "h200"
+model = None            # None: the platform recipe's model
+tp = None
+dp = None
+ep = None
+enable_dp_attention = None
+kv_cache_dtype = None
+context_length = None
+speculative = False
+sglang_version = "0.5.9"
+""",
+    ),
+    (
+        "code",
+        """
+from kimi_runbooks.plan import command_generator, plan_text
+
+config = {k: v for k, v in dict(
+    platform=platform, model=model, tp=tp, dp=dp, ep=ep, enable_dp_attention=enable_dp_attention,
+    kv_cache_dtype=kv_cache_dtype, context_length=context_length, speculative=speculative,
+    sglang_version=sglang_version).items() if v is not None}
+""",
+    ),
+    ("md", "## The plan for the parameters above (text)"),
+    ("check", "print(plan_text(config))"),
+    ("md", "## Interactive form (needs a live Jupyter kernel)"),
+    ("code", "command_generator()"),
+]
+
+REPORT_CELLS = [
+    (
+        "md",
+        """
+# Run report
+
+What one run did, for a reviewer without Jupyter: the verdict, the platform and plan, the manifest,
+the feature checks, speed and accuracy against the published references, and the warnings.
+Every number says where it came from: measured (with the run id), EMULATED, or reference (with its source).
+""",
+    ),
+    ("parameters", "run_dir = None  # the run folder to report on (outputs/<run id>)"),
+    (
+        "code",
+        "from kimi_runbooks import report\n\nreport.setup_notebook()\ndata = report.collect(run_dir)\nreport.show_banner(data)",
+    ),
+    ("md", "## Verdict"),
+    ("check", "report.show_verdict(data)"),
+    ("md", "## Warnings (security, skipped cells, regressions)"),
+    ("code", "report.show_warnings(data)"),
+    ("md", "## Platform and plan"),
+    ("code", "report.show_plan(data)"),
+    ("md", "## Manifest (what ran where)"),
+    ("code", "report.show_manifest(data)"),
+    ("md", "## Feature checks (invoke)"),
+    ("code", "report.show_invoke(data)"),
+    ("md", "## Speed against published references"),
+    ("code", "report.show_speed(data)"),
+    ("md", "## Accuracy against published references"),
+    ("code", "report.show_accuracy(data)"),
+    ("md", "## Stages"),
+    ("code", "report.show_stages(data)"),
+]

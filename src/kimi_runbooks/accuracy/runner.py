@@ -1,0 +1,110 @@
+"""The accuracy stage: run the chosen suites against one server, append rows, never stop early.
+
+``run_accuracy(AccuracyConfig(...))`` runs each suite with its driver in its tool env; every
+suite ends as rows in ``run_dir/accuracy.jsonl`` -- numbers (status "ok"), or one row with status
+"skipped" (something is not staged: the detail says how to stage it) or "error" (the tool
+failed: the detail has its log tail). A suite already finished with the same settings in this
+run folder is not run again.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .. import toolenv
+from ..origin import source_label
+from ..target import RunHandle, fetch_server_info, resolve_target, served_model
+from . import vendor_verifier
+from .common import EvalRow, StageMissing, append_rows, finished_fingerprints, read_rows, settings_fingerprint
+from .config import SMOKE_SUITES, SUITES, AccuracyConfig
+from .suites import RUNNERS, SuiteContext, kvv_overrides, suite_settings
+
+__all__ = [
+    "SMOKE_SUITES",
+    "SUITES",
+    "AccuracyConfig",
+    "resolve_server",
+    "run_accuracy",
+    "server_facts",
+    "vendor_verifier",
+]
+
+
+def resolve_server(cfg: AccuracyConfig) -> RunHandle:
+    """base_url/model from the parameters, else from the deploy stage's handle.json."""
+    return resolve_target(cfg.run_dir, base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env)
+
+
+def server_facts(handle: RunHandle) -> dict[str, Any]:
+    """Served model id and the emulated flag, from /v1/models and /server_info."""
+    raw_key = handle.api_key()
+    key = None if raw_key == "EMPTY" else raw_key
+    info = fetch_server_info(handle.base_url, key, timeout=10) or {}
+    return {
+        "model": handle.model or served_model(handle.base_url, key),
+        "emulated": bool(handle.emulated or info.get("emulated")),
+    }
+
+
+def _fingerprint(ctx: SuiteContext, suite: str) -> str:
+    """Everything that changes what a suite measures: changing any of it reruns the suite."""
+    cfg = ctx.cfg
+    settings: dict[str, Any] = {
+        "model": ctx.model,
+        "published": cfg.published,
+        "limit": ctx.limit(suite),
+        "datasets": cfg.datasets.get(suite),
+        "base_url": ctx.base,
+        "concurrency": cfg.concurrency,
+    }
+    if suite in ("toolcall-builtin", "k2vv-toolcall"):
+        settings.update(
+            toolcall_samples=cfg.toolcall_samples, toolcall_reference=cfg.toolcall_reference, k2vv_path=cfg.k2vv_path
+        )
+    if suite in ("ocrbench", "mmmu-pro"):
+        settings.update(kvv_path=cfg.kvv_path, overrides=kvv_overrides(cfg))
+    return settings_fingerprint(suite, settings)
+
+
+def run_accuracy(cfg: AccuracyConfig) -> list[EvalRow]:
+    """Run every suite in ``cfg.suites``; returns (and appends) all rows of this call."""
+    handle = resolve_server(cfg)
+    ctx = SuiteContext(cfg, handle, server_facts(handle))
+    done = set() if cfg.rerun else finished_fingerprints(cfg.run_dir)
+    all_rows: list[EvalRow] = []
+    for suite in cfg.suites:
+        key = _fingerprint(ctx, suite)
+        if key in done:
+            print(f"{suite}: already finished in {cfg.run_dir} with these settings; skipped (rerun=True to repeat)")
+            all_rows += [r for r in read_rows(cfg.run_dir) if r.fingerprint == key]
+            continue
+        start = time.monotonic()
+        try:
+            rows = RUNNERS[suite](ctx, suite)
+        except (StageMissing, toolenv.ToolEnvMissing, FileNotFoundError) as exc:
+            rows = [_status_row(ctx, suite, "skipped", str(exc), start)]
+        except Exception as exc:  # noqa: BLE001 - one failing suite must not stop the others
+            rows = [_status_row(ctx, suite, "error", f"{type(exc).__name__}: {exc}", start)]
+        for r in rows:
+            r.fingerprint = key
+        append_rows(ctx.folder, rows)
+        for r in rows:
+            if r.status != "ok":
+                print(f"{suite}: {r.status.upper()}: {r.detail}")
+        all_rows += rows
+    return all_rows
+
+
+def _status_row(ctx: SuiteContext, suite: str, status: str, detail: str, start: float) -> EvalRow:
+    return EvalRow(
+        suite=suite,
+        metric="status",
+        status=status,
+        detail=detail,
+        tool=SUITES[suite][0],
+        settings=suite_settings(ctx, suite, {}),
+        emulated=ctx.emulated,
+        source=source_label(ctx.emulated),
+        duration_s=round(time.monotonic() - start, 3),
+    )

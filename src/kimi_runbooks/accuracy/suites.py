@@ -1,0 +1,336 @@
+"""One runner per suite: run its tool in its env with the published or smoke settings, return rows."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import replace
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from .. import toolenv
+from ..origin import source_label
+from ..rundir import RunFolder
+from ..target import RunHandle
+from . import inspect_eval, sgl_eval, toolcall_eval, vendor_verifier
+from .common import EvalRow
+from .compare import reference_entry
+from .config import SGL_EVAL_SUITES, SMOKE_LIMIT, SMOKE_TOOLCALL_MAX_TOKENS, SUITES, AccuracyConfig
+from .toolcall_samples import write_ci_samples
+
+
+class SuiteContext:
+    """What every suite runner needs for one stage run."""
+
+    def __init__(self, cfg: AccuracyConfig, handle: RunHandle, facts: dict[str, Any]):
+        self.cfg, self.handle = cfg, handle
+        self.model: str = facts["model"]
+        self.emulated: bool = bool(cfg.emulated if cfg.emulated is not None else facts["emulated"])
+        self.api_key = handle.api_key()
+        self.folder = RunFolder.create(cfg.run_dir, secret_envs=[handle.api_key_env])
+        self.base = handle.openai_base_url
+        self.work = self.folder.accuracy_work
+
+    def limit(self, suite: str) -> int | None:
+        if suite in self.cfg.limits:
+            return self.cfg.limits[suite]
+        return None if self.cfg.published else SMOKE_LIMIT
+
+
+def _rows(
+    ctx: SuiteContext,
+    suite: str,
+    metrics: list[dict[str, Any]],
+    settings: dict[str, Any],
+    *,
+    tool: str,
+    version: str | None,
+    duration: float,
+    output: str | None,
+) -> list[EvalRow]:
+    return [
+        EvalRow(
+            suite=suite,
+            settings=settings,
+            tool=tool,
+            tool_version=version,
+            duration_s=round(duration, 3),
+            emulated=ctx.emulated,
+            source=source_label(ctx.emulated),
+            output=output,
+            **m,
+        )
+        for m in metrics
+    ]
+
+
+def suite_settings(ctx: SuiteContext, suite: str, extra: dict[str, Any]) -> dict[str, Any]:
+    return {"reference_suite": SUITES[suite][1], "published": ctx.cfg.published, "model": ctx.model, **extra}
+
+
+# --------------------------------------------------------------------------- suite runners
+
+
+def _toolcall_samples(ctx: SuiteContext) -> tuple[Path, Path | None, str]:
+    if ctx.cfg.toolcall_samples:
+        ref = Path(ctx.cfg.toolcall_reference) if ctx.cfg.toolcall_reference else None
+        return Path(ctx.cfg.toolcall_samples), ref, "given"
+    if ctx.cfg.k2vv_path:
+        official = Path(ctx.cfg.k2vv_path) / "tool-calls" / "samples.jsonl"
+        if official.is_file():
+            ref = Path(ctx.cfg.toolcall_reference) if ctx.cfg.toolcall_reference else None
+            return official, ref, "official"
+    path = ctx.work / "toolcall-ci" / "samples.jsonl"
+    expected = ctx.work / "toolcall-ci" / "expected_results.jsonl"
+    write_ci_samples(path, expected, model=ctx.model, folder=ctx.folder)
+    return path, Path(ctx.cfg.toolcall_reference) if ctx.cfg.toolcall_reference else expected, "ci-generated"
+
+
+def _run_toolcall_builtin(ctx: SuiteContext, suite: str) -> list[EvalRow]:
+    samples, reference, kind = _toolcall_samples(ctx)
+    ref = reference_entry("k2vv-toolcall").get("settings") or {}
+    settings = suite_settings(
+        ctx,
+        suite,
+        {
+            "samples": str(samples),
+            "samples_kind": kind,
+            "reference_results": str(reference) if reference else None,
+            "temperature": ref.get("temperature", 1.0),
+            "max_tokens": ref.get("max_tokens", 64000) if ctx.cfg.published else SMOKE_TOOLCALL_MAX_TOKENS,
+            "concurrency": ctx.cfg.concurrency or (ref.get("concurrency", 256) if ctx.cfg.published else 8),
+            "limit": ctx.limit(suite) if kind == "official" else ctx.cfg.limits.get(suite),
+        },
+    )
+    out = ctx.work / "toolcall-builtin"
+    run = toolcall_eval.run_toolcall_eval(
+        samples,
+        base_url=ctx.base,
+        model=ctx.model,
+        folder=ctx.folder,
+        results_path=out / "results.jsonl",
+        summary_path=out / "summary.json",
+        api_key=ctx.api_key,
+        concurrency=settings["concurrency"],
+        temperature=settings["temperature"],
+        max_tokens=settings["max_tokens"],
+        limit=settings["limit"],
+        reference_path=reference,
+    )
+    return _rows(
+        ctx,
+        suite,
+        toolcall_eval.summary_metrics(run.summary, run.f1),
+        settings,
+        tool=SUITES[suite][0],
+        version=f"kimi-runbooks {version('kimi-runbooks')}",
+        duration=run.duration_s,
+        output=str(run.results_path),
+    )
+
+
+def _run_k2vv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
+    checkout = vendor_verifier.ensure_checkout(
+        ctx.cfg.k2vv_path,
+        url=vendor_verifier.K2VV_URL,
+        marker=vendor_verifier.K2VV_MARKER,
+        name="K2-Vendor-Verifier",
+        clone=ctx.cfg.clone,
+    )
+    python = vendor_verifier.checkout_python(checkout, None)
+    samples = Path(ctx.cfg.toolcall_samples) if ctx.cfg.toolcall_samples else checkout / "tool-calls" / "samples.jsonl"
+    ref = reference_entry("k2vv-toolcall").get("settings") or {}
+    conc = ctx.cfg.concurrency or (ref.get("concurrency") if ctx.cfg.published else 8)
+    max_tokens = ref.get("max_tokens") if ctx.cfg.published else SMOKE_TOOLCALL_MAX_TOKENS
+    limit = ctx.limit(suite)
+    out_dir = ctx.work / "k2vv"
+    settings = suite_settings(
+        ctx,
+        suite,
+        {
+            "samples": str(samples),
+            "concurrency": conc,
+            "limit": limit,
+            "temperature": ref.get("temperature"),
+            "max_tokens": max_tokens,
+        },
+    )
+    if limit is not None and samples.is_file():
+        # tool_calls_eval.py has no limit flag: it runs on the first `limit` requests, copied here
+        samples = vendor_verifier.first_lines(samples, out_dir / f"samples.first{limit}.jsonl", limit, ctx.folder)
+        settings["samples_run"] = str(samples)
+    run, results_path, summary_path = vendor_verifier.run_k2vv(
+        folder=ctx.folder,
+        checkout=checkout,
+        python=python,
+        samples=samples,
+        base_url=ctx.base,
+        model=ctx.model,
+        api_key=ctx.api_key,
+        out_dir=out_dir,
+        concurrency=conc,
+        max_tokens=max_tokens,
+        timeout=ctx.cfg.timeout_s,
+    )
+    results = toolcall_eval.read_results(results_path)
+    summary = toolcall_eval.read_summary(summary_path) if summary_path.exists() else toolcall_eval.summarize(results)
+    summary.setdefault(
+        "schema_accuracy",
+        (summary["successful_tool_call_count"] / summary["finish_tool_calls"])
+        if summary["finish_tool_calls"]
+        else None,
+    )
+    f1 = (
+        toolcall_eval.trigger_f1(results, toolcall_eval.read_results(ctx.cfg.toolcall_reference))
+        if ctx.cfg.toolcall_reference
+        else None
+    )
+    return _rows(
+        ctx,
+        suite,
+        toolcall_eval.summary_metrics(summary, f1),
+        settings,
+        tool=SUITES[suite][0],
+        version=_git_rev(checkout),
+        duration=run.duration_s,
+        output=str(results_path),
+    )
+
+
+def _git_rev(checkout: Path) -> str | None:
+    proc = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return f"git {proc.stdout.strip()}" if proc.returncode == 0 else None
+
+
+def _run_sgl_eval(ctx: SuiteContext, suite: str) -> list[EvalRow]:
+    bench = SGL_EVAL_SUITES[suite]
+    env = toolenv.tool_env("sgl-eval")
+    cfg = sgl_eval.published_config(bench) if ctx.cfg.published else sgl_eval.smoke_config(bench)
+    limit = ctx.limit(suite)
+    cfg = replace(
+        cfg,
+        num_examples=limit,
+        from_dataset=ctx.cfg.datasets.get(suite),
+        num_threads=ctx.cfg.concurrency or cfg.num_threads,
+    )
+    settings = suite_settings(ctx, suite, cfg.settings())
+    run, metrics_path, metrics = sgl_eval.run(
+        cfg,
+        python_argv=env.argv(),
+        base_url=ctx.base,
+        model=ctx.model,
+        api_key=ctx.api_key,
+        folder=ctx.folder,
+        out_dir=ctx.work / "sgl-eval",
+        timeout=ctx.cfg.timeout_s,
+        env=toolenv.OFFLINE_ENV if ctx.emulated else None,
+    )
+    return _rows(
+        ctx,
+        suite,
+        metrics,
+        settings,
+        tool="sgl-eval",
+        version=f"sgl-eval {env.version}",
+        duration=run.duration_s,
+        output=str(metrics_path),
+    )
+
+
+def _run_inspect(ctx: SuiteContext, suite: str) -> list[EvalRow]:
+    env = toolenv.tool_env("inspect")
+    cfg = inspect_eval.published_config() if ctx.cfg.published else inspect_eval.smoke_config()
+    cfg = replace(
+        cfg,
+        limit=ctx.limit(suite),
+        dataset_path=ctx.cfg.datasets.get(suite),
+        max_connections=ctx.cfg.concurrency or cfg.max_connections,
+    )
+    settings = suite_settings(ctx, suite, cfg.settings())
+    run, log, summary, metrics = inspect_eval.run(
+        cfg,
+        folder=ctx.folder,
+        python=env.python,
+        model=ctx.model,
+        base_url=ctx.base,
+        api_key=ctx.api_key,
+        work_dir=ctx.work / "inspect",
+        timeout=ctx.cfg.timeout_s,
+    )
+    settings["epochs"] = summary.get("epochs")
+    vers = toolenv.versions(env)
+    return _rows(
+        ctx,
+        suite,
+        metrics,
+        settings,
+        tool=SUITES[suite][0],
+        version=f"inspect-ai {vers.get('inspect-ai')}, inspect-evals {vers.get('inspect-evals')}",
+        duration=run.duration_s,
+        output=str(log),
+    )
+
+
+def _run_kvv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
+    checkout = vendor_verifier.ensure_checkout(
+        ctx.cfg.kvv_path,
+        url=vendor_verifier.KVV_URL,
+        marker=vendor_verifier.KVV_MARKER,
+        name="Kimi-Vendor-Verifier",
+        clone=ctx.cfg.clone,
+    )
+    try:
+        fallback = toolenv.tool_env("inspect").python
+    except toolenv.ToolEnvMissing:
+        fallback = None
+    python = vendor_verifier.checkout_python(checkout, fallback)
+    overrides = kvv_overrides(ctx.cfg)
+    limit = ctx.limit(suite)
+    settings = suite_settings(ctx, suite, {"overrides": overrides, "checkout": str(checkout), "limit": limit})
+    run, log = vendor_verifier.run_kvv(
+        suite,
+        folder=ctx.folder,
+        checkout=checkout,
+        python=python,
+        base_url=ctx.base,
+        model=ctx.model,
+        api_key=ctx.api_key,
+        out_dir=ctx.work / f"kvv-{suite}",
+        overrides=overrides,
+        limit=limit,
+        timeout=ctx.cfg.timeout_s,
+    )
+    summary = inspect_eval.read_eval_log(log, fallback or python)
+    return _rows(
+        ctx,
+        suite,
+        inspect_eval.log_metrics(summary),
+        settings,
+        tool=SUITES[suite][0],
+        version=_git_rev(checkout),
+        duration=run.duration_s,
+        output=str(log),
+    )
+
+
+def kvv_overrides(cfg: AccuracyConfig) -> dict[str, Any]:
+    """eval.py flags changed from the published command (smoke: a small token budget)."""
+    overrides: dict[str, Any] = {}
+    if cfg.concurrency:
+        overrides["max_connections"] = cfg.concurrency
+    if not cfg.published:
+        overrides["max_tokens"] = 1024
+    return overrides
+
+
+RUNNERS: dict[str, Callable[[SuiteContext, str], list[EvalRow]]] = {
+    "toolcall-builtin": _run_toolcall_builtin,
+    "k2vv-toolcall": _run_k2vv,
+    **{s: _run_sgl_eval for s in SGL_EVAL_SUITES},
+    "gpqa-diamond": _run_inspect,
+    "ocrbench": _run_kvv,
+    "mmmu-pro": _run_kvv,
+}

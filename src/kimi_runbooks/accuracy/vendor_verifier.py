@@ -1,0 +1,243 @@
+"""Drivers for MoonshotAI's two verifier repos, which are git checkouts, not packages.
+
+* K2-Vendor-Verifier (tool calls): ``python tool_calls_eval.py samples.jsonl --model ... --output
+  results.jsonl`` writes a results JSONL and summary.json, read with the same parsers as the
+  built-in eval (kimi_runbooks.accuracy.toolcall_eval).
+* Kimi-Vendor-Verifier (OCRBench, MMMU Pro): ``python3 eval.py ocrbench ...`` is inspect-ai based
+  and writes an .eval log, read with inspect's own reader (kimi_runbooks.accuracy.inspect_eval).
+
+The published commands come from params/references; the driver swaps in this run's endpoint,
+model and output paths. A missing checkout raises StageMissing saying how to stage it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ..rundir import RunFolder
+from ..toolscripts import script
+from .common import StageMissing, SuiteFailed, ToolRun, fail_message, run_tool
+from .compare import reference_entry
+
+K2VV_URL = "https://github.com/MoonshotAI/K2-Vendor-Verifier.git"
+KVV_URL = "https://github.com/MoonshotAI/Kimi-Vendor-Verifier.git"
+K2VV_MARKER = "tool_calls_eval.py"
+KVV_MARKER = "eval.py"
+
+
+def url_reachable(url: str, timeout: float = 15.0) -> bool:
+    """Whether `git ls-remote` reaches the repository (False offline or without git)."""
+    if shutil.which("git") is None:
+        return False
+    try:
+        proc = subprocess.run(
+            ["git", "ls-remote", "--heads", url],
+            capture_output=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+            check=False,
+        )
+    except (subprocess.TimeoutExpired, OSError):
+        return False
+    return proc.returncode == 0
+
+
+def ensure_checkout(path: str | Path | None, *, url: str, marker: str, name: str, clone: bool = True) -> Path:
+    """A usable checkout at ``path``: present (has ``marker``), or cloned when ``url`` is reachable."""
+    if path is None:
+        raise StageMissing(
+            f"{name}: no checkout path given. Fix: `git clone {url} /some/dir` (on a connected machine, then copy "
+            f"it over) and pass its path ({'k2vv_path' if 'K2' in name else 'kvv_path'}=...)."
+        )
+    p = Path(path).expanduser()
+    if (p / marker).is_file():
+        return p
+    if clone and not p.exists() and url_reachable(url):
+        proc = subprocess.run(
+            ["git", "clone", "--depth", "1", url, str(p)],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        if proc.returncode == 0 and (p / marker).is_file():
+            return p
+    raise StageMissing(
+        f"{name}: no checkout at {p} (expected {marker} there) and {url} could not be cloned from here. Fix: "
+        f"`git clone {url} {p}` on a machine with GitHub access and copy the folder to this path; "
+        "the other suites still run."
+    )
+
+
+def checkout_python(checkout: Path, fallback: str | Path | None) -> str:
+    """The checkout's own venv (``uv sync`` makes .venv), else the given fallback interpreter."""
+    own = checkout / ".venv" / "bin" / "python"
+    if own.exists():
+        return str(own)
+    if fallback is None:
+        raise StageMissing(
+            f"no Python environment for {checkout}. Fix: `cd {checkout} && uv sync` (creates .venv), "
+            "or pass python=... for an interpreter that has its requirements."
+        )
+    return str(fallback)
+
+
+def published_argv(suite: str, replace: dict[str, str | None], positional: list[str] | None = None) -> list[str]:
+    """The published command of ``suite`` split into words, its flags and positionals replaced.
+
+    ``replace`` maps a flag to its new value (None drops the flag and its value); leading
+    ``VAR=value`` words are dropped (the driver sets the environment itself); the interpreter
+    word is dropped (the caller prefixes its own).
+    """
+    words = shlex.split(reference_entry(suite)["command"])
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        words.pop(0)
+    if words and Path(words[0]).name.startswith("python"):
+        words.pop(0)
+    out: list[str] = []
+    pos_i = 0
+    i = 0
+    seen = set()
+    while i < len(words):
+        w = words[i]
+        takes_value = w.startswith("--") and i + 1 < len(words) and not words[i + 1].startswith("--")
+        if w in replace:
+            seen.add(w)
+            if replace[w] is not None:
+                out += [w, str(replace[w])]
+            i += 2 if takes_value else 1
+            continue
+        if not w.startswith("-") and positional is not None and (not out or not out[-1].startswith("--")):
+            # a positional after the script name: replace in order (the script itself is kept)
+            if w.endswith(".py"):
+                out.append(w)
+            elif pos_i < len(positional):
+                out.append(positional[pos_i])
+                pos_i += 1
+            else:
+                out.append(w)
+            i += 1
+            continue
+        out.append(w)
+        i += 1
+    for flag, value in replace.items():
+        if flag not in seen and value is not None:
+            out += [flag, str(value)]
+    return out
+
+
+def first_lines(src: Path, dest: Path, n: int, folder: RunFolder | None = None) -> Path:
+    """The first `n` non-empty lines of `src` written to `dest` (for tools without a limit flag)."""
+    if n < 1:
+        raise ValueError(f"limit must be at least 1 (got {n}). Fix: pass a positive limit, or none for all samples.")
+    folder = folder or RunFolder(dest.parent)
+    kept: list[str] = []
+    with src.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                kept.append(line if line.endswith("\n") else line + "\n")
+                if len(kept) == n:
+                    break
+    return folder.save_text(dest, "".join(kept))
+
+
+def run_k2vv(
+    *,
+    checkout: Path,
+    python: str,
+    samples: Path,
+    base_url: str,
+    model: str,
+    api_key: str,
+    out_dir: Path,
+    concurrency: int | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    timeout: float | None = None,
+    folder: RunFolder | None = None,
+) -> tuple[ToolRun, Path, Path]:
+    """Run K2-Vendor-Verifier's published command; returns (run, results.jsonl, summary.json)."""
+    if not samples.is_file():
+        raise StageMissing(
+            f"K2-Vendor-Verifier samples {samples} not found. Fix: extract tool-calls.tar.gz "
+            f"(linked from its README) into {checkout}/tool-calls/, or pass toolcall_samples=..."
+        )
+    folder = folder or RunFolder.create(out_dir)
+    folder.mkdir(out_dir)
+    results, summary = out_dir / "k2vv-results.jsonl", out_dir / "k2vv-summary.json"
+    replace: dict[str, str | None] = {
+        "--model": model,
+        "--base-url": base_url,
+        "--api-key": None,
+        "--output": str(results.resolve()),
+        "--summary": str(summary.resolve()),
+    }
+    if concurrency is not None:
+        replace["--concurrency"] = str(concurrency)
+    if temperature is not None:
+        replace["--temperature"] = str(temperature)
+    if max_tokens is not None:
+        replace["--max-tokens"] = str(max_tokens)
+    argv = [python, *published_argv("k2vv-toolcall", replace, positional=[str(samples.resolve())])]
+    run = run_tool(
+        argv,
+        folder=folder,
+        log_path=out_dir / "k2vv.log",
+        desc="K2-Vendor-Verifier",
+        cwd=checkout,
+        env={"OPENAI_API_KEY": api_key},
+        timeout=timeout,
+    )
+    if run.returncode != 0 or not results.exists():
+        raise SuiteFailed(fail_message(run, "K2-Vendor-Verifier tool_calls_eval.py"))
+    return run, results, summary
+
+
+def run_kvv(
+    suite: str,
+    *,
+    checkout: Path,
+    python: str,
+    base_url: str,
+    model: str,
+    api_key: str,
+    out_dir: Path,
+    overrides: dict[str, Any] | None = None,
+    limit: int | None = None,
+    timeout: float | None = None,
+    folder: RunFolder | None = None,
+) -> tuple[ToolRun, Path]:
+    """Run Kimi-Vendor-Verifier's published command for ocrbench / mmmu-pro; returns (run, .eval log).
+
+    limit: only the first N samples (passed to inspect's eval() through toolscripts/kvv_limit.py)."""
+    folder = folder or RunFolder.create(out_dir)
+    folder.mkdir(out_dir)
+    log_dir = out_dir / "logs"
+    replace: dict[str, str | None] = {"--model": f"openai/{model}"}
+    for key, value in (overrides or {}).items():
+        replace["--" + key.replace("_", "-")] = None if value is None else str(value)
+    argv = [python, *published_argv(suite, replace)]
+    if limit is not None:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1 (got {limit}). Fix: pass a positive limit, or none for all.")
+        argv = [python, str(script("kvv_limit.py")), str(limit), *argv[1:]]
+    env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": api_key, "INSPECT_LOG_DIR": str(log_dir.resolve())}
+    run = run_tool(
+        argv,
+        folder=folder,
+        log_path=out_dir / f"kvv-{suite}.log",
+        desc=f"Kimi-Vendor-Verifier {suite}",
+        cwd=checkout,
+        env=env,
+        timeout=timeout,
+    )
+    logs = sorted(log_dir.glob("*.eval"), key=lambda p: p.stat().st_mtime)
+    if run.returncode != 0 or not logs:
+        raise SuiteFailed(fail_message(run, f"Kimi-Vendor-Verifier eval.py ({suite})"))
+    return run, logs[-1]

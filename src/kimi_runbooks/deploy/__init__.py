@@ -1,0 +1,64 @@
+"""Deploy stage: a validated plan -> a running server (or an attached one), recorded and torn down.
+
+`launch(plan, launcher, run_dir, options=...)` -> `ServerHandle`; launchers are registered by name
+in launchers/ (emulator, local, docker, slurm, multi-node, external). preflight checks the machine
+before anything starts, readiness waits and shows start-up phases, diagnose explains a failed
+start, manifest records what ran, teardown_run stops what a run folder recorded.
+"""
+
+from .diagnose import Diagnosis, diagnose
+from .errors import DeployError, DeployTimeout, PlanError, PreflightError
+from .handle import ServerHandle
+from .launch import finish, launch, notebook_options, plan_from_params, record, require_valid, run_preflight
+from .launchers import (
+    LAUNCHERS,
+    EmulatorOptions,
+    Launcher,
+    SlurmOptions,
+    docker_command,
+    emulator_argv,
+    free_port,
+    get_launcher,
+    local_command,
+    multinode_steps,
+    served_name,
+    write_node_scripts,
+)
+from .live import stop_all
+from .preflight import PreflightReport
+from .readiness import current_phase, wait_ready
+from .teardown import teardown_run
+
+__all__ = [
+    "Diagnosis",
+    "DeployError",
+    "DeployTimeout",
+    "EmulatorOptions",
+    "LAUNCHERS",
+    "Launcher",
+    "PlanError",
+    "PreflightError",
+    "PreflightReport",
+    "ServerHandle",
+    "SlurmOptions",
+    "current_phase",
+    "diagnose",
+    "docker_command",
+    "emulator_argv",
+    "finish",
+    "free_port",
+    "get_launcher",
+    "launch",
+    "local_command",
+    "multinode_steps",
+    "notebook_options",
+    "plan_from_params",
+    "record",
+    "require_valid",
+    "run_preflight",
+    "served_name",
+    "stop_all",
+    "teardown_run",
+    "wait_ready",
+    "write_node_scripts",
+]

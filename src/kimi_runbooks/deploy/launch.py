@@ -1,0 +1,196 @@
+"""Turn a validated plan into a running server, say why it did not start, and always clean up.
+
+`launch(plan, launcher=...)` returns a `ServerHandle` (a context manager). The launcher (see
+launchers/) decides where and how the server runs; this module does the same steps for every
+launcher: refuse an invalid plan, check the API key variable, run the launcher's preflight
+checks, start, register the server for teardown at exit, wait until ready and record the
+manifest and handle.json. On any failure the server is stopped before the error is raised.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..plan import LaunchPlan, PlanConfig, plan
+from ..plan.shell import shell_command
+from ..rundir import RunFolder, now_iso
+from ..target import write_handle
+from . import live
+from . import manifest as manifest_mod
+from .errors import DeployError, PlanError, PreflightError
+from .handle import ServerHandle
+from .launchers import LaunchContext, get_launcher, launcher_class, served_name
+from .preflight import PreflightReport
+
+DEFAULT_STARTUP_TIMEOUT = 1800.0
+
+
+def launch(
+    plan: LaunchPlan,
+    launcher: str = "emulator",
+    run_dir: str | Path | RunFolder | None = None,
+    *,
+    options: Mapping[str, Any] | BaseModel | None = None,
+    port: int | None = None,
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+    preflight: bool = True,
+    wait: bool | None = None,
+    progress: bool = True,
+    environ: dict[str, str] | None = None,
+) -> ServerHandle:
+    """Launch `plan` with `launcher` and wait until it is ready; see the module docstring.
+
+    `wait`: None waits when the launcher starts the server itself (not for multi-node scripts
+    started by hand). `options` are the launcher's own (e.g. emulator: time_scale, startup_seconds, fault;
+    external: base_url; slurm: sbatch_options, emulate); unknown names are refused.
+    """
+    driver = get_launcher(launcher, options)
+    require_valid(plan)
+    env = dict(os.environ if environ is None else environ)
+    secret_env = plan.config.api_key_env
+    if secret_env and launcher != "external" and not env.get(secret_env):
+        raise DeployError(
+            f"api_key_env={secret_env} but ${secret_env} is not set. Fix: export {secret_env}=<key> before launching."
+        )
+    folder = (
+        run_dir
+        if isinstance(run_dir, RunFolder)
+        else RunFolder.create(run_dir, label=plan.platform.id, secret_envs=[secret_env])
+    )
+    folder.add_secret_env(secret_env)
+    warnings = [str(w) for w in plan.warnings]
+    for w in warnings:
+        print(f"WARNING: {w}")
+    host, bound_port = driver.bind(plan, port)
+    handle = ServerHandle(
+        launcher=launcher,
+        folder=folder,
+        base_url=driver.url(plan, host, bound_port),
+        platform=plan.platform.id,
+        model=served_name(plan),
+        api_key_env=secret_env,
+        emulated=driver.emulated,
+        owns=driver.owns_server,
+        driver=driver,
+        started_at=now_iso(),
+        warnings=warnings,
+        plan=plan,
+        log_path=folder.server_log,
+    )
+    ctx = LaunchContext(plan=plan, folder=folder, environ=env, host=host, port=bound_port, progress=progress)
+    if preflight:
+        handle.preflight = driver.preflight(ctx)
+        if handle.preflight.checks:
+            folder.save_json(folder.preflight, handle.preflight.as_rows())
+            if progress:
+                print(handle.preflight)
+        if not handle.preflight.ok:
+            raise PreflightError(handle.preflight)
+    try:
+        driver.start(ctx, handle)
+        if handle.owns:
+            live.register(handle)
+        if handle.owns or handle.pid or handle.slurm_job_id:
+            folder.save_json(folder.process, handle.process_record())
+    except BaseException:
+        handle.stop()
+        raise
+    if (wait if wait is not None else driver.waits_by_default) and driver.ready_url_known(handle):
+        try:
+            driver.wait_ready(handle, timeout=startup_timeout, progress=progress)
+            record(handle, environ=env)
+        except BaseException:
+            handle.stop()
+            raise
+    return handle
+
+
+def record(handle: ServerHandle, environ: dict[str, str] | None = None) -> None:
+    """Write the manifest and the handle file (both redacted) into the run folder."""
+    plan = handle.plan
+    manifest = manifest_mod.build_manifest(
+        run_id=handle.run_id,
+        platform=handle.platform,
+        model=handle.model,
+        launcher=handle.launcher,
+        emulated=handle.emulated or bool((handle.server_info or {}).get("emulated")),
+        command=shell_command(handle.command, handle.env) if handle.command else None,
+        env=handle.env,
+        started_at=handle.started_at,
+        ready_at=handle.ready_at,
+        base_url=handle.base_url,
+        server_info=handle.server_info,
+        plan=plan.as_dict() if plan else None,
+        preflight=handle.preflight.as_rows() if handle.preflight else None,
+        warnings=handle.warnings,
+        environ=environ,
+    )
+    handle.folder.save_json(handle.folder.manifest, manifest)
+    write_handle(handle.folder, handle.to_run_handle())
+
+
+def run_preflight(
+    plan: LaunchPlan,
+    launcher: str,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    environ: dict[str, str] | None = None,
+) -> PreflightReport:
+    """The preflight checks `launcher` runs for `plan` (the emulator needs only a free port)."""
+    driver = get_launcher(launcher)
+    ctx = LaunchContext(
+        plan=plan,
+        folder=RunFolder("."),
+        environ=dict(os.environ if environ is None else environ),
+        host=host or plan.serve_host,
+        port=port or plan.serve_port,
+    )
+    return driver.preflight(ctx)
+
+
+# --------------------------------------------------------------------------- notebook helpers
+
+
+def plan_from_params(plan_config: dict[str, Any] | None = None, **params: Any) -> LaunchPlan:
+    """A plan from notebook parameters; None means "the platform recipe's value".
+
+    `plan_config` (what a runbook passes) holds every PlanConfig knob with PlanConfig's own
+    meaning (e.g. reasoning_parser None disables the parser) and wins over the single knobs, so
+    the deploy stage launches exactly the plan the runbook validated.
+    """
+    knobs = {k: v for k, v in params.items() if v is not None}
+    return plan(PlanConfig(**{**knobs, **(plan_config or {})}))
+
+
+def notebook_options(launcher: str, *, base_url: str | None = None, time_scale: float | None = None) -> dict[str, Any]:
+    """The deploy notebook's launcher-specific parameters, passed only to a launcher that takes them
+    (base_url to external, time_scale to the emulator and an emulated Slurm run)."""
+    fields = launcher_class(launcher).Options.model_fields
+    given = {"base_url": base_url, "time_scale": time_scale}
+    return {k: v for k, v in given.items() if k in fields and v is not None}
+
+
+def require_valid(plan: LaunchPlan) -> None:
+    """Raise PlanError (nothing started) when the plan has validation errors."""
+    if not plan.ok:
+        lines = "\n".join(f"  - {e}" for e in plan.errors)
+        raise PlanError(f"the plan has {len(plan.errors)} error(s); nothing was started:\n{lines}")
+
+
+def finish(handle: ServerHandle, keep_running: bool) -> str:
+    """End of the deploy stage: leave the server up for later stages, or stop it now."""
+    if keep_running and handle.owns:
+        handle.detach()
+        return (
+            f"server left running at {handle.base_url} (pid group {handle.pgid or '-'}, "
+            f"container {handle.container or '-'}, slurm job {handle.slurm_job_id or '-'}); "
+            f"stop it with deploy.teardown_run({str(handle.run_dir)!r})"
+        )
+    handle.stop()
+    return "server stopped" if handle.owns else "external server: left as it was"

@@ -1,0 +1,135 @@
+"""The project's SGLang emulator as the server: CI, laptops and rehearsals (everything EMULATED)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...plan import LaunchPlan
+from ..errors import DeployError
+from ..preflight import PreflightReport, check_port, socket_family
+from .base import LaunchContext, register
+from .process import ProcessGroupLauncher
+
+if TYPE_CHECKING:
+    from ..handle import ServerHandle
+
+
+class EmulatorOptions(BaseModel):
+    """Knobs of the emulator only: a rehearsal's speed and the faults tests inject."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    time_scale: float = Field(default=1.0, gt=0, le=1000)
+    """Multiplies every simulated duration (0.05 runs the latency model 20x faster)."""
+    startup_seconds: float = Field(default=0.0, ge=0)
+    fault: str | None = None
+    """An emulator fault mode (crash-on-start, slow-start=S, crash-mid-stream, bad-tool-json, ...)."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free on `host` now; IPv6 loopback (::1) is bound with an IPv6 socket."""
+    host = host.strip("[]")
+    try:
+        with socket.socket(socket_family(host), socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port: int = sock.getsockname()[1]
+            return port
+    except OSError as exc:
+        raise DeployError(
+            f"cannot bind {host} to find a free port ({exc}). "
+            "Fix: use host 127.0.0.1 (::1 needs IPv6 enabled on this machine)."
+        ) from None
+
+
+def is_local(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def served_name(plan: LaunchPlan) -> str:
+    """The name clients send: --served-model-name, else the model path (SGLang's default)."""
+    return plan.config.served_model_name or plan.config.model_path or plan.model.served_name
+
+
+def server_flags(plan: LaunchPlan) -> list[str]:
+    """The plan's SGLang flags without the entrypoint."""
+    argv = plan.argv
+    start = next((i for i, a in enumerate(argv) if a.startswith("--")), len(argv))
+    return argv[start:]
+
+
+def emulator_argv(
+    plan: LaunchPlan, *, host: str, port: int, options: EmulatorOptions | None = None, python: str = sys.executable
+) -> list[str]:
+    """`python -m kimi_runbooks.emulator` with the platform's profile and the plan's SGLang flags
+    (reported back in /server_info). The key is never put on the command line: --api-key-env."""
+    opts = options or EmulatorOptions()
+    rename = {"--tp": "--tp-size", "--dp": "--dp-size", "--ep": "--ep-size"}  # as /server_info names them
+    skip_with_value = {"--api-key", "--host", "--port", "--model-path", "--served-model-name", "--model"}
+    args: list[str] = []
+    rest = server_flags(plan)
+    i = 0
+    while i < len(rest):
+        flag = rest[i]
+        has_value = i + 1 < len(rest) and not rest[i + 1].startswith("--")
+        if flag in skip_with_value:
+            i += 2 if has_value else 1
+            continue
+        args.append(rename.get(flag, flag))
+        i += 1
+        while i < len(rest) and not rest[i].startswith("--"):
+            args.append(rest[i])
+            i += 1
+    argv = [
+        python,
+        "-m",
+        "kimi_runbooks.emulator",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--profile",
+        plan.platform.id,
+        "--model",
+        served_name(plan),
+        "--model-path",
+        plan.config.model_path or plan.model.hf_id,
+        "--time-scale",
+        f"{opts.time_scale:g}",
+        "--startup-seconds",
+        f"{opts.startup_seconds:g}",
+    ]
+    if plan.memory.kv_pool_tokens > 0:
+        # the emulated KV pool is the planner's estimate, so capacity skips follow the plan
+        argv += ["--max-total-num-tokens", str(plan.memory.kv_pool_tokens)]
+    if opts.fault:
+        argv += ["--fault", opts.fault]
+    if plan.config.api_key_env:
+        argv += ["--api-key-env", plan.config.api_key_env]
+    return argv + args
+
+
+@register
+class EmulatorLauncher(ProcessGroupLauncher):
+    name = "emulator"
+    Options = EmulatorOptions
+    emulated = True
+
+    def bind(self, plan: LaunchPlan, port: int | None) -> tuple[str, int]:
+        # The emulator always runs on this machine: node addresses (deployments, `${NODE0_IP}`)
+        # and wildcard binds become loopback; a free port by default, so runs never collide.
+        host = plan.serve_host
+        host = "127.0.0.1" if host in ("0.0.0.0", "::") or "${" in host or not is_local(host) else host
+        return host, port or free_port(host)
+
+    def preflight(self, ctx: LaunchContext) -> PreflightReport:
+        return PreflightReport([check_port(ctx.host, ctx.port)])
+
+    def start(self, ctx: LaunchContext, handle: ServerHandle) -> None:
+        assert isinstance(self.options, EmulatorOptions)
+        argv = emulator_argv(ctx.plan, host=ctx.host, port=ctx.port, options=self.options)
+        handle.command = argv
+        self.start_process(handle, argv, {**ctx.environ, "PYTHONUNBUFFERED": "1"})

@@ -1,0 +1,39 @@
+"""Launchers whose server is a local process group behind the redacting log pump."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...procs import cmdline, group_alive, kill_group
+from ...rundir import RunFolder
+from ..logpump import is_pump, start_pumped
+from .base import Launcher
+
+if TYPE_CHECKING:
+    from ..handle import ServerHandle
+
+
+class ProcessGroupLauncher(Launcher):
+    """Starts argv behind the log pump in a new session; stopping kills the whole group."""
+
+    def start_process(self, handle: ServerHandle, argv: list[str], env: dict[str, str]) -> None:
+        assert handle.log_path is not None
+        handle.process = start_pumped(argv, env, handle.log_path, handle.api_key_env)
+        handle.pid = handle.pgid = handle.process.pid
+
+    def stop(self, handle: ServerHandle) -> None:
+        if handle.pgid:
+            kill_group(handle.pgid, handle.process)
+
+    @classmethod
+    def stop_recorded(cls, folder: RunFolder, record: dict[str, Any]) -> list[str]:
+        pgid = record.get("pgid")
+        if not pgid:
+            return []
+        leader = cmdline(int(pgid))
+        if (leader is None and not group_alive(int(pgid))) or (leader is not None and not is_pump(leader)):
+            return []  # gone, or the pid was recycled by an unrelated process
+        if not group_alive(int(pgid)):
+            return []
+        kill_group(int(pgid))
+        return [f"stopped process group {pgid}"]

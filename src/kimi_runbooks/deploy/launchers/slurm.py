@@ -1,0 +1,129 @@
+"""Slurm: sbatch + srun (one node, or one srun per node script), stopped with scancel.
+
+`emulate=True` submits the emulator instead of SGLang (a CI rehearsal of the Slurm path).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ConfigDict, Field
+
+from ...plan import LaunchPlan
+from ...rundir import RunFolder
+from .. import slurm
+from ..preflight import PreflightReport, check_accelerators, check_model_path, check_shm
+from .base import LaunchContext, Launcher, register
+from .emulator import EmulatorLauncher, EmulatorOptions, emulator_argv
+from .local import local_command
+from .multinode import prepare_scripts
+
+if TYPE_CHECKING:
+    from ..handle import ServerHandle
+
+
+class SlurmOptions(EmulatorOptions):
+    """sbatch options; the emulator's options apply when emulate=True."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sbatch_options: list[str] = Field(default_factory=list)
+    """Extra `#SBATCH` lines, e.g. ["--partition=gpu", "--time=02:00:00"]."""
+    emulate: bool = False
+
+
+@register
+class SlurmLauncher(Launcher):
+    name = "slurm"
+    Options = SlurmOptions
+
+    @property
+    def opts(self) -> SlurmOptions:
+        assert isinstance(self.options, SlurmOptions)
+        return self.options
+
+    @property
+    def emulated(self) -> bool:  # type: ignore[override]
+        return self.opts.emulate
+
+    def bind(self, plan: LaunchPlan, port: int | None) -> tuple[str, int]:
+        if self.opts.emulate:
+            return EmulatorLauncher().bind(plan, port)
+        return plan.serve_host, port or plan.serve_port
+
+    def url(self, plan: LaunchPlan, host: str, port: int) -> str:
+        if plan.nodes and not self.opts.emulate:
+            return plan.base_url  # the router's (or node 0's) address, maybe only known on the allocation
+        return super().url(plan, host, port)
+
+    def preflight(self, ctx: LaunchContext) -> PreflightReport:
+        if self.opts.emulate:
+            return PreflightReport()
+        # checks run on the submitting host; the port is on the allocated node, so it is not checked
+        return PreflightReport([*check_accelerators(ctx.plan, ctx.environ), check_model_path(ctx.plan), check_shm()])
+
+    def start(self, ctx: LaunchContext, handle: ServerHandle) -> None:
+        slurm.require()
+        if ctx.plan.nodes and not self.opts.emulate:
+            self._start_multinode(ctx, handle)
+            return
+        secret_env = handle.api_key_env
+        if self.opts.emulate:
+            argv = emulator_argv(ctx.plan, host=ctx.host, port=ctx.port, options=self.opts)
+            handle.command = argv
+        else:
+            argv, _ = local_command(ctx.plan, ctx.environ)
+            handle.command, handle.env = ctx.plan.argv, dict(ctx.plan.env)
+        # keep the key out of the script: the job inherits it from the environment (--export=ALL)
+        command = [
+            a if not (secret_env and a == ctx.environ.get(secret_env)) else "${" + secret_env + "}" for a in argv
+        ]
+        script = ctx.folder.save_text(
+            ctx.folder.sbatch,
+            slurm.sbatch_script(
+                job_name=f"kimi-runbooks-{handle.run_id}",
+                run_dir=ctx.folder.path.resolve(),
+                command=command,
+                secret_env=secret_env,
+                extra_sbatch=list(self.opts.sbatch_options),
+            ),
+        )
+        handle.scripts = [script]
+        handle.slurm_job_id = slurm.submit(script, ctx.environ)
+        print(f"submitted slurm job {handle.slurm_job_id} ({slurm.describe(script)})")
+        handle.log_path = ctx.folder.server_log.resolve()
+
+    def _start_multinode(self, ctx: LaunchContext, handle: ServerHandle) -> None:
+        scripts, router, _ = prepare_scripts(ctx, handle)
+        script = ctx.folder.save_text(
+            ctx.folder.sbatch,
+            slurm.multinode_sbatch_script(
+                job_name=f"kimi-runbooks-{handle.run_id}",
+                run_dir=ctx.folder.path.resolve(),
+                nodes=ctx.plan.nodes,
+                scripts=[p.resolve() for p in scripts],
+                router_script=router.resolve() if router else None,
+                secret_env=ctx.plan.config.api_key_env,
+                extra_sbatch=list(self.opts.sbatch_options),
+            ),
+        )
+        handle.scripts.append(script)
+        handle.slurm_job_id = slurm.submit(script, ctx.environ)
+        print(f"submitted slurm job {handle.slurm_job_id}; logs: {ctx.folder.path}/server-<role>-<rank>.log")
+
+    def exit_code(self, handle: ServerHandle) -> int | None:
+        if handle.slurm_job_id:
+            return None if slurm.is_active(handle.slurm_job_id) else -1
+        return None
+
+    def stop(self, handle: ServerHandle) -> None:
+        if handle.slurm_job_id:
+            slurm.cancel(handle.slurm_job_id)
+
+    @classmethod
+    def stop_recorded(cls, folder: RunFolder, record: dict[str, Any]) -> list[str]:
+        job = record.get("slurm_job_id")
+        if job and slurm.is_active(str(job)):
+            slurm.cancel(str(job))
+            return [f"scancel {job}"]
+        return []

@@ -1,0 +1,127 @@
+"""Run the checks against one server, each isolated so one failure never stops the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from openai import OpenAI
+
+from .. import target as target_mod
+from ..secrets import redact
+from ..target import RunHandle, fetch_server_info
+from .checks import CHECKS
+from .image import RECEIPT_ITEM
+from .results import CheckResult
+from .session import CheckFailed, CheckSkipped, Recorder, Session, compact, describe_error
+
+
+def _run_one(name: str, s: Session) -> list[CheckResult]:
+    rec = Recorder(s)
+    try:
+        status, reason = "pass", CHECKS[name](s, rec)
+    except CheckSkipped as exc:
+        status, reason = "skip", str(exc)
+    except CheckFailed as exc:
+        status, reason = "fail", str(exc)
+    except Exception as exc:  # noqa: BLE001 - one broken check must not stop the others
+        status, reason = "fail", describe_error(exc, s)
+        if rec.exchanges and "response" not in rec.exchanges[-1]:
+            rec.exchanges[-1]["error"] = reason
+    where = dict(emulated=s.emulated, model=s.model, base_url=s.handle.base_url)
+    names = [s.handle.api_key_env]
+    results = [
+        CheckResult(
+            name=name,
+            status=status,
+            reason=redact(reason, names),
+            latency_ms=rec.latency_ms,
+            ttft_ms=rec.ttft_ms,
+            prompt_tokens=rec.prompt_tokens,
+            completion_tokens=rec.completion_tokens,
+            details=redact(compact(rec.details), names),
+            transcript=redact(compact(rec.exchanges), names),
+            **where,
+        )
+    ]
+    # Sub-verdicts judged on the same exchange (kept there, so tokens are not counted twice).
+    for sub, sub_status, sub_reason in rec.extra:
+        results.append(
+            CheckResult(
+                name=sub, status=sub_status, reason=redact(sub_reason, names), details={"judged_on": name}, **where
+            )
+        )
+    return results
+
+
+def detect_emulated(handle: RunHandle, timeout: float = 10.0) -> bool:
+    """True when the handle says so, or /server_info reports `emulated: true`."""
+    if handle.emulated:
+        return True
+    info = fetch_server_info(handle.base_url, handle.api_key(), timeout)
+    return bool((info or {}).get("emulated", False))
+
+
+def resolve_target(
+    run_dir: str | Path | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key_env: str | None = None,
+) -> RunHandle:
+    """The server to probe: an explicit base_url (external server) or the run folder's handle."""
+    return target_mod.resolve_target(run_dir, base_url=base_url, model=model, api_key_env=api_key_env)
+
+
+def run_all(
+    target: RunHandle | str,
+    checks: Iterable[str] | None = None,
+    *,
+    model: str | None = None,
+    api_key_env: str | None = None,
+    timeout: float = 300.0,
+    max_tokens_thinking: int = 8192,
+    image_expect: str | list[str] | None = None,
+    image_url: str | None = None,
+    concurrency: int = 4,
+    emulated: bool | None = None,
+    progress: Callable[[CheckResult], None] | None = None,
+) -> list[CheckResult]:
+    """Run the checks in order (all by default); each is isolated, so one failure never stops the rest.
+
+    target is a RunHandle or a base_url (then model, else the server's first /v1/models id).
+    max_tokens_thinking bounds every generation (Kimi thinks by default). emulated=None asks the server.
+    """
+    handle = (
+        target
+        if isinstance(target, RunHandle)
+        else resolve_target(base_url=target, model=model, api_key_env=api_key_env)
+    )
+    names = list(CHECKS) if checks is None else list(checks)
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise ValueError(f"unknown check(s) {unknown}. Fix: choose from {list(CHECKS)} or pass checks=None for all.")
+    if timeout <= 0 or max_tokens_thinking <= 0:
+        raise ValueError("timeout and max_tokens_thinking must be positive.")
+    if isinstance(image_expect, str):
+        image_expect = [image_expect]
+    client = OpenAI(base_url=handle.openai_base_url, api_key=handle.api_key(), timeout=timeout, max_retries=0)
+    session = Session(
+        client=client,
+        handle=handle,
+        timeout=timeout,
+        max_tokens=max_tokens_thinking,
+        image_expect=list(image_expect) if image_expect is not None else [RECEIPT_ITEM],
+        image_url=image_url,
+        concurrency=int(concurrency or 0),
+        emulated=detect_emulated(handle, timeout) if emulated is None else emulated,
+    )
+    results: list[CheckResult] = []
+    try:
+        for name in names:
+            for result in _run_one(name, session):
+                results.append(result)
+                if progress:
+                    progress(result)
+    finally:
+        client.close()
+    return results

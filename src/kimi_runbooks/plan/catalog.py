@@ -1,0 +1,384 @@
+"""Load and validate everything under params/.
+
+The YAML files are the single source of truth for hardware, checkpoints, rules, published
+deployments, scenarios and references. Each kind has a pydantic model here so that a typo in a
+params file fails at load time with the file name and the field, not deep inside a launch.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..paths import PARAMS_DIR
+
+GIB = 1024**3
+GB = 1000**3
+
+
+class ParamsError(ValueError):
+    """A params file is missing or invalid; the message names the file and the field."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- platforms
+
+
+class Recipe(Strict):
+    """A platform's default launch knobs (the cookbook's choices for that hardware)."""
+
+    model: str
+    tp: int
+    dp: int | None = None
+    ep: int | None = None
+    enable_dp_attention: bool = False
+    mem_fraction_static: float | None = None
+    kv_cache_dtype: str | None = None
+    context_length: int | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    extra_args: list[str] = Field(default_factory=list)
+    deployment: str | None = None
+    source: str
+
+
+class Platform(Strict):
+    id: str
+    name: str
+    vendor: Literal["nvidia", "amd", "huawei"]
+    arch: str
+    device_name: str
+    memory_gib: float
+    memory_source: str
+    devices_per_node: int
+    nodes: int = 1
+    fp8: bool
+    fp4_formats: list[str] = Field(default_factory=list)
+    smi: Literal["nvidia-smi", "rocm-smi", "npu-smi"]
+    launcher: Literal["local", "docker", "multi-node"]
+    docker_image: str | None = None
+    docker_image_source: str | None = None
+    default_mem_fraction_static: float
+    default_mem_fraction_source: str
+    runtime_reserve_gib: float
+    runtime_reserve_source: str
+    recipe: Recipe
+    published_models: list[str]
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def devices(self) -> int:
+        return self.devices_per_node * self.nodes
+
+
+# --------------------------------------------------------------------------- models
+
+
+class Architecture(Strict):
+    num_hidden_layers: int
+    num_attention_heads: int
+    hidden_size: int
+    kv_lora_rank: int
+    q_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    n_routed_experts: int
+    num_experts_per_tok: int
+    vocab_size: int
+    max_position_embeddings: int
+
+
+class DraftModel(Strict):
+    path: str
+    size_gb: float
+    source: str
+
+
+class Model(Strict):
+    id: str
+    hf_id: str
+    served_name: str
+    family: Literal["kimi-k2", "kimi-k2.6"]
+    architecture: Architecture
+    max_context_length: int
+    weight_format: Literal["fp8", "int4", "nvfp4", "w4a8"]
+    quantization_flag: str | None = None
+    checkpoint_gb: float
+    checkpoint_source: str
+    default_kv_cache_dtype: Literal["bf16", "fp8_e4m3"]
+    default_kv_cache_dtype_source: str
+    multimodal: bool
+    reasoning: bool
+    draft_model: DraftModel | None = None
+    vendors: list[Literal["nvidia", "amd", "huawei"]]
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def checkpoint_gib(self) -> float:
+        return self.checkpoint_gb * GB / GIB
+
+
+# --------------------------------------------------------------------------- rules
+
+
+class RuleScope(Strict):
+    """Where a rule applies; an empty list means everywhere."""
+
+    vendors: list[str] = Field(default_factory=list)
+    archs: list[str] = Field(default_factory=list)
+    platforms: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list)
+    sglang: str | None = None  # a PEP 440 specifier such as "<0.5.10"
+
+
+class Rule(Strict):
+    id: str
+    severity: Literal["error", "warning"]
+    kind: Literal["rule", "known-issue"] = "rule"
+    applies: RuleScope = RuleScope()
+    violation: str
+    message: str
+    fix: str
+    source: str
+
+
+class RuleFile(Strict):
+    rules: list[Rule]
+
+
+# --------------------------------------------------------------------------- deployments
+
+ArgValue = bool | int | float | str | list[int | float | str]
+
+
+class Role(Strict):
+    name: Literal["mixed", "prefill", "decode"]
+    nodes: int
+    entrypoint: str
+    env: dict[str, str] = Field(default_factory=dict)
+    args: dict[str, ArgValue]
+
+
+class Router(Strict):
+    entrypoint: str
+    args: dict[str, ArgValue]
+
+
+class Deployment(Strict):
+    id: str
+    title: str
+    platform: str
+    model: str
+    cards: int
+    mode: Literal["pd-mixed", "pd-disaggregation"]
+    source: str
+    host_setup: list[str] = Field(default_factory=list)
+    unset_env: list[str] = Field(default_factory=list)
+    source_scripts: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    roles: list[Role]
+    router: Router | None = None
+    serve_port: int
+    benchmark: str | None = None
+    targets: dict[str, float | None] = Field(default_factory=dict)
+    dataset_label: str | None = None
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_as_strings(cls, value: Any) -> Any:
+        return {k: str(v) for k, v in (value or {}).items()}
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+class Scenario(Strict):
+    id: str
+    title: str | None = None
+    dataset: Literal["random", "random-ids", "sharegpt", "generated-shared-prefix", "image"]
+    input_len: int | None = None
+    output_len: int | None = None
+    num_prompts: int
+    max_concurrency: int | None = None
+    request_rate: float | str | None = None
+    range_ratio: float | None = None
+    seed: int | None = None
+    warmup_requests: int | None = None
+    backend: Literal["sglang", "sglang-oai", "sglang-oai-chat"] = "sglang"
+    extra_args: dict[str, ArgValue | None] = Field(default_factory=dict)
+    matrix: dict[str, int] | None = None
+
+
+class ScenarioSet(Strict):
+    set: str
+    source: str
+    scenarios: list[Scenario]
+
+
+# --------------------------------------------------------------------------- references
+
+
+class Reference(BaseModel):
+    """A published result file; the kinds differ, so only the common keys are typed."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str
+    kind: Literal["speed", "matrix", "targets", "accuracy"]
+    platform: str
+    model: str
+    source: str
+
+
+# --------------------------------------------------------------------------- catalog
+
+
+class Catalog(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    root: Path
+    platforms: dict[str, Platform]
+    models: dict[str, Model]
+    rules: list[Rule]
+    deployments: dict[str, Deployment]
+    scenarios: dict[str, Scenario]
+    scenario_sets: dict[str, ScenarioSet]
+    references: dict[str, Reference]
+
+    def platform(self, platform_id: str) -> Platform:
+        return _lookup(self.platforms, platform_id, "platform")
+
+    def model(self, model_id: str) -> Model:
+        return _lookup(self.models, model_id, "model")
+
+    def deployment(self, deployment_id: str) -> Deployment:
+        return _lookup(self.deployments, deployment_id, "deployment")
+
+    def scenario(self, scenario_id: str) -> Scenario:
+        return _lookup(self.scenarios, scenario_id, "scenario")
+
+    def references_for(self, platform_id: str, kind: str | None = None) -> list[Reference]:
+        return [r for r in self.references.values() if r.platform == platform_id and (kind is None or r.kind == kind)]
+
+
+class UnknownIdError(ParamsError):
+    """An id that params/ does not define; the message lists the valid ones."""
+
+
+T = TypeVar("T")
+
+
+def _lookup(table: dict[str, T], key: str, what: str) -> T:
+    try:
+        return table[key]
+    except KeyError:
+        valid = ", ".join(sorted(table)) or "(none)"
+        raise UnknownIdError(
+            f"unknown {what} '{key}'. Valid {what} ids: {valid}. "
+            f"Fix: pick one of those, or add params/{what}s/{key}.yaml."
+        ) from None
+
+
+def default_params_dir() -> Path:
+    """params/ next to the source tree, or $KIMI_RUNBOOKS_PARAMS when set."""
+    override = os.environ.get("KIMI_RUNBOOKS_PARAMS")
+    if override:
+        return Path(override)
+    return PARAMS_DIR
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        raise ParamsError(f"{path}: not valid YAML: {exc}") from None
+
+
+def _parse(model: type[BaseModel], path: Path) -> Any:
+    data = _read_yaml(path)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
+        raise ParamsError(f"{path}: {problems}") from None
+
+
+def _load_dir(folder: Path, model: type[BaseModel]) -> list[Any]:
+    if not folder.is_dir():
+        return []
+    return [_parse(model, path) for path in sorted(folder.glob("*.yaml"))]
+
+
+def _index(items: list[Any], folder: Path) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for item in items:
+        if item.id in table:
+            raise ParamsError(f"{folder}: id '{item.id}' is defined twice")
+        table[item.id] = item
+    return table
+
+
+@lru_cache(maxsize=8)
+def _load_catalog_cached(root: Path) -> Catalog:
+    if not root.is_dir():
+        raise ParamsError(f"params folder {root} does not exist. Fix: set KIMI_RUNBOOKS_PARAMS.")
+    platforms = _index(_load_dir(root / "platforms", Platform), root / "platforms")
+    models = _index(_load_dir(root / "models", Model), root / "models")
+    rules: list[Rule] = []
+    for rule_file in _load_dir(root / "rules", RuleFile):
+        rules.extend(rule_file.rules)
+    _index(rules, root / "rules")
+    deployments = _index(_load_dir(root / "deployments", Deployment), root / "deployments")
+    scenario_sets = {s.set: s for s in _load_dir(root / "scenarios", ScenarioSet)}
+    scenarios = _index([sc for s in scenario_sets.values() for sc in s.scenarios], root / "scenarios")
+    references = _index(_load_dir(root / "references", Reference), root / "references")
+    catalog = Catalog(
+        root=root,
+        platforms=platforms,
+        models=models,
+        rules=rules,
+        deployments=deployments,
+        scenarios=scenarios,
+        scenario_sets=scenario_sets,
+        references=references,
+    )
+    _check_cross_references(catalog)
+    return catalog
+
+
+def _check_cross_references(catalog: Catalog) -> None:
+    problems: list[str] = []
+    for platform in catalog.platforms.values():
+        for model_id in [platform.recipe.model, *platform.published_models]:
+            if model_id not in catalog.models:
+                problems.append(f"platform {platform.id}: unknown model '{model_id}'")
+        if platform.recipe.deployment and platform.recipe.deployment not in catalog.deployments:
+            problems.append(f"platform {platform.id}: unknown deployment '{platform.recipe.deployment}'")
+    for dep in catalog.deployments.values():
+        if dep.platform not in catalog.platforms:
+            problems.append(f"deployment {dep.id}: unknown platform '{dep.platform}'")
+        if dep.model not in catalog.models:
+            problems.append(f"deployment {dep.id}: unknown model '{dep.model}'")
+        if dep.benchmark and dep.benchmark not in catalog.scenarios:
+            problems.append(f"deployment {dep.id}: unknown scenario '{dep.benchmark}'")
+    for ref in catalog.references.values():
+        if ref.platform not in catalog.platforms:
+            problems.append(f"reference {ref.id}: unknown platform '{ref.platform}'")
+        if ref.model not in catalog.models:
+            problems.append(f"reference {ref.id}: unknown model '{ref.model}'")
+    if problems:
+        raise ParamsError("params cross-reference errors: " + "; ".join(problems))
+
+
+def load_catalog(root: Path | str | None = None) -> Catalog:
+    """The validated catalog of params/ (cached per folder)."""
+    return _load_catalog_cached(Path(root) if root else default_params_dir())

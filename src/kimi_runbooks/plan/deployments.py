@@ -1,0 +1,179 @@
+"""Published multi-role deployments (params/deployments/, e.g. Ascend A3 PD-disaggregated):
+per-role, per-node commands with their placeholders filled, and the router."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import TypeVar
+
+from .catalog import ArgValue, Catalog, Deployment, ParamsError, Platform, Role
+from .config import PlanConfig
+from .knobs import canonical_flag, rule_facts, unknown_allows
+from .launch_plan import LaunchPlan, NodeCommand
+from .memory import MemoryPlan, plan_memory
+from .rules import RuleResult, check_rules
+from .shell import args_to_argv, env_ref, render_script, shell_command
+
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+
+
+def _fill(value: ArgValue, values: dict[str, str]) -> ArgValue:
+    if isinstance(value, list):
+        return [_fill(v, values) for v in value]  # type: ignore[misc]
+    if isinstance(value, str):
+        filled = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), value)
+        return filled
+    return value
+
+
+def _placeholder_values(config: PlanConfig, role: Role | None, rank: int) -> dict[str, str]:
+    ips = config.node_ips
+    values = {
+        "model_path": config.model_path or env_ref("MODEL_PATH", "MODEL_PATH to the weights directory"),
+        "draft_model_path": config.draft_model_path
+        or env_ref("DRAFT_MODEL_PATH", "DRAFT_MODEL_PATH to the draft weights directory"),
+        "ifname": config.ifname or env_ref("IFNAME", "IFNAME to the HCCL/Gloo network interface"),
+        "prefill_ip": config.prefill_ip or env_ref("PREFILL_IP", "PREFILL_IP to the prefill node address"),
+        "decode_ip": config.decode_ip or env_ref("DECODE_IP", "DECODE_IP to the decode node address"),
+        "master_ip": ips[0] if ips else env_ref("NODE0_IP", "NODE0_IP to node 0's address"),
+        "node_ip": ips[rank]
+        if rank < len(ips)
+        else env_ref(f"NODE{rank}_IP", f"NODE{rank}_IP to node {rank}'s address"),
+        "node_rank": str(rank),
+        "nnodes": str(role.nodes if role else 1),
+    }
+    return values
+
+
+def _role_args(config: PlanConfig, role: Role, rank: int) -> list[tuple[str, ArgValue]]:
+    values = _placeholder_values(config, role, rank)
+    overrides = _knob_overrides(config)
+    args: list[tuple[str, ArgValue]] = []
+    seen = set()
+    for flag, value in role.args.items():
+        canon = canonical_flag(flag)
+        seen.add(canon)
+        args.append((flag, overrides.get(canon, _fill(value, values))))
+    for canon, value in overrides.items():
+        if canon not in seen:
+            args.append((canon, value))
+    return args
+
+
+def _knob_overrides(config: PlanConfig) -> dict[str, ArgValue]:
+    """Knobs a user set explicitly replace the deployment's value for that flag."""
+    mapping = {
+        "--tp": config.tp,
+        "--dp": config.dp,
+        "--ep": config.ep,
+        "--mem-fraction-static": config.mem_fraction_static,
+        "--context-length": config.context_length,
+        "--kv-cache-dtype": config.kv_cache_dtype,
+    }
+    return {flag: value for flag, value in mapping.items() if value is not None}
+
+
+N = TypeVar("N", int, float)
+
+
+def _number(value: ArgValue, kind: type[N]) -> N:
+    """A deployment flag's value as a number (a list or a bare flag there is a params error)."""
+    if isinstance(value, (list, bool)):
+        raise ParamsError(f"deployment flag value {value!r} is not a single number")
+    return kind(value)
+
+
+def _args_lookup(args: list[tuple[str, ArgValue]]) -> dict[str, ArgValue]:
+    return {canonical_flag(f): v for f, v in args}
+
+
+def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, deployment: Deployment) -> LaunchPlan:
+    model = catalog.model(config.model or deployment.model)
+    results: list[RuleResult] = []
+    nodes: list[NodeCommand] = []
+    serving_memory: MemoryPlan | None = None
+    serve_host = "127.0.0.1"
+    for role in deployment.roles:
+        role_env = {**deployment.env, **role.env, **config.env}
+        first_args = _role_args(config, role, 0)
+        lookup = _args_lookup(first_args)
+        tp = _number(lookup.get("--tp", 1), int)
+        dp = _number(lookup["--dp"], int) if "--dp" in lookup else None
+        ep = _number(lookup["--ep"], int) if "--ep" in lookup else None
+        dp_attention = bool(lookup.get("--enable-dp-attention", False))
+        mem = _number(lookup.get("--mem-fraction-static", platform.default_mem_fraction_static), float)
+        kv = lookup.get("--kv-cache-dtype")
+        ctx = _number(lookup["--context-length"], int) if "--context-length" in lookup else None
+        speculative = "--speculative-algorithm" in lookup
+        memory = plan_memory(
+            platform,
+            model,
+            tp=tp,
+            mem_fraction_static=mem,
+            kv_cache_dtype=str(kv) if kv and kv != "auto" else model.default_kv_cache_dtype,
+            dp_attention_ranks=(dp or 1) if dp_attention else 1,
+            speculative=speculative,
+        )
+        if role.name in ("mixed", "decode"):
+            serving_memory = memory
+        facts = rule_facts(
+            config=config,
+            platform=platform,
+            model=model,
+            catalog=catalog,
+            tp=tp,
+            dp=dp,
+            ep=ep,
+            pp=None,
+            enable_dp_attention=dp_attention,
+            kv_cache_dtype=str(kv) if kv else None,
+            mem_fraction_static=mem,
+            context_length=ctx,
+            speculative=speculative,
+            devices=platform.devices_per_node * role.nodes,
+            nnodes=role.nodes,
+            memory=memory,
+        )
+        facts["host"] = "127.0.0.1"  # deployments bind node addresses, checked by their own docs
+        results.extend(check_rules(catalog.rules, facts, set(config.allow), role=role.name))
+        for rank in range(role.nodes):
+            values = _placeholder_values(config, role, rank)
+            args = _role_args(config, role, rank)
+            argv = shlex.split(role.entrypoint) + args_to_argv(args) + list(config.extra_args)
+            env = {k: str(_fill(v, values)) for k, v in role_env.items()}
+            command = shell_command(argv)
+            script = render_script(deployment.host_setup, deployment.unset_env, deployment.source_scripts, env, command)
+            nodes.append(NodeCommand(role.name, rank, argv, env, command, script))
+    results.extend(unknown_allows(config, catalog))
+
+    router = None
+    if deployment.router:
+        values = _placeholder_values(config, None, 0)
+        rargs = [(f, _fill(v, values)) for f, v in deployment.router.args.items()]
+        rargv = shlex.split(deployment.router.entrypoint) + args_to_argv(rargs)
+        rcommand = shell_command(rargv)
+        router = NodeCommand("router", 0, rargv, {}, rcommand, render_script([], [], [], {}, rcommand))
+        serve_host = str(_args_lookup(rargs).get("--host", "127.0.0.1"))
+    else:
+        serve_host = str(_args_lookup(_role_args(config, deployment.roles[0], 0)).get("--host", "127.0.0.1"))
+
+    assert serving_memory is not None, f"deployment {deployment.id} has no mixed or decode role"
+    first = nodes[0]
+    return LaunchPlan(
+        config=config,
+        platform=platform,
+        model=model,
+        deployment=deployment,
+        argv=first.argv,
+        env=first.env,
+        command=shell_command(first.argv, first.env),
+        docker_argv=None,
+        docker=None,
+        nodes=nodes,
+        router=router,
+        memory=serving_memory,
+        serve_host=serve_host,
+        serve_port=deployment.serve_port,
+        results=results,
+    )

@@ -1,0 +1,232 @@
+"""Knobs -> SGLang flags, in one table, and the facts the launch rules are evaluated on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .catalog import ArgValue, Catalog, Model, Platform
+from .config import PlanConfig
+from .memory import MemoryPlan
+from .rules import RuleResult
+
+FLAG_ALIASES = {
+    "--tp-size": "--tp",
+    "--tensor-parallel-size": "--tp",
+    "--dp-size": "--dp",
+    "--data-parallel-size": "--dp",
+    "--ep-size": "--ep",
+    "--expert-parallel-size": "--ep",
+    "--pp-size": "--pp",
+    "--model": "--model-path",
+}
+"""SGLang accepts several spellings of one flag; comparisons use the canonical one."""
+
+
+def canonical_flag(flag: str) -> str:
+    return FLAG_ALIASES.get(flag, flag)
+
+
+KNOB_FLAGS: list[tuple[str, str]] = [
+    ("model_path", "--model-path"),
+    ("served_model_name", "--served-model-name"),
+    ("tp", "--tp"),
+    ("dp", "--dp"),
+    ("enable_dp_attention", "--enable-dp-attention"),
+    ("ep", "--ep"),
+    ("pp", "--pp-size"),
+    ("quantization", "--quantization"),
+    ("kv_cache_dtype", "--kv-cache-dtype"),
+    ("mem_fraction_static", "--mem-fraction-static"),
+    ("context_length", "--context-length"),
+    ("reasoning_parser", "--reasoning-parser"),
+    ("tool_call_parser", "--tool-call-parser"),
+]
+"""The one place a knob becomes a flag: knob name -> SGLang flag, in command order."""
+
+EAGLE3_ARGS: list[tuple[str, ArgValue]] = [
+    ("--speculative-algorithm", "EAGLE3"),
+    ("--speculative-num-steps", 3),
+    ("--speculative-eagle-topk", 1),
+    ("--speculative-num-draft-tokens", 4),
+]
+"""The cookbook's EAGLE3 settings for Kimi-K2.6 (seed 000 section 4.2.5); the draft path comes from the model."""
+
+
+@dataclass(frozen=True)
+class ResolvedKnobs:
+    model_path: str
+    served_model_name: str | None
+    tp: int
+    dp: int | None
+    ep: int | None
+    pp: int | None
+    enable_dp_attention: bool
+    quantization: str | None
+    kv_cache_dtype: str | None
+    effective_kv_cache_dtype: str
+    mem_fraction_static: float | None
+    effective_mem_fraction_static: float
+    context_length: int | None
+    reasoning_parser: str | None
+    tool_call_parser: str | None
+    env: dict[str, str]
+    extra_args: list[str]
+    nnodes: int
+
+
+def _parser(value: str | None, default: str | None) -> str | None:
+    if value == "default":
+        return default
+    if value in (None, "", "none"):
+        return None
+    return value
+
+
+T = TypeVar("T")
+
+
+def pick(mine: T | None, theirs: T) -> T:
+    """The user's value when set, else the recipe's."""
+    return mine if mine is not None else theirs
+
+
+def resolve_knobs(config: PlanConfig, platform: Platform, model: Model) -> ResolvedKnobs:
+    recipe = platform.recipe
+    same_model = recipe.model == model.id
+    kv = pick(config.kv_cache_dtype, recipe.kv_cache_dtype)
+    mem = pick(config.mem_fraction_static, recipe.mem_fraction_static)
+    return ResolvedKnobs(
+        model_path=config.model_path or model.hf_id,
+        served_model_name=config.served_model_name,
+        tp=pick(config.tp, recipe.tp),
+        dp=pick(config.dp, recipe.dp),
+        ep=pick(config.ep, recipe.ep),
+        pp=config.pp,
+        enable_dp_attention=pick(config.enable_dp_attention, recipe.enable_dp_attention),
+        quantization=pick(config.quantization, model.quantization_flag),
+        kv_cache_dtype=kv,
+        effective_kv_cache_dtype=kv if kv not in (None, "auto") else model.default_kv_cache_dtype,
+        mem_fraction_static=mem,
+        effective_mem_fraction_static=mem if mem is not None else platform.default_mem_fraction_static,
+        context_length=pick(config.context_length, recipe.context_length if same_model else None),
+        reasoning_parser=_parser(config.reasoning_parser, "kimi_k2" if model.reasoning else None),
+        tool_call_parser=_parser(config.tool_call_parser, "kimi_k2"),
+        env={**recipe.env, **config.env},
+        extra_args=[*(recipe.extra_args if same_model else []), *config.extra_args],
+        nnodes=config.nnodes or platform.nodes,
+    )
+
+
+def server_args(config: PlanConfig, knobs: ResolvedKnobs, model: Model) -> list[tuple[str, ArgValue | None]]:
+    values = {
+        "model_path": knobs.model_path,
+        "served_model_name": knobs.served_model_name,
+        "tp": knobs.tp,
+        "dp": knobs.dp,
+        "enable_dp_attention": knobs.enable_dp_attention,
+        "ep": knobs.ep,
+        "pp": knobs.pp,
+        "quantization": knobs.quantization,
+        "kv_cache_dtype": knobs.kv_cache_dtype,
+        "mem_fraction_static": knobs.mem_fraction_static,
+        "context_length": knobs.context_length,
+        "reasoning_parser": knobs.reasoning_parser,
+        "tool_call_parser": knobs.tool_call_parser,
+    }
+    args: list[tuple[str, ArgValue | None]] = [(flag, values[knob]) for knob, flag in KNOB_FLAGS]
+    if config.speculative:
+        args.extend(EAGLE3_ARGS)
+        draft = config.draft_model_path or (model.draft_model.path if model.draft_model else None)
+        args.append(("--speculative-draft-model-path", draft))
+    args.append(("--trust-remote-code", config.trust_remote_code))
+    if config.api_key_env:
+        args.append(("--api-key", "${" + config.api_key_env + "}"))
+    args.extend([("--host", config.host), ("--port", config.port)])
+    return args
+
+
+# --------------------------------------------------------------------------- facts for rules
+
+
+def rule_facts(
+    *,
+    config: PlanConfig,
+    platform: Platform,
+    model: Model,
+    catalog: Catalog,
+    tp: int,
+    dp: int | None,
+    ep: int | None,
+    pp: int | None,
+    enable_dp_attention: bool,
+    kv_cache_dtype: str | None,
+    mem_fraction_static: float,
+    context_length: int | None,
+    speculative: bool,
+    devices: int,
+    nnodes: int,
+    memory: MemoryPlan,
+) -> dict[str, Any]:
+    heads = model.architecture.num_attention_heads
+    dp_replicas = dp if (dp and dp > 1 and not enable_dp_attention) else 1
+    return {
+        "platform": platform.id,
+        "platform_name": platform.name,
+        "vendor": platform.vendor,
+        "arch": platform.arch,
+        "fp8": platform.fp8,
+        "fp4_formats": tuple(platform.fp4_formats),
+        "devices": devices,
+        "devices_per_node": platform.devices_per_node,
+        "nnodes": nnodes,
+        "memory_gib": platform.memory_gib,
+        "runtime_reserve_gib": platform.runtime_reserve_gib,
+        "model": model.id,
+        "model_vendors": tuple(model.vendors),
+        "weight_format": model.weight_format,
+        "num_attention_heads": heads,
+        "heads_per_rank": heads / tp if heads % tp else heads // tp,
+        "max_context_length": model.max_context_length,
+        "has_draft_model": model.draft_model is not None or bool(config.draft_model_path),
+        "published": model.id in platform.published_models,
+        "published_models": tuple(platform.published_models),
+        "tp": tp,
+        "dp": dp or 1,
+        "ep": ep or 1,
+        "pp": pp or 1,
+        "tp_pp": tp * (pp or 1),
+        "dp_replicas": dp_replicas,
+        "needed_devices": tp * (pp or 1) * dp_replicas,
+        "enable_dp_attention": enable_dp_attention,
+        "kv_cache_dtype": kv_cache_dtype or "auto",
+        "mem_fraction_static": mem_fraction_static,
+        "context_length": context_length or model.max_context_length,
+        "speculative": speculative,
+        "host": config.host,
+        "api_key_env": config.api_key_env or "",
+        "sglang_version": config.sglang_version,
+        "weights_gib_per_device": round(memory.weights_gib_per_device, 1),
+        "usable_gib_per_device": round(memory.usable_gib_per_device, 1),
+        "kv_budget_gib": memory.kv_budget_gib,
+        "kv_pool_tokens": memory.kv_pool_tokens,
+    }
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def unknown_allows(config: PlanConfig, catalog: Catalog) -> list[RuleResult]:
+    known = {r.id for r in catalog.rules}
+    return [
+        RuleResult(
+            id="unknown-allow",
+            severity="error",
+            kind="rule",
+            message=f"--allow {rule_id} names no rule",
+            fix="use one of: " + ", ".join(sorted(known)),
+            source="params/rules",
+        )
+        for rule_id in config.allow
+        if rule_id not in known
+    ]

@@ -1,0 +1,159 @@
+"""Turn a run configuration into a validated launch plan.
+
+`plan(config)` resolves the platform's default recipe (params/platforms/<id>.yaml), the model
+(params/models/<id>.yaml) and the knobs the user set, maps every knob to its SGLang flag in one
+table (`knobs.KNOB_FLAGS`), checks every rule in params/rules/ and returns a `LaunchPlan`: the
+argv and env, the command as one shell string, a `docker run` form, per-node commands for
+multi-node platforms and, for published multi-role deployments (params/deployments/), the
+prefill, decode and router commands (`deployments`). All rule failures are collected; nothing
+raises for a bad configuration, so callers can print every problem at once.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from .catalog import Catalog, Model, Platform, load_catalog
+from .config import PlanConfig
+from .deployments import plan_deployment
+from .knobs import ResolvedKnobs, resolve_knobs, rule_facts, server_args, unknown_allows
+from .launch_plan import LaunchPlan, NodeCommand
+from .memory import plan_memory
+from .rules import check_rules
+from .shell import args_to_argv, env_ref, render_script, shell_command
+
+
+def plan(config: PlanConfig | dict[str, Any], catalog: Catalog | None = None) -> LaunchPlan:
+    """Validate `config` against params/ and build every command; see the module docstring.
+
+    Unknown platform, model or deployment ids raise `UnknownIdError` (listing the valid ids),
+    since no plan can be built without them; every other problem lands in `plan.errors`.
+    """
+    catalog = catalog or load_catalog()
+    if isinstance(config, dict):
+        config = PlanConfig.model_validate(config)
+    platform = catalog.platform(config.platform)
+    deployment_id = config.deployment
+    if deployment_id is None and config.model in (None, platform.recipe.model):
+        deployment_id = platform.recipe.deployment
+    if deployment_id:
+        return plan_deployment(config, catalog, platform, catalog.deployment(deployment_id))
+    model = catalog.model(config.model or platform.recipe.model)
+    return _plan_single(config, catalog, platform, model)
+
+
+def _plan_single(config: PlanConfig, catalog: Catalog, platform: Platform, model: Model) -> LaunchPlan:
+    knobs = resolve_knobs(config, platform, model)
+    dp_ranks = (knobs.dp or 1) if knobs.enable_dp_attention else 1
+    memory = plan_memory(
+        platform,
+        model,
+        tp=knobs.tp,
+        pp=knobs.pp or 1,
+        mem_fraction_static=knobs.effective_mem_fraction_static,
+        kv_cache_dtype=knobs.effective_kv_cache_dtype,
+        dp_attention_ranks=dp_ranks,
+        speculative=config.speculative,
+    )
+    facts = rule_facts(
+        config=config,
+        platform=platform,
+        model=model,
+        catalog=catalog,
+        tp=knobs.tp,
+        dp=knobs.dp,
+        ep=knobs.ep,
+        pp=knobs.pp,
+        enable_dp_attention=knobs.enable_dp_attention,
+        kv_cache_dtype=knobs.kv_cache_dtype,
+        mem_fraction_static=knobs.effective_mem_fraction_static,
+        context_length=knobs.context_length,
+        speculative=config.speculative,
+        devices=platform.devices_per_node * knobs.nnodes,
+        nnodes=knobs.nnodes,
+        memory=memory,
+    )
+    results = check_rules(catalog.rules, facts, set(config.allow))
+    results.extend(unknown_allows(config, catalog))
+
+    args = server_args(config, knobs, model)
+    server_argv = args_to_argv(args) + list(knobs.extra_args)
+    argv = shlex.split(config.entrypoint) + server_argv
+    nodes: list[NodeCommand] = []
+    if knobs.nnodes > 1:
+        nodes = _multi_node_commands(config, knobs, argv)
+    docker_argv = _docker_argv(config, platform, knobs, server_argv)
+    return LaunchPlan(
+        config=config,
+        platform=platform,
+        model=model,
+        deployment=None,
+        argv=argv,
+        env=dict(knobs.env),
+        command=shell_command(argv, knobs.env),
+        docker_argv=docker_argv,
+        docker=shell_command(docker_argv) if docker_argv else None,
+        nodes=nodes,
+        router=None,
+        memory=memory,
+        serve_host=config.host,
+        serve_port=config.port,
+        results=results,
+    )
+
+
+def _multi_node_commands(config: PlanConfig, knobs: ResolvedKnobs, argv: list[str]) -> list[NodeCommand]:
+    master = config.node_ips[0] if config.node_ips else env_ref("NODE0_IP", "NODE0_IP to node 0's address")
+    commands = []
+    for rank in range(knobs.nnodes):
+        node_argv = argv + [
+            "--nnodes",
+            str(knobs.nnodes),
+            "--node-rank",
+            str(rank),
+            "--dist-init-addr",
+            f"{master}:{config.dist_init_port}",
+        ]
+        command = shell_command(node_argv, knobs.env)
+        commands.append(
+            NodeCommand("server", rank, node_argv, dict(knobs.env), command, render_script([], [], [], {}, command))
+        )
+    return commands
+
+
+HF_CACHE_MOUNT = "${HOME}/.cache/huggingface:/root/.cache/huggingface"
+
+
+def _docker_argv(
+    config: PlanConfig, platform: Platform, knobs: ResolvedKnobs, server_argv: list[str]
+) -> list[str] | None:
+    """`docker run` of the platform's image; the container binds 0.0.0.0, the host port `host`."""
+    if not platform.docker_image:
+        return None
+    argv = ["docker", "run", "--rm", "-d", "--name", f"kimi-runbooks-{platform.id}-{config.port}"]
+    if platform.vendor == "amd":
+        argv += [
+            "--device=/dev/kfd",
+            "--device=/dev/dri",
+            "--group-add",
+            "video",
+            "--security-opt",
+            "seccomp=unconfined",
+            "--cap-add=SYS_PTRACE",
+        ]
+    else:
+        argv += ["--gpus", "all"]
+    argv += ["--ipc=host", "--shm-size", "32g", "-p", f"{config.host}:{config.port}:{config.port}"]
+    argv += ["-v", HF_CACHE_MOUNT]
+    for key, value in knobs.env.items():
+        argv += ["-e", f"{key}={value}"]
+    if config.api_key_env:
+        argv += ["-e", config.api_key_env]
+    inner = list(server_argv)
+    host_index = inner.index("--host") + 1
+    inner[host_index] = "0.0.0.0"
+    return argv + [platform.docker_image] + shlex.split(config.entrypoint) + inner
+
+
+# --------------------------------------------------------------------------- deployments

@@ -1,0 +1,108 @@
+"""The result of planning: a validated launch (argv, env, commands, memory, rule results)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .catalog import Deployment, Model, Platform
+from .config import PlanConfig
+from .knobs import resolve_knobs
+from .memory import MemoryPlan
+from .rules import RuleResult
+from .shell import expand_env_refs
+
+
+@dataclass(frozen=True)
+class NodeCommand:
+    """One process to start on one node (a server rank, a prefill/decode server or the router)."""
+
+    role: str
+    node_rank: int
+    argv: list[str]
+    env: dict[str, str]
+    command: str
+    script: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "node_rank": self.node_rank,
+            "argv": self.argv,
+            "env": self.env,
+            "command": self.command,
+        }
+
+
+@dataclass
+class LaunchPlan:
+    config: PlanConfig
+    platform: Platform
+    model: Model
+    deployment: Deployment | None
+    argv: list[str]
+    env: dict[str, str]
+    command: str
+    docker_argv: list[str] | None
+    docker: str | None
+    nodes: list[NodeCommand]
+    router: NodeCommand | None
+    memory: MemoryPlan
+    serve_host: str
+    serve_port: int
+    results: list[RuleResult] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[RuleResult]:
+        return [r for r in self.results if r.severity == "error"]
+
+    @property
+    def warnings(self) -> list[RuleResult]:
+        return [r for r in self.results if r.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def devices_used(self) -> int:
+        """Accelerators serving this plan, all nodes and roles: the divisor of per-GPU numbers."""
+        if self.deployment is not None:
+            return sum(role.nodes for role in self.deployment.roles) * self.platform.devices_per_node
+        knobs = resolve_knobs(self.config, self.platform, self.model)
+        replicas = knobs.dp if (knobs.dp and knobs.dp > 1 and not knobs.enable_dp_attention) else 1
+        return knobs.tp * (knobs.pp or 1) * replicas
+
+    @property
+    def base_url(self) -> str:
+        host = "127.0.0.1" if self.serve_host in ("0.0.0.0", "::") else self.serve_host
+        return f"http://{host}:{self.serve_port}"
+
+    def resolved_argv(self, environ: dict[str, str]) -> list[str]:
+        """argv with `${VAR}` references (the API key) filled from `environ` for a real launch."""
+        return [expand_env_refs(a, environ) for a in self.argv]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "platform": self.platform.id,
+            "model": self.model.id,
+            "deployment": self.deployment.id if self.deployment else None,
+            "sglang_version": self.config.sglang_version,
+            "config": self.config.model_dump(),
+            "command": self.command,
+            "argv": self.argv,
+            "env": self.env,
+            "docker": self.docker,
+            "docker_argv": self.docker_argv,
+            "nodes": [n.as_dict() for n in self.nodes],
+            "router": self.router.as_dict() if self.router else None,
+            "base_url": self.base_url,
+            "devices_used": self.devices_used,
+            "memory": self.memory.as_dict(),
+            "errors": [str(e) for e in self.errors],
+            "warnings": [str(w) for w in self.warnings],
+            "rules": [r.as_dict() for r in self.results],
+        }
+
+
+# --------------------------------------------------------------------------- shell rendering

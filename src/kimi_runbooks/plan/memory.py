@@ -1,0 +1,155 @@
+"""Memory and KV-cache capacity of a plan, before any server starts.
+
+SGLang sizes the KV pool of an MLA model as (facts.md section 2):
+
+    pool bytes per device = total x mem_fraction_static - weights per device - runtime reserve
+    bytes per token       = (kv_lora_rank + qk_rope_head_dim) x num_layers x dtype bytes
+
+The latent KV is not split across TP ranks: every device of a TP group holds the whole cache of
+its requests. With DP attention each DP rank serves its own requests, so the server holds about
+dp x the per-device pool of distinct tokens. A live `/server_info` `max_total_num_tokens`
+replaces the estimate once a server is up (`MemoryPlan.with_live_capacity`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .catalog import GIB, Model, Platform
+
+KV_DTYPE_BYTES = {"bf16": 2, "auto": 2, "fp16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
+
+
+def kv_dtype_bytes(kv_cache_dtype: str) -> int:
+    try:
+        return KV_DTYPE_BYTES[kv_cache_dtype]
+    except KeyError:
+        valid = ", ".join(sorted(KV_DTYPE_BYTES))
+        raise ValueError(f"unknown KV cache dtype '{kv_cache_dtype}'. Valid: {valid}") from None
+
+
+def kv_bytes_per_token(model: Model, kv_cache_dtype: str) -> int:
+    """Bytes one token of MLA latent KV takes on one device (all layers)."""
+    arch = model.architecture
+    return (arch.kv_lora_rank + arch.qk_rope_head_dim) * arch.num_hidden_layers * kv_dtype_bytes(kv_cache_dtype)
+
+
+@dataclass(frozen=True)
+class CellFit:
+    """Whether `concurrency` requests of `context + output` tokens fit the KV pool at once."""
+
+    context_tokens: int
+    concurrency: int
+    output_tokens: int
+    tokens_needed_per_rank: int
+    capacity_per_rank: int
+    fits: bool
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    memory_gib: float
+    mem_fraction_static: float
+    usable_gib_per_device: float
+    weights_gib_per_device: float
+    draft_gib_per_device: float
+    runtime_reserve_gib: float
+    kv_budget_gib: float
+    kv_cache_dtype: str
+    kv_bytes_per_token: int
+    kv_pool_tokens: int
+    dp_attention_ranks: int
+    kv_pool_tokens_total: int
+    source: str = "estimate"
+    notes: list[str] = field(default_factory=list)
+
+    def with_live_capacity(self, max_total_num_tokens: int, dp_ranks: int | None = None) -> MemoryPlan:
+        """The same plan with SGLang's own pool size (GET /server_info) in place of the estimate;
+        `dp_ranks`, when the server reports it, replaces the planned DP-attention rank count."""
+        ranks = dp_ranks if dp_ranks and dp_ranks > 0 else self.dp_attention_ranks
+        return replace(
+            self,
+            kv_pool_tokens=max_total_num_tokens,
+            dp_attention_ranks=ranks,
+            kv_pool_tokens_total=max_total_num_tokens * ranks,
+            source="live /server_info max_total_num_tokens",
+        )
+
+    def fit(self, context_tokens: int, concurrency: int, output_tokens: int = 0) -> CellFit:
+        """Requests are spread over DP-attention ranks; each rank's share must fit its pool."""
+        per_rank_requests = math.ceil(concurrency / self.dp_attention_ranks)
+        needed = per_rank_requests * (context_tokens + output_tokens)
+        return CellFit(
+            context_tokens=context_tokens,
+            concurrency=concurrency,
+            output_tokens=output_tokens,
+            tokens_needed_per_rank=needed,
+            capacity_per_rank=self.kv_pool_tokens,
+            fits=needed <= self.kv_pool_tokens,
+        )
+
+    def fit_matrix(self, contexts: list[int], concurrencies: list[int], output_tokens: int = 0) -> list[CellFit]:
+        return [self.fit(c, n, output_tokens) for c in contexts for n in concurrencies]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "memory_gib_per_device": round(self.memory_gib, 2),
+            "mem_fraction_static": self.mem_fraction_static,
+            "usable_gib_per_device": round(self.usable_gib_per_device, 2),
+            "weights_gib_per_device": round(self.weights_gib_per_device, 2),
+            "draft_gib_per_device": round(self.draft_gib_per_device, 2),
+            "runtime_reserve_gib": self.runtime_reserve_gib,
+            "kv_budget_gib": round(self.kv_budget_gib, 2),
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "kv_bytes_per_token": self.kv_bytes_per_token,
+            "kv_pool_tokens": self.kv_pool_tokens,
+            "dp_attention_ranks": self.dp_attention_ranks,
+            "kv_pool_tokens_total": self.kv_pool_tokens_total,
+            "source": self.source,
+            "notes": list(self.notes),
+        }
+
+
+def plan_memory(
+    platform: Platform,
+    model: Model,
+    *,
+    tp: int,
+    pp: int = 1,
+    mem_fraction_static: float,
+    kv_cache_dtype: str,
+    dp_attention_ranks: int = 1,
+    speculative: bool = False,
+) -> MemoryPlan:
+    """Estimate weights and KV pool per device. Weights are sharded evenly over tp x pp."""
+    shards = max(tp * pp, 1)
+    weights = model.checkpoint_gib / shards
+    draft = 0.0
+    if speculative and model.draft_model is not None:
+        draft = model.draft_model.size_gb * 1000**3 / GIB / shards
+    usable = platform.memory_gib * mem_fraction_static
+    budget = usable - weights - draft - platform.runtime_reserve_gib
+    per_token = kv_bytes_per_token(model, kv_cache_dtype)
+    pool = max(int(budget * GIB // per_token), 0)
+    ranks = max(dp_attention_ranks, 1)
+    notes = [
+        f"weights: {model.checkpoint_gb:g} GB checkpoint / {shards} devices",
+        f"runtime reserve {platform.runtime_reserve_gib} GiB: {platform.runtime_reserve_source}",
+    ]
+    return MemoryPlan(
+        memory_gib=platform.memory_gib,
+        mem_fraction_static=mem_fraction_static,
+        usable_gib_per_device=usable,
+        weights_gib_per_device=weights,
+        draft_gib_per_device=draft,
+        runtime_reserve_gib=platform.runtime_reserve_gib,
+        kv_budget_gib=budget,
+        kv_cache_dtype=kv_cache_dtype,
+        kv_bytes_per_token=per_token,
+        kv_pool_tokens=pool,
+        dp_attention_ranks=ranks,
+        kv_pool_tokens_total=pool * ranks,
+        notes=notes,
+    )

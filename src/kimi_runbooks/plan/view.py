@@ -1,0 +1,95 @@
+"""Show a launch plan: as text (CLI, headless notebooks) and as a live ipywidgets form.
+
+The widget calls the same `plan.launch.plan` as the CLI, so what the form shows is exactly what a
+runbook would launch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .catalog import Catalog, load_catalog
+from .config import PlanConfig
+from .launch import plan
+from .launch_plan import LaunchPlan
+
+
+def format_plan(p: LaunchPlan) -> str:
+    title = f"# {p.platform.name} / {p.model.id}" + (f" / {p.deployment.id}" if p.deployment else "")
+    lines = [title, f"# SGLang {p.config.sglang_version} (selects which rules apply)"]
+    if p.nodes:
+        for node in p.nodes:
+            lines += [f"\n## {node.role} node {node.node_rank}", node.command]
+        if p.router:
+            lines += ["\n## router", p.router.command]
+    else:
+        lines += ["\n## command", p.command]
+    if p.docker:
+        lines += ["\n## docker", p.docker]
+    lines.append("\n## memory per device (estimate until a live /server_info replaces it)")
+    for key, value in p.memory.as_dict().items():
+        if key != "notes":
+            lines.append(f"  {key:<24} {value}")
+    lines += [f"  note: {note}" for note in p.memory.notes]
+    if p.warnings:
+        lines.append("\n## warnings")
+        lines += [f"  - {w}" for w in p.warnings]
+    lines.append("\n## verdict: " + ("VALID" if p.ok else f"INVALID ({len(p.errors)} errors)"))
+    lines += [f"  - {e}" for e in p.errors]
+    return "\n".join(lines)
+
+
+def plan_text(config: dict[str, Any] | PlanConfig) -> str:
+    """The plan of `config` as text; an unknown id or bad value becomes a readable error line."""
+    try:
+        return format_plan(plan(config))
+    except (ValueError, KeyError) as exc:  # pydantic ValidationError and UnknownIdError are ValueErrors
+        return f"## verdict: INVALID\n  - {exc}"
+
+
+def command_generator(catalog: Catalog | None = None) -> Any:
+    """An ipywidgets form (platform, model, TP/DP/EP, DP attention, EAGLE3, parsers, KV dtype,
+    context length) that re-plans on every change and shows command, docker form, memory and
+    validation errors inline."""
+    import ipywidgets as w
+
+    catalog = catalog or load_catalog()
+    platform = w.Dropdown(options=sorted(catalog.platforms), value="h200", description="platform")
+    model = w.Dropdown(options=["(recipe default)", *sorted(catalog.models)], description="model")
+    tp = w.BoundedIntText(value=0, min=0, max=64, description="tp (0=default)")
+    dp = w.BoundedIntText(value=0, min=0, max=64, description="dp (0=none)")
+    ep = w.BoundedIntText(value=0, min=0, max=64, description="ep (0=none)")
+    dp_attn = w.Checkbox(value=False, description="DP attention")
+    speculative = w.Checkbox(value=False, description="EAGLE3")
+    parsers = w.Checkbox(value=True, description="reasoning + tool parsers")
+    kv = w.Dropdown(options=["(default)", "auto", "fp8_e4m3", "bf16"], description="KV dtype")
+    ctx = w.BoundedIntText(value=0, min=0, max=1_000_000, description="context (0=model)")
+    version = w.Text(value="0.5.9", description="SGLang")
+    out = w.Output()
+    controls = [platform, model, tp, dp, ep, dp_attn, speculative, parsers, kv, ctx, version]
+
+    def refresh(*_: Any) -> None:
+        config: dict[str, Any] = {
+            "platform": platform.value,
+            "sglang_version": version.value,
+            "speculative": speculative.value,
+        }
+        if model.value != "(recipe default)":
+            config["model"] = model.value
+        for knob, widget in (("tp", tp), ("dp", dp), ("ep", ep), ("context_length", ctx)):
+            if widget.value:
+                config[knob] = widget.value
+        if dp_attn.value:
+            config["enable_dp_attention"] = True
+        if kv.value != "(default)":
+            config["kv_cache_dtype"] = kv.value
+        if not parsers.value:
+            config["reasoning_parser"] = config["tool_call_parser"] = None
+        out.clear_output()
+        with out:
+            print(plan_text(config))
+
+    for control in controls:
+        control.observe(refresh, names="value")
+    refresh()
+    return w.VBox([w.HBox(controls[:4]), w.HBox(controls[4:8]), w.HBox(controls[8:]), out])

@@ -1,0 +1,185 @@
+"""Gather what each stage left in a run folder; a stage that left nothing is "not run", with why.
+
+`collect(run_dir)` reads plan, manifest, handle, invoke.json, bench.jsonl, accuracy.jsonl and
+stages.jsonl (file names from `RunFolder`, the stage table from `stages`); missing pieces stay
+None and are shown as not run, never filled in.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import invoke
+from ..rundir import RunFolder, read_jsonl
+from ..speed import load_results
+from ..stages import WORK_STAGES, availability, stage
+
+
+@dataclass
+class StageState:
+    """What one stage did in this run; `status` is ok, failed, skipped, not run or not available."""
+
+    name: str
+    status: str
+    detail: str = ""
+    notebook: str | None = None
+    duration_s: float | None = None
+
+
+@dataclass
+class RunData:
+    run_dir: Path
+    run_id: str
+    params: dict[str, Any]
+    plan: dict[str, Any] | None
+    plan_errors: list[str]
+    manifest: dict[str, Any] | None
+    handle: dict[str, Any] | None
+    invoke: list[Any] | None
+    speed: pd.DataFrame | None
+    accuracy: list[dict[str, Any]] | None
+    stages: dict[str, StageState]
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def platform(self) -> str | None:
+        for source in (self.plan, self.manifest, self.handle, self.params):
+            if source and source.get("platform"):
+                return str(source["platform"])
+        return None
+
+    @property
+    def model(self) -> str | None:
+        for source in (self.plan, self.manifest, self.handle, self.params):
+            if source and source.get("model"):
+                return str(source["model"])
+        return None
+
+    @property
+    def emulated(self) -> bool:
+        flags = [
+            (self.handle or {}).get("emulated"),
+            (self.manifest or {}).get("emulated"),
+            self.params.get("launcher") == "emulator",
+        ]
+        if self.invoke:
+            flags.append(any(getattr(r, "emulated", False) for r in self.invoke))
+        if self.speed is not None and "label" in self.speed.columns:
+            flags.append(bool((self.speed["label"] == "emulated").any()))
+        return any(bool(f) for f in flags)
+
+    @property
+    def run_label(self) -> str:
+        return f"emulated (run {self.run_id})" if self.emulated else f"measured (run {self.run_id})"
+
+
+def _read_json(path: Path, problems: list[str]) -> Any:
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        problems.append(f"{path.name} could not be read ({exc}); its section is shown as not run")
+        return None
+
+
+def _stage_rows(folder: Path) -> dict[str, dict[str, Any]]:
+    latest: dict[str, dict[str, Any]] = {}
+    for row in read_jsonl(folder / RunFolder.STAGES):
+        if row.get("stage"):
+            latest[row["stage"]] = row
+    return latest
+
+
+def _stage_states(folder: RunFolder, params: dict[str, Any]) -> dict[str, StageState]:
+    recorded = _stage_rows(folder.path)
+    requested = params.get("stages")
+    states = {}
+    for name in WORK_STAGES:
+        result_file = stage(name).result_file or ""
+        row = recorded.get(name)
+        if row:
+            states[name] = StageState(
+                name, row.get("status", "unknown"), row.get("detail") or "", row.get("notebook"), row.get("duration_s")
+            )
+        elif folder.file(result_file).exists():
+            states[name] = StageState(name, "ok", "results found in the run folder")
+        elif requested is not None and name not in requested:
+            states[name] = StageState(name, "not run", "not requested (stages parameter)")
+        else:
+            states[name] = StageState(name, "not run", availability(name) or f"no {result_file} in the run folder")
+    return states
+
+
+def _load_invoke(folder: RunFolder, problems: list[str]) -> list[invoke.CheckResult] | None:
+    if not folder.invoke.exists():
+        return None
+    try:
+        return invoke.load(folder.path)
+    except Exception as exc:  # noqa: BLE001 - a torn or older file must not hide the rest of the report
+        problems.append(f"invoke.json could not be read ({type(exc).__name__}: {exc})")
+        return None
+
+
+def _load_speed(folder: RunFolder, devices: int | None, problems: list[str]) -> pd.DataFrame | None:
+    if not folder.bench.exists():
+        return None
+    try:
+        return load_results(folder.bench, devices=devices)
+    except Exception as exc:  # noqa: BLE001 - the rest of the report is still worth reading
+        problems.append(f"bench.jsonl could not be read ({type(exc).__name__}: {exc})")
+        return None
+
+
+def _devices(plan: dict[str, Any] | None) -> int | None:
+    if plan and plan.get("devices_used"):
+        return int(plan["devices_used"])
+    config = (plan or {}).get("config") or {}
+    tp = config.get("tp") or (plan or {}).get("tp")
+    if not tp:
+        argv = (plan or {}).get("argv") or []
+        if "--tp" in argv:
+            tp = argv[argv.index("--tp") + 1]
+    try:
+        return int(tp) * int(config.get("pp") or 1) if tp else None
+    except (TypeError, ValueError):
+        return None
+
+
+def collect(run_dir: str | Path) -> RunData:
+    """Everything the stages left in `run_dir`; missing pieces stay None (shown as not run)."""
+    folder = RunFolder(run_dir)
+    if not folder.path.is_dir():
+        raise FileNotFoundError(
+            f"run folder {folder.path} does not exist. Fix: pass the folder a runbook "
+            "or a stage notebook wrote (outputs/<run id>/)."
+        )
+    problems: list[str] = []
+    params = _read_json(folder.runbook, problems) or {}
+    manifest = _read_json(folder.manifest, problems)
+    plan = _read_json(folder.plan, problems) or (manifest or {}).get("plan")
+    plan_errors = _read_json(folder.plan_errors, problems) or []
+    handle = _read_json(folder.handle, problems)
+    accuracy_rows = read_jsonl(folder.accuracy) if folder.accuracy.exists() else None
+    run_id = str(
+        params.get("run_id") or (manifest or {}).get("run_id") or (handle or {}).get("run_id") or folder.run_id
+    )
+    return RunData(
+        run_dir=folder.path,
+        run_id=run_id,
+        params=params,
+        plan=plan,
+        plan_errors=[e if isinstance(e, str) else str(e.get("text", e)) for e in plan_errors],
+        manifest=manifest,
+        handle=handle,
+        invoke=_load_invoke(folder, problems),
+        speed=_load_speed(folder, _devices(plan), problems),
+        accuracy=accuracy_rows,
+        stages=_stage_states(folder, params),
+        problems=problems,
+    )

@@ -1,0 +1,134 @@
+"""The run's verdict and warnings: what a reviewer must know first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..accuracy.compare import compare as compare_accuracy
+from ..speed import compare, reference_frame
+from .collect import RunData
+
+
+@dataclass(frozen=True)
+class Verdict:
+    level: str  # PASS, WARN, FAIL, INCOMPLETE, INVALID
+    headline: str
+    reasons: list[str]
+
+
+@dataclass(frozen=True)
+class Warning_:
+    kind: str  # security, plan, skipped, regression, emulated, report
+    text: str
+
+
+def speed_comparison(data: RunData, tolerance: float = 0.1) -> pd.DataFrame:
+    """bench_compare.compare of this run against the platform's published references."""
+    if data.speed is None or data.speed.empty or not data.platform:
+        return pd.DataFrame()
+    refs = reference_frame(data.platform)
+    return compare(data.speed, refs, tolerance=tolerance)
+
+
+def accuracy_comparison(data: RunData) -> pd.DataFrame | None:
+    """evals.compare.compare of this run's rows with the published accuracy, or None."""
+    if not data.accuracy:
+        return None
+    return compare_accuracy(data.accuracy)
+
+
+def _is_loopback(host: str | None) -> bool:
+    return host in (None, "127.0.0.1", "localhost", "::1")
+
+
+def warnings(data: RunData) -> list[Warning_]:
+    out: list[Warning_] = []
+    config = (data.plan or {}).get("config") or {}
+    if data.emulated:
+        out.append(
+            Warning_(
+                "emulated",
+                "EMULATED run: every timing comes from the project's emulator "
+                "(a latency model), not from hardware; it rehearses the runbook only.",
+            )
+        )
+    if not _is_loopback(config.get("host")) and not config.get("api_key_env"):
+        out.append(
+            Warning_(
+                "security",
+                f"the server binds {config.get('host')} with no API key: "
+                "anyone on the network can use it. Fix: set api_key_env, or host=127.0.0.1.",
+            )
+        )
+    elif not _is_loopback(config.get("host")):
+        out.append(
+            Warning_("security", f"the server binds {config.get('host')} (reachable from the network, key required).")
+        )
+    for text in (data.plan or {}).get("warnings") or []:
+        out.append(Warning_("plan", str(text)))
+    for text in (data.manifest or {}).get("warnings") or []:
+        out.append(Warning_("deploy", str(text)))
+    if data.speed is not None and "status" in data.speed.columns:
+        for _, row in data.speed[data.speed["status"] != "ok"].iterrows():
+            out.append(
+                Warning_(
+                    "skipped",
+                    f"speed scenario {row['scenario']}: {row['status']}"
+                    + (f" ({str(row.get('error'))[:300]})" if row.get("error") else ""),
+                )
+            )
+    for r in data.invoke or []:
+        if r.status == "skip":
+            out.append(Warning_("skipped", f"invoke check {r.name} skipped: {r.reason}"))
+    comparison = speed_comparison(data)
+    if not comparison.empty:
+        for _, row in comparison[comparison["regression"]].iterrows():
+            origin = "emulated" if data.emulated else "measured"
+            out.append(
+                Warning_(
+                    "regression",
+                    f"{row['scenario']} {row['metric']}: {origin} {row['run_value']:.4g} "
+                    f"vs reference {row['reference_value']:.4g} (ratio {row['ratio']:.2f}, "
+                    f"{row['better']} is better; {row['reference_source']})",
+                )
+            )
+    for text in data.problems:
+        out.append(Warning_("report", text))
+    return out
+
+
+def verdict(data: RunData) -> Verdict:
+    """INVALID (plan refused), FAIL (a stage or check failed), INCOMPLETE (a requested stage did
+    not run), WARN (regressions vs references on a measured run), else PASS."""
+    if data.plan_errors:
+        return Verdict("INVALID", "the plan failed validation; no server was started", list(data.plan_errors))
+    failed = [f"stage {s.name} failed: {s.detail}" for s in data.stages.values() if s.status == "failed"]
+    failed += [f"invoke check {r.name} failed: {r.reason}" for r in data.invoke or [] if r.status == "fail"]
+    if data.speed is not None and "status" in data.speed.columns:
+        failed += [f"speed scenario {s} failed" for s in data.speed.loc[data.speed["status"] == "failed", "scenario"]]
+    failed += [
+        f"accuracy suite {r.get('suite')} errored: {str(r.get('detail') or '')[:200]}"
+        for r in data.accuracy or []
+        if r.get("status") == "error"
+    ]
+    if failed:
+        return Verdict("FAIL", f"{len(failed)} failure(s)", failed)
+    missing = [
+        f"stage {s.name}: {s.status} ({s.detail})"
+        for s in data.stages.values()
+        if s.status != "ok" and s.detail != "not requested (stages parameter)"
+    ]
+    missing += [
+        f"accuracy suite {r.get('suite')} skipped: {str(r.get('detail') or '')[:200]}"
+        for r in data.accuracy or []
+        if r.get("status") == "skipped"
+    ]
+    suffix = " (EMULATED: a rehearsal, not a hardware result)" if data.emulated else ""
+    if missing:
+        return Verdict("INCOMPLETE", "not every requested stage ran" + suffix, missing)
+    regressions = [w.text for w in warnings(data) if w.kind == "regression"]
+    if regressions and not data.emulated:
+        return Verdict("WARN", f"{len(regressions)} regression(s) against published references", regressions)
+    return Verdict("PASS", "every requested stage ran and every check passed" + suffix, [])

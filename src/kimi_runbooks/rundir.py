@@ -1,0 +1,375 @@
+"""The run folder: every path in it, and the only way package code writes into it.
+
+A run folder (outputs/<run id>/) is the contract between the stages: each stage reads what the
+earlier ones left and adds its own files. `RunFolder` names every file once (AIPerf keeps its
+output names in one class for the same reason) and performs every write, redacting on the way:
+the values of the run's secret env variables (recorded by NAME in the folder, so a later stage
+that opens the folder redacts them too) and anything that looks like a credential. A new write
+site therefore cannot leak a key; tests/test_layout.py fails when package code writes a file any
+other way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from .secrets import redact
+
+OUTPUTS_ENV = "KIMI_RUNBOOKS_OUTPUTS"
+SECRET_NAMES_FILE = ".secret-env-names"
+
+
+class RunFolderError(ValueError):
+    """The run folder cannot be used (a file, not writable, outside the folder)."""
+
+
+def outputs_base() -> Path:
+    """Where new run folders go: $KIMI_RUNBOOKS_OUTPUTS, else ./outputs."""
+    return Path(os.environ.get(OUTPUTS_ENV) or "outputs")
+
+
+def new_run_id(label: str = "run") -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-") or "run"
+    return f"{stamp}-{safe}"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL file; a torn last line (killed mid-write) is skipped, not fatal."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    rows = []
+    for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def read_json(path: str | Path) -> Any:
+    """A JSON file's content, or None when it does not exist."""
+    p = Path(path)
+    if not p.exists():
+        return None
+    return json.loads(p.read_text(encoding="utf-8"))
+
+
+def write_redacted(path: str | Path, text: str, secret_envs: Iterable[str | None] = ()) -> Path:
+    """Write `text` with every secret replaced; for files outside a run folder (comparison pages)."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(redact(text, list(secret_envs)), encoding="utf-8")
+    return out
+
+
+class _RedactingWriter:
+    def __init__(self, fh: IO[str], secret_envs: list[str]) -> None:
+        self._fh, self._names = fh, secret_envs
+
+    def write(self, text: str) -> None:
+        self._fh.write(redact(text, self._names))
+        self._fh.flush()
+
+
+class RunFolder:
+    """One run's folder. File names are class constants; writes are methods that redact."""
+
+    RUNBOOK = "runbook.json"
+    PLAN = "plan.json"
+    PLAN_ERRORS = "plan_errors.json"
+    STAGES = "stages.jsonl"
+    HANDLE = "handle.json"
+    PROCESS = "process.json"
+    MANIFEST = "manifest.json"
+    PREFLIGHT = "preflight.json"
+    SERVER_LOG = "server.log"
+    STEPS = "STEPS.txt"
+    SBATCH = "server.sbatch"
+    INVOKE = "invoke.json"
+    BENCH = "bench.jsonl"
+    ACCURACY = "accuracy.jsonl"
+    REPORT = "report.html"
+
+    def __init__(self, path: str | Path, secret_envs: Iterable[str | None] = ()) -> None:
+        self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise RunFolderError(
+                f"run_dir {self.path} is a file, not a folder. Fix: pass a folder path (it is created when missing)."
+            )
+        self._names = {n for n in secret_envs if n}
+
+    # ------------------------------------------------------------------ creation
+
+    @classmethod
+    def create(
+        cls,
+        path: str | Path | None = None,
+        *,
+        label: str = "run",
+        base: str | Path | None = None,
+        secret_envs: Iterable[str | None] = (),
+    ) -> RunFolder:
+        """The given folder, or a new one under `base` (default outputs/); created and checked writable."""
+        folder = cls(Path(path) if path else Path(base or outputs_base()) / new_run_id(label), secret_envs)
+        try:
+            folder.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunFolderError(
+                f"cannot create run folder {folder.path}: {exc.strerror or exc}. Fix: choose a writable run_dir."
+            ) from None
+        if not os.access(folder.path, os.W_OK):
+            raise RunFolderError(f"run folder {folder.path} is not writable. Fix: choose a writable run_dir.")
+        folder._save_names()
+        return folder
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    # ------------------------------------------------------------------ paths
+
+    def __truediv__(self, name: str) -> Path:
+        return self.path / name
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    @property
+    def handle(self) -> Path:
+        return self.path / self.HANDLE
+
+    @property
+    def manifest(self) -> Path:
+        return self.path / self.MANIFEST
+
+    @property
+    def plan(self) -> Path:
+        return self.path / self.PLAN
+
+    @property
+    def plan_errors(self) -> Path:
+        return self.path / self.PLAN_ERRORS
+
+    @property
+    def runbook(self) -> Path:
+        return self.path / self.RUNBOOK
+
+    @property
+    def stages(self) -> Path:
+        return self.path / self.STAGES
+
+    @property
+    def process(self) -> Path:
+        return self.path / self.PROCESS
+
+    @property
+    def preflight(self) -> Path:
+        return self.path / self.PREFLIGHT
+
+    @property
+    def server_log(self) -> Path:
+        return self.path / self.SERVER_LOG
+
+    @property
+    def invoke(self) -> Path:
+        return self.path / self.INVOKE
+
+    @property
+    def bench(self) -> Path:
+        return self.path / self.BENCH
+
+    @property
+    def accuracy(self) -> Path:
+        return self.path / self.ACCURACY
+
+    @property
+    def report(self) -> Path:
+        return self.path / self.REPORT
+
+    @property
+    def notebooks(self) -> Path:
+        return self.path / "notebooks"
+
+    @property
+    def logs(self) -> Path:
+        return self.path / "logs"
+
+    @property
+    def bench_raw(self) -> Path:
+        return self.path / "bench_raw"
+
+    @property
+    def accuracy_work(self) -> Path:
+        return self.path / "accuracy"
+
+    @property
+    def tokenizer(self) -> Path:
+        return self.path / "tokenizer"
+
+    def bench_output(self, scenario_id: str) -> Path:
+        return self.bench_raw / f"{scenario_id}.jsonl"
+
+    def bench_log(self, scenario_id: str) -> Path:
+        return self.logs / f"bench-{scenario_id}.log"
+
+    def node_script(self, role: str, rank: int) -> Path:
+        return self.path / f"node-{role}-{rank}.sh"
+
+    def node_log(self, role: str, rank: int) -> Path:
+        return self.path / f"server-{role}-{rank}.log"
+
+    @property
+    def router_script(self) -> Path:
+        return self.path / "router.sh"
+
+    @property
+    def sbatch(self) -> Path:
+        return self.path / self.SBATCH
+
+    @property
+    def steps(self) -> Path:
+        return self.path / self.STEPS
+
+    def notebook(self, name: str) -> Path:
+        return self.notebooks / name
+
+    # ------------------------------------------------------------------ secrets
+
+    @property
+    def secret_envs(self) -> list[str]:
+        """Names of the env variables whose values never reach this folder (values are not stored)."""
+        names = set(self._names)
+        stored = self.path / SECRET_NAMES_FILE
+        if stored.exists():
+            names |= {line.strip() for line in stored.read_text().splitlines() if line.strip()}
+        return sorted(names)
+
+    def add_secret_env(self, name: str | None) -> None:
+        """Record one more secret env NAME (later stages opening this folder redact it too)."""
+        if name and name not in self._names:
+            self._names.add(name)
+            self._save_names()
+
+    def _save_names(self) -> None:
+        if not self._names or not self.path.is_dir():
+            return
+        stored = self.path / SECRET_NAMES_FILE
+        known = set(stored.read_text().split()) if stored.exists() else set()
+        if not self._names <= known:
+            stored.write_text("".join(f"{n}\n" for n in sorted(known | self._names)))
+
+    def redact(self, value: Any) -> Any:
+        return redact(value, self.secret_envs)
+
+    # ------------------------------------------------------------------ writes
+
+    def _inside(self, path: str | Path) -> Path:
+        p = Path(path)
+        if not p.is_absolute() and not str(p).startswith(str(self.path)):
+            p = self.path / p
+        try:
+            p.resolve().relative_to(self.path.resolve())
+        except ValueError:
+            raise RunFolderError(f"{p} is outside the run folder {self.path}") from None
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def save_text(self, path: str | Path, text: str, *, executable: bool = False) -> Path:
+        return self._write(path, self.redact(text), executable)
+
+    def save_json(self, path: str | Path, doc: Any) -> Path:
+        """The structure is redacted value by value, then serialised (redacting the JSON text itself
+        could cut through quotes and break the file)."""
+        return self._write(path, json.dumps(self.redact(doc), indent=2, default=str, ensure_ascii=False))
+
+    def _write(self, path: str | Path, text: str, executable: bool = False) -> Path:
+        p = self._inside(path)
+        p.write_text(text, encoding="utf-8")
+        if executable:
+            p.chmod(0o755)
+        return p
+
+    def append_jsonl(self, path: str | Path, row: dict[str, Any]) -> None:
+        """Append one result as it finishes (fsync'd), so a crash never loses finished work."""
+        p = self._inside(path)
+        with p.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(self.redact(row), default=str) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def update_json(self, path: str | Path, **values: Any) -> dict[str, Any]:
+        """Merge `values` into a JSON object file (created when missing)."""
+        p = self._inside(path)
+        data = read_json(p) or {}
+        data.update(values)
+        self.save_json(p, data)
+        return data
+
+    def save_copy(self, src: str | Path, dest: str | Path) -> Path:
+        """Copy a file into the folder, redacting text files on the way."""
+        p = self._inside(dest)
+        try:
+            text = Path(src).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            shutil.copyfile(src, p)
+            return p
+        return self.save_text(p, text)
+
+    def redact_file(self, path: str | Path) -> None:
+        """Re-write a file a tool wrote by itself (logs, result files) with secrets replaced."""
+        p = self._inside(path)
+        if not p.exists():
+            return
+        text = p.read_text(encoding="utf-8", errors="replace")
+        clean = self.redact(text)
+        if clean != text:
+            p.write_text(clean, encoding="utf-8")
+
+    @contextmanager
+    def open_log(self, path: str | Path, mode: str = "w") -> Iterator[IO[str]]:
+        """A text handle for a child process's output; the file is redacted when it closes."""
+        p = self._inside(path)
+        with p.open(mode, encoding="utf-8") as fh:
+            yield fh
+        self.redact_file(p)
+
+    @contextmanager
+    def redacting_writer(self, path: str | Path) -> Iterator[_RedactingWriter]:
+        """Append-mode writer that redacts every chunk before it reaches the file (live logs)."""
+        p = self._inside(path)
+        with p.open("a", encoding="utf-8") as fh:
+            yield _RedactingWriter(fh, self.secret_envs)
+
+    def mkdir(self, path: str | Path) -> Path:
+        """A sub-folder of the run folder, created."""
+        p = self._inside(path)
+        p.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def read_json(self, path: str | Path) -> Any:
+        return read_json(self.path / path if not Path(path).is_absolute() else path)
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.path)!r})"
+
+    def __fspath__(self) -> str:
+        return str(self.path)

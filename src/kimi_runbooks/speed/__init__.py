@@ -1,0 +1,61 @@
+"""Speed stage: scenario -> bench_serving argv; run; parse; compare; plot.
+
+* scenarios  `select_scenarios`, `platform_capacity`: what to run and what the server can hold
+* argv       `build_argv(scenario, target, ...)`, BenchTarget, BenchConfigError
+* run        `run_scenarios(...)`: a loop over `run_one`, appended to run_dir/bench.jsonl, resumable
+* capacity   over-capacity matrix cells (planner estimate or live /server_info)
+* parse      `parse_result_text(text)`: JSONL line or printed block -> JSONL-keyed dict
+* results    `load_results(path)` -> DataFrame with InferenceX-style derived metrics
+* compare    `reference_frame(...)`, `compare(run, refs, tolerance=...)`
+* figures    throughput/latency vs concurrency, Pareto, context x concurrency heatmap
+"""
+
+from __future__ import annotations
+
+from ..target import resolve_target
+from .argv import DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, OfflineDatasetWarning, build_argv, dataset_name
+from .capacity import capacity_plan, cell_fit, live_server_info
+from .compare import compare, compare_wide, family, reference_frame
+from .figures import heatmap, latency_vs_concurrency, pareto, pareto_front, throughput_vs_concurrency
+from .parse import BenchParseError, parse_block, parse_jsonl_text, parse_result_text
+from .results import FINISHED, RESULTS_FILE, STATUSES, add_derived, latency_table, load_results
+from .run import SpeedRun, offline_tokenizer, run_one, run_scenarios
+from .scenarios import platform_capacity, select_scenarios
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "FINISHED",
+    "RESULTS_FILE",
+    "STATUSES",
+    "BenchConfigError",
+    "BenchParseError",
+    "BenchTarget",
+    "OfflineDatasetWarning",
+    "SpeedRun",
+    "add_derived",
+    "build_argv",
+    "capacity_plan",
+    "cell_fit",
+    "compare",
+    "compare_wide",
+    "dataset_name",
+    "family",
+    "heatmap",
+    "latency_table",
+    "latency_vs_concurrency",
+    "live_server_info",
+    "load_results",
+    "offline_tokenizer",
+    "pareto",
+    "pareto_front",
+    "parse_block",
+    "parse_jsonl_text",
+    "parse_result_text",
+    "platform_capacity",
+    "reference_frame",
+    "resolve_target",
+    "run_one",
+    "run_scenarios",
+    "select_scenarios",
+    "throughput_vs_concurrency",
+]

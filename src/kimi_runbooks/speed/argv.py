@@ -1,0 +1,160 @@
+"""Scenario + target -> the `python3 -m sglang.bench_serving ...` argv.
+
+Kept pure (no I/O) so the exact command a runbook runs can be shown, diffed against the
+seeds' printed commands and unit-tested. The API key never appears here: bench_serving reads
+it from $OPENAI_API_KEY, which the runner sets in the child's environment only.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..plan.catalog import Scenario
+from ..plan.shell import args_to_argv
+
+log = logging.getLogger(__name__)
+
+BENCH_MODULE = "sglang.bench_serving"
+DEFAULT_PYTHON = "python3"
+DEFAULT_TIMEOUT_S = 3600.0
+
+
+class BenchConfigError(ValueError):
+    """A scenario that cannot run as configured; the message names the rule and the fix."""
+
+
+class OfflineDatasetWarning(UserWarning):
+    """`random` was replaced by `random-ids` because the run is offline."""
+
+
+@dataclass(frozen=True)
+class BenchTarget:
+    """Where the benchmark client sends requests (a RunHandle carries the same fields)."""
+
+    base_url: str | None = None
+    model: str | None = None
+    host: str | None = None
+    port: int | None = None
+    api_key_env: str | None = None
+    emulated: bool = False
+
+    @classmethod
+    def of(cls, target: Any) -> BenchTarget:
+        """A BenchTarget from a RunHandle, a BenchTarget, a dict or a base URL string."""
+        if isinstance(target, BenchTarget):
+            return target
+        if isinstance(target, str):
+            return cls(base_url=target)
+        if isinstance(target, dict):
+            fields = {k: target.get(k) for k in cls.__dataclass_fields__ if k in target}
+            return cls(**fields)  # type: ignore[arg-type]
+        return cls(
+            base_url=getattr(target, "base_url", None),
+            model=getattr(target, "model", None),
+            api_key_env=getattr(target, "api_key_env", None),
+            emulated=bool(getattr(target, "emulated", False)),
+        )
+
+    @property
+    def url(self) -> str:
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        return f"http://{self.host or '127.0.0.1'}:{self.port or 30000}"
+
+
+def _has_flag(extra: dict[str, Any], flag: str) -> bool:
+    return flag in extra and extra[flag] not in (None, False)
+
+
+def dataset_name(scenario: Scenario, offline: bool) -> str:
+    """The --dataset-name to pass; `random` becomes `random-ids` offline (same token counts)."""
+    if offline and scenario.dataset == "random":
+        message = (
+            f"scenario {scenario.id}: offline run, so --dataset-name random-ids replaces random "
+            "(random downloads ShareGPT text at run time; random-ids sends random token ids with "
+            "the same input/output lengths, so throughput and latency are comparable but the "
+            "prompt text is not natural language)"
+        )
+        warnings.warn(message, OfflineDatasetWarning, stacklevel=3)
+        log.warning(message)
+        return "random-ids"
+    return scenario.dataset
+
+
+def build_argv(
+    scenario: Scenario,
+    target: Any,
+    *,
+    output_file: str | Path,
+    tokenizer: str | Path | None = None,
+    offline: bool = False,
+    command_prefix: Sequence[str] | None = None,
+    seed: int | None = None,
+    python: str | None = None,
+    dataset_path: str | Path | None = None,
+) -> list[str]:
+    """The full bench_serving command for one scenario against one server.
+
+    command_prefix goes in front (e.g. ["docker", "exec", "ctr"]); python is the interpreter
+    that has sglang installed (default `python3`). Scenario seed wins over `seed`.
+    """
+    tgt = BenchTarget.of(target)
+    extra = dict(scenario.extra_args)
+    if dataset_path is not None:
+        extra["--dataset-path"] = str(dataset_path)
+    if scenario.dataset == "sharegpt" and offline and not _has_flag(extra, "--dataset-path"):
+        raise BenchConfigError(
+            f"scenario {scenario.id} uses --dataset-name sharegpt, which bench_serving downloads "
+            "at run time, but offline=True forbids downloads. Fix: download "
+            "ShareGPT_V3_unfiltered_cleaned_split.json once and pass dataset_path=<that file> "
+            "(or add '--dataset-path' to the scenario's extra_args), or run with offline=False."
+        )
+    if scenario.dataset in ("random", "random-ids") and not (scenario.input_len and scenario.output_len):
+        raise BenchConfigError(
+            f"scenario {scenario.id}: dataset {scenario.dataset} needs input_len and output_len. "
+            "Fix: set both in params/scenarios."
+        )
+    argv: list[str] = [*(command_prefix or []), python or DEFAULT_PYTHON, "-m", BENCH_MODULE]
+    argv += ["--backend", scenario.backend]
+    if tgt.base_url:
+        argv += ["--base-url", tgt.base_url.rstrip("/")]
+    else:
+        argv += ["--host", tgt.host or "127.0.0.1", "--port", str(tgt.port or 30000)]
+    if tgt.model:
+        argv += ["--model", tgt.model]
+    if tokenizer is not None:
+        argv += ["--tokenizer", str(tokenizer)]
+    argv += ["--dataset-name", dataset_name(scenario, offline)]
+    if scenario.input_len is not None:
+        argv += ["--random-input-len", str(scenario.input_len)]
+    if scenario.output_len is not None:
+        argv += ["--random-output-len", str(scenario.output_len)]
+    if scenario.range_ratio is not None:
+        argv += ["--random-range-ratio", _fmt(scenario.range_ratio)]
+    argv += ["--num-prompts", str(scenario.num_prompts)]
+    if scenario.max_concurrency is not None:
+        argv += ["--max-concurrency", str(scenario.max_concurrency)]
+    if scenario.request_rate is not None:
+        argv += ["--request-rate", _fmt(scenario.request_rate)]
+    run_seed = scenario.seed if scenario.seed is not None else seed
+    if run_seed is not None:
+        argv += ["--seed", str(run_seed)]
+    if scenario.warmup_requests is not None:
+        argv += ["--warmup-requests", str(scenario.warmup_requests)]
+    argv += args_to_argv(list(extra.items()))
+    argv += ["--output-file", str(output_file)]
+    return argv
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        if value == float("inf"):
+            return "inf"
+        if value.is_integer():
+            return str(int(value)) if abs(value) >= 1 else "0.0"
+    return str(value)

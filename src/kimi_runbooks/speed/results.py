@@ -1,0 +1,131 @@
+"""Results as a table, with the metrics InferenceX reports.
+
+`load_results` reads the runner's `bench.jsonl` (one row per scenario attempt; the latest
+attempt of each scenario wins), a raw bench_serving `--output-file`, or a printed block,
+and returns one pandas row per result with bench_serving's own column names plus:
+
+* `output_tok_s_per_gpu`, `total_tok_s_per_gpu` = throughput / devices (when devices known);
+* `tok_s_per_user` = 1000 / median TPOT (what one user sees while the batch decodes);
+* `label`: measured, emulated or reference, so no number travels without its origin.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..origin import source_label
+from ..rundir import RunFolder, read_jsonl
+from .parse import parse_jsonl_text, parse_result_text
+
+RESULTS_FILE = RunFolder.BENCH
+STATUSES = ("ok", "failed", "over-capacity", "skipped")
+FINISHED = ("ok", "over-capacity")
+"""Statuses a resumed run does not repeat (failed and skipped scenarios are retried)."""
+
+LATENCY_KINDS = ("ttft", "tpot", "itl", "e2e_latency")
+
+
+def run_label(emulated: bool) -> str:
+    return source_label(emulated)
+
+
+def _per_gpu(value: Any, devices: Any) -> float:
+    try:
+        v, d = float(value), float(devices)
+    except (TypeError, ValueError):
+        return math.nan
+    return v / d if d > 0 and math.isfinite(v) else math.nan
+
+
+def tok_s_per_user(median_tpot_ms: Any) -> float:
+    """1000 / median TPOT (ms): decode speed one user sees."""
+    try:
+        tpot = float(median_tpot_ms)
+    except (TypeError, ValueError):
+        return math.nan
+    return 1000.0 / tpot if tpot > 0 and math.isfinite(tpot) else math.nan
+
+
+def add_derived(df: pd.DataFrame, devices: int | None = None) -> pd.DataFrame:
+    """Add per-GPU throughputs and tok/s per user; `devices` fills rows that lack a count."""
+    df = df.copy()
+    if "devices" not in df.columns:
+        df["devices"] = devices
+    elif devices is not None:
+        df["devices"] = df["devices"].fillna(devices)
+    for col in ("output_throughput", "total_throughput", "median_tpot_ms"):
+        if col not in df.columns:
+            df[col] = math.nan
+    df["output_tok_s_per_gpu"] = [_per_gpu(v, d) for v, d in zip(df["output_throughput"], df["devices"])]
+    df["total_tok_s_per_gpu"] = [_per_gpu(v, d) for v, d in zip(df["total_throughput"], df["devices"])]
+    if "tok_s_per_user" in df.columns:  # references may carry it directly (matrix per-request tok/s)
+        derived = [tok_s_per_user(t) for t in df["median_tpot_ms"]]
+        df["tok_s_per_user"] = [d if math.isfinite(d) else v for d, v in zip(derived, df["tok_s_per_user"])]
+    else:
+        df["tok_s_per_user"] = [tok_s_per_user(t) for t in df["median_tpot_ms"]]
+    return df
+
+
+def latency_table(df: pd.DataFrame, kinds: Iterable[str] = LATENCY_KINDS, index: str = "scenario") -> pd.DataFrame:
+    """Median and p99 side by side per latency kind (InferenceX style), indexed by scenario."""
+    cols: dict[tuple[str, str], Any] = {}
+    for kind in kinds:
+        for stat in ("median", "p99"):
+            name = f"{stat}_{kind}_ms"
+            if name in df.columns:
+                cols[(f"{kind} (ms)", stat)] = df[name].values
+    table = pd.DataFrame(cols, index=df[index] if index in df.columns else df.index)
+    if len(table.columns):
+        table.columns = pd.MultiIndex.from_tuples(list(cols))
+    return table
+
+
+def _flatten_runner_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        latest.pop(row["scenario"], None)  # keep the order of the latest attempts
+        latest[row["scenario"]] = row
+    records = []
+    for row in latest.values():
+        rec = {k: v for k, v in row.items() if k not in ("metrics", "argv", "capacity")}
+        rec["argv"] = " ".join(row.get("argv") or [])
+        rec["label"] = run_label(bool(row.get("emulated")))
+        for key, value in (row.get("capacity") or {}).items():
+            rec[f"capacity_{key}"] = value
+        for key, value in (row.get("metrics") or {}).items():
+            rec.setdefault(key, value)
+        records.append(rec)
+    return pd.DataFrame.from_records(records)
+
+
+def load_results(path: str | Path, devices: int | None = None) -> pd.DataFrame:
+    """A run folder, its bench.jsonl, a bench_serving --output-file or a printed block -> rows.
+
+    Runner rows keep scenario, status, label (measured/emulated), error and log; every metric
+    is a column named as in bench_serving's JSONL; derived metrics are added (see module doc).
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / RESULTS_FILE
+    if not p.exists():
+        raise FileNotFoundError(
+            f"{p} does not exist. Fix: run the speed stage (speed.run_scenarios) for this run "
+            "folder first, or pass the path of a bench_serving --output-file."
+        )
+    text = p.read_text(encoding="utf-8", errors="replace")
+    rows = read_jsonl(p) if text.lstrip().startswith("{") else []
+    if rows and all("scenario" in r and "status" in r for r in rows):
+        df = _flatten_runner_rows(rows)
+    elif rows:
+        df = pd.DataFrame.from_records(parse_jsonl_text(text))
+        emulated = df["emulated"].fillna(False) if "emulated" in df.columns else [False] * len(df)
+        df["label"] = [run_label(bool(e)) for e in emulated]
+    else:
+        df = pd.DataFrame.from_records([parse_result_text(text)])
+        df["label"] = source_label(False)
+    return add_derived(df, devices)

@@ -1,0 +1,326 @@
+"""Run scenarios through bench_serving, one result line at a time, resumable.
+
+Each scenario ends as exactly one line appended to `run_dir/bench.jsonl` as soon as it
+finishes: ok (with parsed metrics), failed (with the error and the log), over-capacity (a
+matrix cell the KV pool cannot hold, not run, as llm-inference-bench does) or skipped (cannot
+run as configured, e.g. ShareGPT offline). A rerun reads that file and skips scenarios already
+ok or over-capacity, so a crash an hour in costs only the scenario that was running.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+
+from ..plan import MemoryPlan
+from ..plan.catalog import Scenario
+from ..procs import stop_group
+from ..rundir import RunFolder, now_iso, read_jsonl
+from ..toolenv import OFFLINE_ENV, ToolEnvError, make_offline_tokenizer, tool_env
+from .argv import DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
+from .capacity import capacity_plan, cell_fit, live_server_info
+from .parse import BenchParseError, parse_block, parse_jsonl_text
+from .results import FINISHED, load_results
+
+log = logging.getLogger(__name__)
+
+LOG_TAIL_CHARS = 2000
+
+
+def server_is_up(url: str, api_key: str | None = None, timeout: float = 5.0) -> str | None:
+    """None when GET /health answers 200, else why not (so a dead server fails fast)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        resp = httpx.get(url.rstrip("/") + "/health", headers=headers, timeout=timeout)
+    except httpx.HTTPError as exc:
+        return f"server at {url} is not reachable (GET /health: {type(exc).__name__}: {exc})"
+    if resp.status_code != 200:
+        return f"server at {url} is not healthy (GET /health answered {resp.status_code})"
+    return None
+
+
+def _timeout_for(scenario: Scenario, timeout_s: float | Mapping[str, float] | None) -> float:
+    if isinstance(timeout_s, Mapping):
+        return float(timeout_s.get(scenario.id, timeout_s.get("default", DEFAULT_TIMEOUT_S)))
+    return float(timeout_s) if timeout_s else DEFAULT_TIMEOUT_S
+
+
+def _tail(path: Path, chars: int = LOG_TAIL_CHARS) -> str:
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""
+
+
+def _parse_outputs(output_file: Path, log_path: Path) -> tuple[dict[str, Any] | None, str]:
+    """Metrics from the JSONL the client wrote, else from the printed block in its log."""
+    if output_file.exists():
+        rows = parse_jsonl_text(output_file.read_text(errors="replace"))
+        if rows:
+            return rows[-1], "output-file"
+    try:
+        return parse_block(log_path.read_text(errors="replace")), "printed block"
+    except (BenchParseError, OSError):
+        return None, "none"
+
+
+def _short(metrics: dict[str, Any], scenario: Scenario) -> bool:
+    """Fewer completed requests than sent (failed requests, server died mid-run)."""
+    done = metrics.get("completed")
+    return isinstance(done, (int, float)) and done < scenario.num_prompts
+
+
+@dataclass
+class SpeedRun:
+    """Everything one scenario needs, decided once per stage run."""
+
+    folder: RunFolder
+    target: BenchTarget
+    api_key: str | None
+    child_env: dict[str, str]
+    python: str
+    capacity: MemoryPlan | None
+    common: dict[str, Any]
+    tokenizer: str | Path | None = None
+    offline: bool = False
+    command_prefix: Sequence[str] | None = None
+    seed: int | None = None
+    dataset_path: str | Path | None = None
+    timeout_s: float | Mapping[str, float] | None = DEFAULT_TIMEOUT_S
+    health_check: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def record(self, row: dict[str, Any]) -> dict[str, Any]:
+        self.folder.append_jsonl(self.folder.bench, row)
+        return row
+
+
+def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
+    """Run one scenario; its row (ok / failed / over-capacity / skipped) is appended and returned."""
+    folder = run.folder
+    row: dict[str, Any] = {
+        "scenario": scenario.id,
+        **run.common,
+        "started_at": now_iso(),
+        "max_concurrency": scenario.max_concurrency,
+    }
+    fit = cell_fit(scenario, run.capacity)
+    if fit is not None and run.capacity is not None:
+        row["capacity"] = {
+            "tokens_needed_per_rank": fit.tokens_needed_per_rank,
+            "capacity_per_rank": fit.capacity_per_rank,
+            "source": run.capacity.source,
+        }
+        if not fit.fits:
+            row.update(
+                status="over-capacity",
+                metrics={},
+                argv=[],
+                log=None,
+                error=(
+                    f"{fit.tokens_needed_per_rank} prompt tokens per rank > KV pool "
+                    f"{fit.capacity_per_rank} ({run.capacity.source}): not run"
+                ),
+            )
+            return run.record(row)
+    output_file = folder.bench_output(scenario.id)
+    log_path = folder.bench_log(scenario.id)
+    try:
+        argv = build_argv(
+            scenario,
+            run.target,
+            output_file=output_file,
+            tokenizer=run.tokenizer,
+            offline=run.offline,
+            command_prefix=run.command_prefix,
+            seed=run.seed,
+            python=run.python,
+            dataset_path=run.dataset_path,
+        )
+    except BenchConfigError as exc:
+        row.update(status="skipped", metrics={}, argv=[], log=None, error=str(exc))
+        return run.record(row)
+    row.update(argv=argv, log=str(log_path), output_file=str(output_file))
+    down = server_is_up(run.target.url, run.api_key) if run.health_check else None
+    if down:
+        folder.save_text(log_path, down + "\n")
+        row.update(
+            status="failed",
+            metrics={},
+            error=down + ". Fix: restart the server "
+            "(deploy stage), then rerun: finished scenarios are kept and skipped.",
+        )
+        return run.record(row)
+    folder.mkdir(output_file.parent)
+    output_file.unlink(missing_ok=True)  # bench_serving appends; one attempt per file
+    t0 = time.monotonic()
+    timeout = _timeout_for(scenario, run.timeout_s)
+    code, timed_out = _run_child(folder, argv, log_path, run.child_env, timeout)
+    folder.redact_file(output_file)  # bench_serving embeds /server_info, which can carry the api_key
+    metrics, parsed_from = _parse_outputs(output_file, log_path)
+    row.update(
+        duration_s=round(time.monotonic() - t0, 3),
+        returncode=code,
+        parsed_from=parsed_from,
+        metrics=metrics or {},
+        finished_at=now_iso(),
+    )
+    if timed_out:
+        row.update(
+            status="failed",
+            error=f"timed out after {timeout:g} s (fix: raise timeout_s for this scenario)\n" + _tail(log_path),
+        )
+    elif code != 0 or not metrics:
+        row.update(
+            status="failed",
+            error=f"bench_serving exited with {code}"
+            + ("" if metrics else " and wrote no result")
+            + ":\n"
+            + _tail(log_path),
+        )
+    elif not metrics.get("completed"):
+        row.update(status="failed", error="no request completed:\n" + _tail(log_path))
+    elif _short(metrics, scenario):
+        row.update(
+            status="failed",
+            error=(
+                f"only {int(metrics['completed'])} of {scenario.num_prompts} requests completed; "
+                "numbers from a partial run are not comparable (the metrics are kept):\n" + _tail(log_path)
+            ),
+        )
+    else:
+        row.update(status="ok", error=None)
+    return run.record(row)
+
+
+def _run_child(
+    folder: RunFolder, argv: list[str], log_path: Path, env: dict[str, str], timeout: float
+) -> tuple[int | None, bool]:
+    """Run argv in its own process group, output to log_path (redacted after); (returncode, timed_out)."""
+    with folder.open_log(log_path) as out:
+        proc = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        try:
+            return proc.wait(timeout=timeout), False
+        except subprocess.TimeoutExpired:
+            stop_group(proc)
+            return proc.returncode, True
+        except BaseException:
+            stop_group(proc, grace_s=0)
+            raise
+
+
+def run_scenarios(
+    scenarios: Sequence[Scenario],
+    target: Any,
+    run_dir: str | Path | RunFolder,
+    *,
+    tokenizer: str | Path | None = None,
+    offline: bool = False,
+    command_prefix: Sequence[str] | None = None,
+    python: str | None = None,
+    seed: int | None = None,
+    dataset_path: str | Path | None = None,
+    timeout_s: float | Mapping[str, float] | None = DEFAULT_TIMEOUT_S,
+    resume: bool = True,
+    memory_plan: MemoryPlan | None = None,
+    devices: int | None = None,
+    platform: str | None = None,
+    env: Mapping[str, str] | None = None,
+    health_check: bool = True,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Run each scenario in order (`run_one`); each result is appended to run_dir/bench.jsonl.
+
+    `target` is a RunHandle (preferred: it carries emulated and the key's env-var name), a
+    BenchTarget or a base URL. `python` is the interpreter with sglang (default: the `bench`
+    tool env when it exists, else python3). With a command_prefix (docker exec ...) the
+    output file path must be visible inside the container; the printed block is the fallback.
+    """
+    from tqdm.auto import tqdm
+
+    tgt = BenchTarget.of(target)
+    folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder.create(run_dir)
+    folder.add_secret_env(tgt.api_key_env)
+    api_key = (
+        target.api_key()
+        if hasattr(target, "api_key")
+        else (os.environ.get(tgt.api_key_env) if tgt.api_key_env else None)
+    )
+    api_key = None if api_key in (None, "", "EMPTY") else api_key
+    child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    if api_key:
+        child_env["OPENAI_API_KEY"] = api_key  # bench_serving reads it; never on the argv
+    if offline:
+        child_env.update(OFFLINE_ENV)  # no HF hub: transformers must not try to download
+    live = live_server_info(tgt.url, api_key)
+    emulated = tgt.emulated or bool(live and live.emulated)
+    run = SpeedRun(
+        folder=folder,
+        target=tgt,
+        api_key=api_key,
+        child_env=child_env,
+        python=python or default_bench_python(command_prefix),
+        capacity=capacity_plan(memory_plan, live),
+        common={
+            "base_url": tgt.url,
+            "model": tgt.model,
+            "platform": platform,
+            "devices": devices,
+            "emulated": emulated,
+            "offline": offline,
+        },
+        tokenizer=tokenizer,
+        offline=offline,
+        command_prefix=command_prefix,
+        seed=seed,
+        dataset_path=dataset_path,
+        timeout_s=timeout_s,
+        health_check=health_check,
+    )
+    done = {r["scenario"] for r in read_jsonl(folder.bench) if r.get("status") in FINISHED} if resume else set()
+    bar = tqdm(list(scenarios), desc="bench", unit="scenario", disable=not progress)
+    for scenario in bar:
+        bar.set_postfix_str(scenario.id)
+        if scenario.id in done:
+            log.info("%s: already finished in %s, skipped (resume)", scenario.id, folder.bench)
+            continue
+        run_one(scenario, run)
+    bar.close()
+    df = load_results(folder.bench, devices=devices)
+    ids = [s.id for s in scenarios]
+    return df[df["scenario"].isin(ids)].reset_index(drop=True) if "scenario" in df.columns else df
+
+
+def default_bench_python(command_prefix: Sequence[str] | None = None) -> str:
+    """The `bench` tool env's python (no prefix redirects elsewhere), else python3 with a warning."""
+    if command_prefix:
+        return "python3"
+    try:
+        return str(tool_env("bench").python)
+    except ToolEnvError as exc:
+        log.warning("bench tool env unavailable (%s); using python3", exc)
+        return "python3"
+
+
+def offline_tokenizer(
+    run_dir: str | Path | RunFolder, tokenizer: str | Path | None = None, offline: bool = True
+) -> str | Path | None:
+    """The --tokenizer to use: the given one, or (offline) a small local one built in run_dir."""
+    if tokenizer is not None or not offline:
+        return tokenizer
+    folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
+    dest = folder.tokenizer
+    if not (dest / "tokenizer.json").exists():
+        make_offline_tokenizer(folder.mkdir(dest))
+    return dest

@@ -1,0 +1,62 @@
+"""Fixtures shared by the whole suite: the catalog, an in-thread emulator, a run folder, fake smi
+tools on PATH, and the tool environments (skipped on a user's machine when absent, never in CI)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kimi_runbooks import toolenv
+from kimi_runbooks.emulator import EmulatorSettings
+from kimi_runbooks.emulator.testing import run_in_thread
+from kimi_runbooks.plan import Catalog, load_catalog
+from kimi_runbooks.rundir import RunFolder
+from tests.support import FAKES, missing
+
+FAKE_SMI_VARS = ("FAKE_GPU_COUNT", "FAKE_GPU_BUSY", "FAKE_GPU_PROCS", "FAKE_GPU_NAME", "FAKE_SMI_FAIL")
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def emulator_url() -> Iterator[str]:
+    """An emulator in a thread of this process (fast latency model), one per test module."""
+    url, stop = run_in_thread(EmulatorSettings(port=0, time_scale=0.01, log_startup=False))
+    yield url
+    stop()
+
+
+@pytest.fixture
+def run_folder(tmp_path: Path) -> RunFolder:
+    return RunFolder.create(tmp_path / "run")
+
+
+@pytest.fixture
+def fake_smi_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """PATH = tests/fakes (nvidia-smi, rocm-smi, npu-smi printing recorded formats) + a folder for
+    per-test fakes + system dirs, so no real smi tool is seen. Returns that per-test folder."""
+    extra = tmp_path / "bin"
+    extra.mkdir()
+    monkeypatch.setenv("PATH", f"{FAKES}:{extra}:/usr/bin:/bin")
+    for var in FAKE_SMI_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return extra
+
+
+@pytest.fixture(scope="session")
+def require_tool_env() -> Callable[[str], toolenv.ToolEnv]:
+    """require_tool_env("bench") -> the ready tool env; skips locally when absent, fails in CI."""
+
+    def get(name: str) -> toolenv.ToolEnv:
+        try:
+            return toolenv.tool_env(name)
+        except toolenv.ToolEnvError as exc:
+            missing(f"the {name!r} tool env", f"bash scripts/setup_tool_env.sh {name} ({exc})")
+            raise  # unreachable: missing() skips or fails
+
+    return get

@@ -1,0 +1,40 @@
+"""The rule expression evaluator and version ranges."""
+
+import pytest
+
+from kimi_runbooks.plan.catalog import load_catalog
+from kimi_runbooks.plan.rules import RuleExpressionError, evaluate, parse_version
+
+
+def test_arithmetic_and_logic():
+    facts = {"tp": 8, "heads": 64, "vendor": "amd", "fmts": ("nvfp4",)}
+    assert evaluate("(heads // tp) % 16 != 0 and vendor == 'amd'", facts) is True
+    assert evaluate("'nvfp4' in fmts", facts) is True
+    assert evaluate("not (0 < 0.5 < 1)", facts) is False
+    assert evaluate("vendor.startswith('am')", facts) is True
+
+
+@pytest.mark.parametrize("expr", ["__import__('os')", "open('x')", "tp.__class__", "[x for x in fmts]"])
+def test_rejects_anything_but_the_whitelist(expr):
+    with pytest.raises(RuleExpressionError):
+        evaluate(expr, {"tp": 1, "fmts": ()})
+
+
+def test_unknown_fact_is_named():
+    with pytest.raises(RuleExpressionError, match="unknown fact 'nope'"):
+        evaluate("nope > 1", {})
+
+
+def test_versions_including_local_builds():
+    assert parse_version("0.5.6.post3.dev11412+g964c45cf3") < parse_version("0.5.9")
+    assert str(parse_version("v0.5.23-rocm700")) == "0.5.23"
+    with pytest.raises(ValueError, match="cannot read SGLang version"):
+        parse_version("latest")
+
+
+def test_every_rule_has_a_source_and_parses():
+    import ast
+
+    for rule in load_catalog().rules:
+        assert rule.source.strip(), rule.id
+        ast.parse(rule.violation, mode="eval")

@@ -1,0 +1,201 @@
+"""The report: collection from a real emulated run folder, verdict, warnings, HTML export, compare.
+
+The run folder is made by the stage modules themselves (deploy.launch on the emulator,
+invoke.run_all, speed.run_scenarios with the fake bench_serving of tests/fake_bench), so the
+report is tested against the files the stages really write.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+from kimi_runbooks import report
+from kimi_runbooks.paths import REPO_ROOT
+from kimi_runbooks.report import cli as report_cli
+from kimi_runbooks.report import compare_runs as compare_runs_mod
+from kimi_runbooks.report import html as report_html
+from kimi_runbooks.report import tables as report_tables
+from kimi_runbooks.rundir import RunFolder
+from kimi_runbooks.target import read_handle
+from tests.support import FAKE_BENCH, append_jsonl
+
+ROOT = REPO_ROOT
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory) -> Path:
+    from kimi_runbooks import deploy, invoke, speed
+    from kimi_runbooks.plan import plan
+
+    folder = tmp_path_factory.mktemp("runs") / "h200-run"
+    handle = deploy.launch(plan({"platform": "h200"}), "emulator", folder, progress=False, options={"time_scale": 0.05})
+    try:
+        target = read_handle(folder)
+        invoke.save(invoke.run_all(target, timeout=60), folder)
+        speed.run_scenarios(
+            speed.select_scenarios("smoke"),
+            target,
+            folder,
+            command_prefix=FAKE_BENCH,
+            offline=True,
+            progress=False,
+            devices=8,
+            platform="h200",
+        )
+    finally:
+        handle.stop()
+    return folder
+
+
+@pytest.fixture
+def copy(run_folder, tmp_path) -> Path:
+    dest = tmp_path / "run"
+    shutil.copytree(run_folder, dest)
+    return dest
+
+
+def test_collect_reads_every_stage_and_marks_missing_ones_not_run(run_folder):
+    data = report.collect(run_folder)
+    assert data.platform == "h200" and data.emulated
+    assert data.invoke and data.speed is not None and len(data.speed) == 3
+    assert data.accuracy is None
+    assert data.stages["accuracy"].status == "not run"
+    assert data.stages["invoke"].status == "ok"
+    # every speed row says where it came from
+    assert set(report_tables.speed_table(data)["source"]) == {f"emulated (run {data.run_id})"}
+    assert report_tables.invoke_table(data)["source"].eq("EMULATED").all()
+
+
+def test_verdict_levels(copy):
+    data = report.collect(copy)
+    assert report.verdict(data).level == "INCOMPLETE"  # accuracy never ran: not a pass
+    (copy / RunFolder.RUNBOOK).write_text(json.dumps({"stages": ["deploy", "invoke", "speed"]}))
+    assert report.verdict(report.collect(copy)).level == "PASS"
+
+    doc = json.loads((copy / "invoke.json").read_text())
+    doc["results"][0]["status"] = "fail"
+    doc["results"][0]["reason"] = "broken parser"
+    (copy / "invoke.json").write_text(json.dumps(doc))
+    v = report.verdict(report.collect(copy))
+    assert v.level == "FAIL" and any("broken parser" in r for r in v.reasons)
+
+    (copy / RunFolder.PLAN_ERRORS).write_text(json.dumps(["amd-aiter-mla-heads: tp 8 ..."]))
+    assert report.verdict(report.collect(copy)).level == "INVALID"
+
+
+def test_accuracy_errors_fail_and_skipped_suites_are_incomplete(copy):
+    (copy / RunFolder.RUNBOOK).write_text(json.dumps({"stages": ["deploy", "invoke", "speed", "accuracy"]}))
+    rows = [{"suite": "aime25", "metric": "pass_at_1", "status": "skipped", "detail": "no env"}]
+    (copy / "accuracy.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (copy / "stages.jsonl").open("a").write(json.dumps({"stage": "accuracy", "status": "ok"}) + "\n")
+    v = report.verdict(report.collect(copy))
+    assert v.level == "INCOMPLETE" and v.reasons == ["accuracy suite aime25 skipped: no env"]
+    rows.append({"suite": "toolcall-builtin", "metric": "success", "status": "error", "detail": "tool crashed"})
+    (copy / "accuracy.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    v = report.verdict(report.collect(copy))
+    assert v.level == "FAIL" and any("tool crashed" in r for r in v.reasons)
+
+
+def test_warnings_security_skipped_and_regression(copy):
+    plan = json.loads((copy / "manifest.json").read_text())["plan"]
+    plan["config"]["host"] = "0.0.0.0"
+    (copy / RunFolder.PLAN).write_text(json.dumps(plan))
+    # a scenario the runner skipped, and a cookbook scenario far below the published H200 figure
+    append_jsonl(
+        copy / "bench.jsonl",
+        {
+            "scenario": "smoke-skipped",
+            "status": "skipped",
+            "metrics": {},
+            "error": "ShareGPT needs a download",
+            "emulated": True,
+        },
+    )
+    append_jsonl(
+        copy / "bench.jsonl",
+        {
+            "scenario": "chat-1k1k-c1",
+            "status": "ok",
+            "emulated": False,
+            "max_concurrency": 1,
+            "metrics": {"completed": 10, "output_throughput": 10.0, "total_throughput": 20.0, "median_tpot_ms": 100.0},
+        },
+    )
+    kinds = {w.kind for w in report.warnings(report.collect(copy))}
+    assert {"security", "skipped", "regression", "emulated"} <= kinds
+    texts = " ".join(w.text for w in report.warnings(report.collect(copy)))
+    assert "0.0.0.0" in texts and "smoke-skipped" in texts and "chat-1k1k-c1" in texts
+
+
+def test_accuracy_rows_go_through_the_evals_comparison(copy):
+    evals = pytest.importorskip("kimi_runbooks.accuracy.common")
+    row = evals.EvalRow(
+        suite="toolcall", metric="schema_valid", value=0.5, n=10, emulated=True, source="emulated", status="ok"
+    )
+    evals.append_rows(copy, [row])
+    data = report.collect(copy)
+    assert data.stages["accuracy"].status == "ok"
+    table = report.accuracy_comparison(data)
+    assert table is not None and "source" in table.columns
+
+
+def test_render_is_self_contained_small_and_hides_code(copy, monkeypatch):
+    monkeypatch.setenv("REPORT_TEST_KEY", "sk-report-test-secret-123")
+    (copy / "note.txt").write_text("unused")
+    out = report.render(copy, secret_env="REPORT_TEST_KEY")
+    text = out.read_text()
+    assert out.stat().st_size < report_html.MAX_REPORT_BYTES
+    assert report.external_references(text) == []
+    assert "<script src=" not in text and 'rel="stylesheet" href="http' not in text
+    assert text.count("window.Plotly = Plotly") == 1  # plotly.js inlined exactly once
+    assert "plotly-graph-div" in text
+    assert "EMULATED" in text and "Verdict: INCOMPLETE" in text
+    assert "report.show_speed" not in text  # no code cells
+    assert (copy / "notebooks" / "report.ipynb").exists()
+
+
+def _notebook_with_output(tmp_path: Path, html_text: str) -> Path:
+    nb = new_notebook()
+    cell = new_code_cell("x")
+    cell.outputs = [new_output("display_data", data={"text/html": html_text})]
+    nb.cells = [cell]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_export_refuses_external_scripts(tmp_path):
+    path = _notebook_with_output(tmp_path, '<script src="https://cdn.example.com/x.js"></script>')
+    with pytest.raises(RuntimeError, match="external resources"):
+        report.export_html(path, RunFolder(tmp_path), tmp_path / "r.html")
+
+
+def test_export_redacts_secret_values(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOME_VAR", "kkkk-secret-value-9876")
+    path = _notebook_with_output(tmp_path, "<p>key is kkkk-secret-value-9876</p>")
+    out = report.export_html(path, RunFolder(tmp_path, ["SOME_VAR"]), tmp_path / "r.html")
+    assert "kkkk-secret-value-9876" not in out.read_text()
+    report.redact_notebook(RunFolder(tmp_path, ["SOME_VAR"]), path)
+    assert "kkkk-secret-value-9876" not in path.read_text()
+
+
+def test_collect_missing_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        report.collect(tmp_path / "nope")
+
+
+def test_compare_runs_builds_one_page(run_folder, copy, tmp_path):
+    out = compare_runs_mod.build([run_folder, copy], tmp_path / "cmp.html")
+    text = out.read_text()
+    assert report.external_references(text) == []
+    assert "Pareto" in text and "smoke-random-ids-c4" in text
+    assert text.count("EMULATED") >= 1
+    assert report_cli.main([str(run_folder), str(copy), "-o", str(tmp_path / "cli.html")]) == 0
+    assert (tmp_path / "cli.html").exists()
+    assert report_cli.main([str(tmp_path / "missing")]) == 2

@@ -1,0 +1,74 @@
+"""speed_bench.ipynb executes headlessly (fake bench client, emulator), labels and resumes."""
+
+from __future__ import annotations
+
+import nbformat
+
+from kimi_runbooks.emulator.testing import start_subprocess
+from kimi_runbooks.paths import REPO_ROOT
+from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.target import RunHandle, write_handle
+from tests.support import FAKE_BENCH, run_notebook
+
+ROOT = REPO_ROOT
+FAKE = FAKE_BENCH
+
+
+def _text(nb) -> str:
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            out.append(o.get("text", ""))
+            out.append(str(o.get("data", {}).get("text/plain", "")))
+            out.append(str(o.get("data", {}).get("text/html", ""))[:200000])
+    return "\n".join(out)
+
+
+def test_notebook_is_committed_clean_and_parameterized():
+    nb = nbformat.read(ROOT / "notebooks/speed_bench.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "parameters" in code[0].metadata.get("tags", [])
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
+    assert all(len(c.source.splitlines()) <= 16 for c in code[1:])
+
+
+def test_notebook_runs_against_the_emulator(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with start_subprocess(["--profile", "h200", "--time-scale", "0.01"]) as emu:
+        write_handle(
+            run_dir,
+            RunHandle(
+                base_url=emu.base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200", emulated=True
+            ),
+        )
+        params = {
+            "run_dir": str(run_dir),
+            "scenarios": ["chat-1k1k-c1", "chat-1k1k-c16", "matrix-ctx8k-c1"],
+            "command_prefix": FAKE,
+            "tokenizer": "unused-by-fake",
+            "timeout_s": 60,
+        }
+        out = tmp_path / "out.ipynb"
+        run_notebook(
+            str(ROOT / "notebooks/speed_bench.ipynb"),
+            str(out),
+            parameters=params,
+            cwd=str(tmp_path),
+            progress_bar=False,
+        )
+        text = _text(nbformat.read(out, as_version=4))
+        assert "EMULATED" in text and "emulated" in text
+        assert "reference: SGLang cookbook" in text
+        assert "output_throughput ratio" in text
+        rows = read_jsonl(run_dir / "bench.jsonl")
+        assert [r["status"] for r in rows] == ["ok", "ok", "ok"]
+        # a second execution resumes: nothing is run again
+        run_notebook(
+            str(ROOT / "notebooks/speed_bench.ipynb"),
+            str(out),
+            parameters=params,
+            cwd=str(tmp_path),
+            progress_bar=False,
+        )
+        assert len(read_jsonl(run_dir / "bench.jsonl")) == 3

@@ -1,0 +1,141 @@
+"""SGLang's real bench_serving (the `bench` tool env) through the runner against the emulator.
+
+Heavy: needs .venvs/bench (bash scripts/setup_tool_env.sh bench). Skipped on a machine without
+it; with CI=true a missing env is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kimi_runbooks import speed
+from kimi_runbooks.emulator.testing import start_subprocess
+from kimi_runbooks.plan.catalog import Scenario
+from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.target import RunHandle
+from kimi_runbooks.toolenv import make_offline_tokenizer
+
+pytestmark = pytest.mark.heavy
+
+
+@pytest.fixture(scope="module")
+def bench_env(require_tool_env):
+    return require_tool_env("bench")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(bench_env, tmp_path_factory):
+    return make_offline_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer", env=bench_env)
+
+
+def _handle(url: str) -> RunHandle:
+    return RunHandle(base_url=url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200")
+
+
+def test_smoke_set_with_the_real_client(bench_env, tokenizer, tmp_path):
+    smoke = speed.select_scenarios("smoke")
+    with start_subprocess(["--profile", "h200", "--time-scale", "0.05"]) as emu:
+        df = speed.run_scenarios(
+            smoke,
+            _handle(emu.base_url),
+            tmp_path,
+            tokenizer=tokenizer,
+            offline=True,
+            devices=8,
+            platform="h200",
+            timeout_s=300,
+            progress=False,
+        )
+    rows = {r["scenario"]: r for r in read_jsonl(tmp_path / "bench.jsonl")}
+    assert list(df["scenario"]) == [s.id for s in smoke]
+    for sc in smoke:
+        row = rows[sc.id]
+        assert row["status"] == "ok", row.get("error")
+        assert row["emulated"] is True  # from the emulator's /server_info, not from the handle
+        assert row["parsed_from"] == "output-file"
+        m = row["metrics"]
+        assert m["completed"] == sc.num_prompts
+        assert m["total_output_tokens"] == sc.num_prompts * sc.output_len  # range ratio 1: exact
+        assert m["backend"] == sc.backend and m["max_concurrency"] == sc.max_concurrency
+        # the JSONL the real client wrote, and its printed block, parse to the same numbers
+        from_file = speed.parse_result_text(Path(row["output_file"]).read_text())
+        from_log = speed.parse_block(Path(row["log"]).read_text())
+        shared = set(from_file) & set(from_log) - {"backend", "request_rate"}
+        assert len(shared) >= 25, sorted(shared)
+        for key in shared:
+            a, b = float(from_file[key]), float(from_log[key])
+            assert math.isclose(a, b, abs_tol=0.006), (key, a, b)  # printed with 2 decimals
+        assert from_file["request_rate"] == math.inf == from_log["request_rate"]
+    ok = df.iloc[0]
+    assert ok["label"] == "emulated"
+    assert ok["output_tok_s_per_gpu"] == pytest.approx(ok["output_throughput"] / 8)
+    assert ok["tok_s_per_user"] == pytest.approx(1000 / ok["median_tpot_ms"])
+
+
+def _kill_when(emu, path: Path, text: str, stop: threading.Event) -> None:
+    while not stop.is_set():
+        if path.exists() and text in path.read_text(errors="replace"):
+            emu.process.kill()  # our own child, by its handle: a crash, not a shutdown
+            return
+        time.sleep(0.05)
+
+
+def test_killed_server_keeps_finished_results_and_rerun_resumes(bench_env, tokenizer, tmp_path):
+    def sc(sid: str, out: int) -> Scenario:
+        return Scenario(
+            id=sid,
+            dataset="random-ids",
+            input_len=64,
+            output_len=out,
+            num_prompts=6,
+            max_concurrency=1,
+            range_ratio=1.0,
+            seed=1,
+            warmup_requests=1,
+        )
+
+    scenarios = [sc("first-c1", 16), sc("second-c1", 400), sc("third-c1", 16)]
+    emu = start_subprocess(["--profile", "h200", "--time-scale", "0.3"])
+    port, stop = emu.port, threading.Event()
+    watcher = threading.Thread(
+        target=_kill_when,
+        args=(emu, tmp_path / "logs" / "bench-second-c1.log", "Starting main benchmark run", stop),
+        daemon=True,
+    )
+    watcher.start()
+    try:
+        speed.run_scenarios(
+            scenarios, _handle(emu.base_url), tmp_path, tokenizer=tokenizer, offline=True, timeout_s=300, progress=False
+        )
+    finally:
+        stop.set()
+        emu.stop()
+    first = read_jsonl(tmp_path / "bench.jsonl")
+    assert [(r["scenario"], r["status"]) for r in first] == [
+        ("first-c1", "ok"),
+        ("second-c1", "failed"),
+        ("third-c1", "failed"),
+    ]
+    assert first[1]["error"] and Path(first[1]["log"]).exists()
+    assert "not reachable" in first[2]["error"]
+    kept = Path(first[0]["output_file"]).read_text()
+
+    with start_subprocess(["--profile", "h200", "--time-scale", "0.05"], port=port) as emu2:
+        df = speed.run_scenarios(
+            scenarios,
+            _handle(emu2.base_url),
+            tmp_path,
+            tokenizer=tokenizer,
+            offline=True,
+            timeout_s=300,
+            progress=False,
+        )
+    rows = read_jsonl(tmp_path / "bench.jsonl")
+    assert [(r["scenario"], r["status"]) for r in rows[3:]] == [("second-c1", "ok"), ("third-c1", "ok")]
+    assert Path(first[0]["output_file"]).read_text() == kept  # first scenario not run again
+    assert dict(zip(df["scenario"], df["status"])) == {"first-c1": "ok", "second-c1": "ok", "third-c1": "ok"}
