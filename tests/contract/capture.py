@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from cases import API_KEY, CASES, CONTEXT_LENGTH, MODEL, Case
 
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.chat_input import read_chat
 from kimi_runbooks.emulator.events import EOS_TOKEN_ID
 from kimi_runbooks.emulator.protocol import ChatRequest, parse_body
 from kimi_runbooks.emulator.tokenizer import count_tokens
-
-from cases import API_KEY, CASES, CONTEXT_LENGTH, MODEL, Case
 
 FAST = 0.01
 

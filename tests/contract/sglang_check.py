@@ -24,9 +24,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import compare  # noqa: E402
-import replay  # noqa: E402
-import surface_checks  # noqa: E402
+import compare
+import replay
+import surface_checks
 
 EXPECTED_SGLANG = "0.5.23"
 
@@ -155,7 +155,6 @@ def schema_checks(exchange: dict[str, Any]) -> list[tuple[str, Any, Any]]:
 
 def run(captured: dict[str, Any]) -> dict[str, Any]:
     import sglang
-
     from sglang_ref import Reference
 
     emulator = captured["emulator"]

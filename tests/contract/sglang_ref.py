@@ -20,8 +20,9 @@ import os
 import tempfile
 import time
 import types
+from collections.abc import AsyncIterator
 from types import SimpleNamespace
-from typing import Any, AsyncIterator
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # SGLang serves /metrics from prometheus_client's multiprocess registry (utils/common.py
@@ -30,8 +31,8 @@ os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="sglan
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 logging.disable(logging.WARNING)
 
-from sglang.srt.server_args import prepare_server_args  # noqa: E402
-from sglang.srt.runtime_context import publish  # noqa: E402
+from sglang.srt.runtime_context import publish
+from sglang.srt.server_args import prepare_server_args
 
 Script = dict[str, Any]
 
@@ -62,7 +63,7 @@ class StubTokenizerManager:
         self.model_config = SimpleNamespace(
             context_len=context_length, is_multimodal=False, hf_config=hf_config,
             is_image_understandable_model=True, is_audio_understandable_model=False,
-            get_default_sampling_params=lambda: {})
+            get_default_sampling_params=dict)
         self.rid_to_state: dict[str, Any] = {}
         self.script: Script | None = None
         self.internal_state: dict[str, Any] = {}
@@ -153,7 +154,9 @@ def _serving_chat(tm: StubTokenizerManager, template_manager: Any) -> Any:
 
 
 def _serving_completion(tm: StubTokenizerManager, template_manager: Any) -> Any:
-    from sglang.srt.entrypoints.openai.serving_completions import OpenAIServingCompletion
+    from sglang.srt.entrypoints.openai.serving_completions import (
+        OpenAIServingCompletion,
+    )
 
     completion = OpenAIServingCompletion(tm, template_manager)
     completion._convert_to_internal_request = _completion_conversion(completion)
@@ -186,7 +189,7 @@ class Reference:
             "--context-length", str(context_length), "--reasoning-parser", "kimi_k2",
             "--tool-call-parser", "kimi_k2", "--enable-metrics"])
         publish(self.server_args, role="tokenizer")
-        import sglang.srt.entrypoints.http_server as http_server
+        from sglang.srt.entrypoints import http_server
 
         self.http_server = http_server
         self.tm = StubTokenizerManager(self.server_args, model=model, context_length=context_length)

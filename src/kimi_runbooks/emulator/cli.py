@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context-length", type=int, default=None)
     p.add_argument("--seed", "--random-seed", dest="seed", type=int, default=0)
     p.add_argument("--log-level", default="warning")
+    p.add_argument("--strict-sglang", action="store_true",
+                   help="answer exactly as SGLang does: no X-Emulated header, no emulated markers")
     return p
 
 
@@ -72,7 +74,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
         host=args.host, port=args.port, model=args.model, model_path=args.model_path,
         profile=profile, time_scale=args.time_scale, fault=fault,
         api_key=_api_key(args.api_key_env, parser), startup_seconds=args.startup_seconds,
-        seed=args.seed, launch_args=launch_args)
+        seed=args.seed, launch_args=launch_args, strict_sglang=args.strict_sglang)
     return settings, args
 
 

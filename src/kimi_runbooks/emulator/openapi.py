@@ -58,13 +58,14 @@ def openapi() -> dict[str, Any]:
     get = lambda s: {"get": _op(s)}  # noqa: E731
     return {
         "openapi": "3.0.3",
-        "info": {"title": "kimi-runbooks SGLang emulator (EMULATED)", "version": "0.5.9-emulated",
+        "info": {"title": "kimi-runbooks SGLang emulator (EMULATED)", "version": "0.5.23-emulated",
                  "description": "CPU test double speaking SGLang's HTTP API as Kimi-K2.6 would."},
         "paths": {
             "/health": get("200 once the (simulated) start phase is over, else 503"),
             "/health_generate": get("Like /health"),
             "/ready": get("Like /health, JSON body"),
             "/v1/models": get("Served model list"),
+            "/v1/models/{model}": get("One model card; 404 for another name"),
             "/model_info": get("Model facts"), "/get_model_info": get("Alias of /model_info"),
             "/server_info": get("Resolved server args, version, capacity"),
             "/get_server_info": get("Alias of /server_info"),

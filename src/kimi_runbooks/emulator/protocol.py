@@ -2,16 +2,25 @@
 
 Unknown extra fields are allowed (SGLang accepts many engine-specific ones, e.g.
 ``ignore_eos``, ``chat_template_kwargs``); wrong types, negative counts, NaN and
-missing required fields are rejected with a 400 naming the offending field.
+missing required fields are rejected as FastAPI rejects them in SGLang (a 400 of type
+"Bad Request" listing the errors). ``model`` defaults to "default" and is echoed back
+whatever it names (sglang/srt/entrypoints/openai/protocol.py DEFAULT_MODEL_NAME).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from .errors import ApiError
+from .errors import ValidationFailed
 from .tokenizer import VOCAB_SIZE
 
 
@@ -35,7 +44,7 @@ class ContentPart(_Model):
     image_url: ImageURL | None = None
 
     @model_validator(mode="after")
-    def _has_payload(self) -> "ContentPart":
+    def _has_payload(self) -> ContentPart:
         if self.type == "text" and self.text is None:
             raise ValueError("a text part needs 'text'")
         if self.type == "image_url" and self.image_url is None:
@@ -56,7 +65,7 @@ class ToolCallIn(_Model):
 
 class ChatMessage(_Model):
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: Union[str, list[ContentPart], None] = None
+    content: str | list[ContentPart] | None = None
     name: str | None = None
     tool_call_id: str | None = None
     tool_calls: list[ToolCallIn] | None = None
@@ -92,20 +101,23 @@ class _SamplingFields(_Model):
     frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     seed: int | None = None
-    stop: Union[str, list[str], None] = None
+    stop: str | list[str] | None = None
     ignore_eos: bool = False
     n: int = Field(default=1, ge=1)
 
 
+DEFAULT_MODEL_NAME = "default"
+
+
 class ChatRequest(_SamplingFields):
-    model: str
-    messages: list[ChatMessage] = Field(min_length=1)
+    model: str = DEFAULT_MODEL_NAME
+    messages: list[ChatMessage]
     max_tokens: int | None = Field(default=None, ge=0)
     max_completion_tokens: int | None = Field(default=None, ge=0)
     stream: bool = False
     stream_options: StreamOptions | None = None
     tools: list[Tool] | None = None
-    tool_choice: Union[Literal["none", "auto", "required"], ToolChoiceNamed, None] = None
+    tool_choice: Literal["none", "auto", "required"] | ToolChoiceNamed | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     separate_reasoning: bool = True
 
@@ -123,8 +135,8 @@ class ChatRequest(_SamplingFields):
 
 
 class CompletionRequest(_SamplingFields):
-    model: str
-    prompt: Union[str, list[int], list[str], list[list[int]]]
+    model: str = DEFAULT_MODEL_NAME
+    prompt: str | list[int] | list[str] | list[list[int]]
     max_tokens: int | None = Field(default=16, ge=0)
     stream: bool = False
     stream_options: StreamOptions | None = None
@@ -137,16 +149,16 @@ class SamplingParams(_SamplingFields):
 
 
 class GenerateRequest(_Model):
-    text: Union[str, list[str], None] = None
-    input_ids: Union[list[int], list[list[int]], None] = None
-    sampling_params: Union[SamplingParams, list[SamplingParams]] = Field(default_factory=SamplingParams)
+    text: str | list[str] | None = None
+    input_ids: list[int] | list[list[int]] | None = None
+    sampling_params: SamplingParams | list[SamplingParams] = Field(default_factory=SamplingParams)
     stream: bool = False
-    rid: Union[str, list[str], None] = None
+    rid: str | list[str] | None = None
     image_data: Any = None
-    return_logprob: Union[bool, list[bool]] = False
+    return_logprob: bool | list[bool] = False
 
     @model_validator(mode="after")
-    def _one_input(self) -> "GenerateRequest":
+    def _one_input(self) -> GenerateRequest:
         if (self.text is None) == (self.input_ids is None):
             raise ValueError("provide exactly one of 'text' or 'input_ids'")
         return self
@@ -165,15 +177,18 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def parse_body(model: type[M], body: Any) -> M:
-    """Validate a decoded JSON body; any problem becomes a 400 naming the field."""
+    """Validate a decoded JSON body; problems become FastAPI-style validation errors."""
     if not isinstance(body, dict):
-        raise ApiError("The request body must be a JSON object.")
+        raise ValidationFailed([{"type": "model_attributes_type", "loc": ("body",),
+                                 "msg": "Input should be a valid dictionary or object",
+                                 "input": body if isinstance(body, (int, float, str)) else None}])
     try:
         return model.model_validate(body)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        loc = ".".join(str(p) for p in first.get("loc", ()))
-        message = first.get("msg", "invalid value")
-        raise ApiError(f"{loc}: {message}" if loc else message, 400, loc or None) from None
+        errors = [{"type": e.get("type"), "loc": ("body", *e.get("loc", ())), "msg": e.get("msg"),
+                   "input": e.get("input") if isinstance(e.get("input"), (str, int, float)) else None}
+                  for e in exc.errors(include_url=False)]
+        raise ValidationFailed(errors) from None
     except (ValueError, TypeError, RecursionError) as exc:
-        raise ApiError(f"Invalid request: {exc}", 400) from None
+        raise ValidationFailed([{"type": "value_error", "loc": ("body",), "msg": str(exc)[:200],
+                                 "input": None}]) from None
