@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from cases import API_KEY, CASES, CONTEXT_LENGTH, MODEL, Case
 
-from kimi_runbooks.emulator import EmulatorSettings
+from kimi_runbooks.emulator import DEVIATIONS, EmulatorSettings
 from kimi_runbooks.emulator.chat_input import read_chat
 from kimi_runbooks.emulator.events import EOS_TOKEN_ID
 from kimi_runbooks.emulator.protocol import ChatRequest, parse_body
@@ -25,17 +25,14 @@ FAST = 0.01
 
 
 def settings_for(variant: str, strict: bool) -> EmulatorSettings:
-    extra = {"strict_sglang": True} if strict else {}
     return EmulatorSettings(time_scale=FAST, log_startup=False, seed=3, model=MODEL,
                             api_key=API_KEY if variant == "auth" else None,
-                            max_model_len=CONTEXT_LENGTH, **extra)
+                            max_model_len=CONTEXT_LENGTH, strict_sglang=strict)
 
 
 def declared_deviations() -> list[dict[str, Any]]:
-    """The emulator's own list of allowed deviations (empty on an emulator that has none)."""
-    from kimi_runbooks import emulator
-
-    return [d.as_dict() for d in getattr(emulator, "DEVIATIONS", ())]
+    """The emulator's own list of allowed deviations (deviations.py)."""
+    return [d.as_dict() for d in DEVIATIONS]
 
 
 def prompt_tokens(case: Case) -> int | None:
@@ -53,7 +50,7 @@ def prompt_tokens(case: Case) -> int | None:
                 return count_tokens(body["text"])
             if isinstance(body.get("input_ids"), list):
                 return len(body["input_ids"])
-    except Exception:  # a body the emulator itself rejects: no count
+    except (ValueError, TypeError, KeyError, IndexError):  # a body the emulator rejects: no count
         return None
     return None
 
@@ -74,13 +71,14 @@ def _sse(text: str) -> list[dict[str, Any]]:
 
 
 def exchange(client: httpx.Client, case: Case) -> dict[str, Any]:
-    response = client.request(case.method, case.path, content=case.content(),
+    content = case.content()
+    response = client.request(case.method, case.path, content=content,
                               headers=case.request_headers())
     ctype = response.headers.get("content-type", "")
     record: dict[str, Any] = {
         "id": case.id, "surface": case.surface, "variant": case.variant,
         "request": {"method": case.method, "path": case.path, "headers": case.request_headers(),
-                    "body": case.content().decode() if case.body is not None else None},
+                    "body": content.decode() if content is not None else None},
         "prompt_tokens": prompt_tokens(case),
         "response": {"status": response.status_code,
                      "headers": {k.lower(): v for k, v in response.headers.items()},

@@ -28,11 +28,11 @@ TIME_TOOL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                    "required": ["city"]}}}
 
-USER_HELLO = [{"role": "user", "content": "Say hello to the contract suite."}]
-USER_WEATHER = [{"role": "user", "content": "What's the weather in Beijing right now?"}]
+USER_HELLO: list[dict[str, Any]] = [{"role": "user", "content": "Say hello to the contract suite."}]
+USER_WEATHER: list[dict[str, Any]] = [{"role": "user", "content": "What's the weather in Beijing right now?"}]
 # A conversation that already holds three tool calls: SGLang's Kimi path numbers the next
 # call after them (serving_chat.py _get_history_tool_calls_cnt + _process_tool_call_id).
-HISTORY = [
+HISTORY: list[dict[str, Any]] = [
     {"role": "user", "content": "What's the weather and the time in Paris?"},
     {"role": "assistant", "content": "", "tool_calls": [
         {"id": "functions.get_weather:0", "type": "function",
@@ -47,7 +47,7 @@ HISTORY = [
     {"role": "tool", "tool_call_id": "functions.get_weather:2", "content": "{\"temp_c\": 19}"},
     {"role": "user", "content": "And what's the weather in Beijing?"},
 ]
-TOOL_RESULT_TURN = [
+TOOL_RESULT_TURN: list[dict[str, Any]] = [
     *USER_WEATHER,
     {"role": "assistant", "content": "", "tool_calls": [
         {"id": "functions.get_weather:0", "type": "function",

@@ -228,9 +228,9 @@ def _stream_outputs(exchange: dict[str, Any], choices: dict[int, _Choice],
     for state in choices.values():
         state.end()
     last = {index: max([n for i, n in order if i == index], default=-1) for index in choices}
-    for index in choices:  # a choice that produced nothing still ends with one output
+    for index, state in choices.items():  # a choice that produced nothing still ends with one output
         if last[index] < 0:
-            choices[index].pieces.append("")
+            state.pieces.append("")
             order.append((index, 0))
             last[index] = 0
     outputs = []
@@ -241,7 +241,7 @@ def _stream_outputs(exchange: dict[str, Any], choices: dict[int, _Choice],
         done = n == last[index]
         finish = raw_finish(finishes[index], n + 1, eos) if done and index in finishes else None
         reasoning_seen[index] = min(state.reasoning_pieces, n + 1)
-        item = {"text": text, "output_ids": [0] * (n + 1),
+        item: dict[str, Any] = {"text": text, "output_ids": [0] * (n + 1),
                 "meta_info": _meta(f"rid-{index}", exchange["prompt_tokens"] or 0, n + 1,
                                    reasoning_seen[index], finish)}
         if len(choices) > 1:

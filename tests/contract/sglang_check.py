@@ -63,22 +63,24 @@ def fallback_script(exchange: dict[str, Any], script: dict[str, Any], eos: int) 
     """A short stand-in generation for requests the emulator refused, so SGLang's answer to the
     same request (often a 200) is what the emulator's refusal is compared with."""
     body = replay.request_json(exchange)
-    n = body.get("n") if isinstance(body.get("n"), int) and 0 < body.get("n", 1) <= 4 else 1
+    asked = body.get("n")
+    n = asked if isinstance(asked, int) and 0 < asked <= 4 else 1
     pieces = ["Hello", "."]
     finish = {"type": "stop", "matched": eos}
     think = exchange["request"]["path"] == "/v1/chat/completions" and replay.thinking_on(body)
     if think:
         pieces = ["<think>ok", "</think>Hello", "."]
-    finals, stream = [], []
+    finals: list[dict[str, Any]] = []
+    stream: list[dict[str, Any]] = []
     for i in range(n):
-        meta = {"id": f"rid-{i}", "prompt_tokens": exchange.get("prompt_tokens") or 1,
+        meta: dict[str, Any] = {"id": f"rid-{i}", "prompt_tokens": exchange.get("prompt_tokens") or 1,
                 "weight_version": "default", "num_retractions": 0,
                 "reasoning_tokens": 1 if think else 0, "cached_tokens": 0}
         finals.append({"text": "".join(pieces), "output_ids": [0] * len(pieces),
                        "meta_info": {**meta, "finish_reason": finish,
                                      "completion_tokens": len(pieces)}})
         for k in range(len(pieces)):
-            item = {"text": "".join(pieces[: k + 1]), "output_ids": [0] * (k + 1),
+            item: dict[str, Any] = {"text": "".join(pieces[: k + 1]), "output_ids": [0] * (k + 1),
                     "meta_info": {**meta, "completion_tokens": k + 1,
                                   "finish_reason": finish if k == len(pieces) - 1 else None}}
             if n > 1:
@@ -138,7 +140,7 @@ def schema_checks(exchange: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     for where, value, cls in items:
         try:
             model = cls.model_validate(value)
-        except Exception as exc:  # pydantic.ValidationError, or a non-dict body
+        except (ValueError, TypeError) as exc:  # pydantic.ValidationError is a ValueError
             out.append((f"{where} (pydantic {cls.__name__})", surface_checks.dumps(value),
                         str(exc)[:300]))
             continue

@@ -111,24 +111,24 @@ def meta_info_keys() -> tuple[set[str], set[str]]:
     for node in ast.walk(tree):
         if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
                 and any(isinstance(t, ast.Name) and t.id == "meta_info" for t in node.targets)):
-            always |= {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
+            always |= {k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
               and node.func.attr == "update" and isinstance(node.func.value, ast.Name)
               and node.func.value.id == "meta_info" and node.args
               and isinstance(node.args[0], ast.Dict)):
-            always |= {k.value for k in node.args[0].keys if isinstance(k, ast.Constant)}
+            always |= {k.value for k in node.args[0].keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
                 and node.value.id == "meta_info" and isinstance(node.slice, ast.Constant):
-            maybe.add(node.slice.value)
+            maybe.add(str(node.slice.value))
     source = inspect.getsource(req_time_stats)
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
                 and node.value.id in ("meta_info", "meta_data") \
                 and isinstance(node.slice, ast.Constant):
-            maybe.add(node.slice.value)
+            maybe.add(str(node.slice.value))
         if isinstance(node, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == "queue_time"
                                               for k in node.keys):
-            maybe |= {k.value for k in node.keys if isinstance(k, ast.Constant)}
+            maybe |= {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
     return always, maybe | {"e2e_latency"}
 
 

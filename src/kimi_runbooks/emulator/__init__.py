@@ -20,5 +20,5 @@ from .deviations import DEVIATIONS, Deviation
 from .latency import DEFAULT_PROFILE, LatencyProfile, profile_from_references
 from .settings import EmulatorSettings, FaultSpec, parse_fault
 
-__all__ = ["create_app", "EmulatorSettings", "LatencyProfile", "DEFAULT_PROFILE",
-           "profile_from_references", "FaultSpec", "parse_fault", "DEVIATIONS", "Deviation"]
+__all__ = ["DEFAULT_PROFILE", "DEVIATIONS", "Deviation", "EmulatorSettings", "FaultSpec",
+           "LatencyProfile", "create_app", "parse_fault", "profile_from_references"]

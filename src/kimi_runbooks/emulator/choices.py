@@ -35,11 +35,11 @@ async def run_merged(engine: Engine, jobs: list[Job]) -> AsyncIterator[tuple[int
     finished = 0
     try:
         while finished < len(jobs):
-            index, token = await queue.get()
-            if token is None:
+            index, maybe_token = await queue.get()
+            if maybe_token is None:
                 finished += 1
                 continue
-            yield index, token
+            yield index, maybe_token
     finally:
         for task in tasks:
             task.cancel()

@@ -10,7 +10,7 @@ clock.py wakes each token with sub-millisecond precision so the median matches t
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
 from .clock import sleep_until
@@ -55,7 +55,7 @@ class Engine:
     def _scaled(self, ms: float) -> float:
         return ms / 1000.0 * self.settings.time_scale
 
-    async def run(self, job: Job, progress: Progress) -> AsyncIterator[int]:
+    async def run(self, job: Job, progress: Progress) -> AsyncGenerator[int, None]:
         """Yield token indices 0..output_tokens-1, each at the moment it is due."""
         crash_at = self.faults.crash_point(job.output_tokens) if job.streaming else None
         ticket = await self.scheduler.admit(job.reserve_tokens)

@@ -128,13 +128,13 @@ class Metrics:
         if self.aborted_requests_total:
             lines += ["# HELP sglang:num_aborted_requests_total Number of requests aborted.",
                       "# TYPE sglang:num_aborted_requests_total counter",
-                      f"sglang:num_aborted_requests_total{{{tokenizer}}} "
-                      f"{float(self.aborted_requests_total)}"]
+                      (f"sglang:num_aborted_requests_total{{{tokenizer}}} "
+                       f"{float(self.aborted_requests_total)}")]
         for metric, help_text, hists in (
                 ("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
                  self.ttft),
-                ("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds",
-                 self.e2e)):
+                ("sglang:e2e_request_latency_seconds",
+                 "Histogram of End-to-end request latency in seconds", self.e2e)):
             if hists:
                 lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} histogram"]
                 for flag, hist in sorted(hists.items()):
