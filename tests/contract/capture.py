@@ -17,6 +17,7 @@ from cases import API_KEY, CASES, CONTEXT_LENGTH, MODEL, Case
 
 from kimi_runbooks.emulator import DEVIATIONS, EmulatorSettings
 from kimi_runbooks.emulator.chat_input import read_chat
+from kimi_runbooks.emulator.errors import ApiError
 from kimi_runbooks.emulator.events import EOS_TOKEN_ID
 from kimi_runbooks.emulator.protocol import ChatRequest, parse_body
 from kimi_runbooks.emulator.tokenizer import count_tokens
@@ -50,7 +51,7 @@ def prompt_tokens(case: Case) -> int | None:
                 return count_tokens(body["text"])
             if isinstance(body.get("input_ids"), list):
                 return len(body["input_ids"])
-    except (ValueError, TypeError, KeyError, IndexError):  # a body the emulator rejects: no count
+    except (ApiError, ValueError, TypeError, KeyError, IndexError):  # a body it rejects: no count
         return None
     return None
 
