@@ -176,6 +176,8 @@ CASES: list[Case] = [
     Case("server-info", "info", "GET", "/server_info"),
     Case("health", "info", "GET", "/health"),
     Case("health-generate", "info", "GET", "/health_generate"),
+    Case("ready", "info", "GET", "/ready"),
+    Case("flush-cache", "info", "POST", "/flush_cache"),
     # ---- metrics last, after the traffic above
     Case("metrics", "metrics", "GET", "/metrics"),
 ]

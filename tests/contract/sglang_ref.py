@@ -84,6 +84,9 @@ class StubTokenizerManager:
     def create_abort_task(self, obj: Any) -> None:
         return None
 
+    async def flush_cache(self, timeout_s: float = 0.0) -> Any:
+        return SimpleNamespace(success=True, message="")  # an idle engine flushes
+
     async def get_internal_state(self) -> list[dict[str, Any]]:
         return [self.internal_state]
 

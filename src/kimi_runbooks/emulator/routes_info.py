@@ -72,12 +72,12 @@ async def get_server_info(request: Request) -> Response:
 
 async def flush_cache(request: Request) -> Response:
     scheduler = _state(request).engine.scheduler
-    if scheduler.running or scheduler.queued:
-        return PlainTextResponse("Cache not flushed: there are running or waiting requests.\n",
-                                 status_code=400)
-    return PlainTextResponse("Cache flushed.\nPlease check backend logs for more details. "
-                             "(When there are running or waiting requests, the operation will "
-                             "not be performed.)\n")
+    if scheduler.running or scheduler.queued:  # SGLang: Response without a media type
+        return Response("Cache not flushed: there are running or waiting requests.\n",
+                        status_code=400)
+    return Response("Cache flushed.\nPlease check backend logs for more details. "
+                    "(When there are running or waiting requests, the operation will "
+                    "not be performed.)\n")
 
 
 async def metrics(request: Request) -> Response:
