@@ -49,7 +49,7 @@ def test_launch_ready_manifest_teardown(tmp_path: Path, capsys: pytest.CaptureFi
     assert "ready at" in out
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["emulated"] is True and manifest["platform"] == "h200"
-    assert manifest["sglang_version"] == "0.5.9-emulated"
+    assert manifest["sglang_version"] == "0.5.23-emulated"  # the SGLang the emulator is held to
     assert manifest["max_total_num_tokens"] == handle.max_total_num_tokens
     assert manifest["server_args"]["tp_size"] == 8
     assert manifest["hardware"] == "unavailable" or manifest["hardware"]["tool"]

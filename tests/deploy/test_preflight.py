@@ -10,6 +10,7 @@ import pytest
 
 from kimi_runbooks import deploy
 from kimi_runbooks.deploy import preflight as pf
+from kimi_runbooks.net import socket_family
 from kimi_runbooks.plan import plan as make_plan
 from tests.support.stand_ins import ipv6_loopback
 
@@ -161,7 +162,7 @@ def test_emulator_needs_only_a_port(fake_smi_path: Path, monkeypatch: pytest.Mon
 
 @pytest.mark.skipif(not ipv6_loopback(), reason="this machine has no IPv6 loopback")
 def test_port_check_on_ipv6_loopback() -> None:
-    assert pf.socket_family("::1") == socket.AF_INET6 and pf.socket_family("localhost") == socket.AF_INET
+    assert socket_family("::1") == socket.AF_INET6 and socket_family("localhost") == socket.AF_INET
     with socket.socket(socket.AF_INET6) as sock:
         sock.bind(("::1", 0))
         sock.listen()

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..net import socket_family
 from ..plan import LaunchPlan
 from ..plan.knobs import canonical_flag, resolve_knobs
 
@@ -274,17 +275,6 @@ def port_owner(port: int) -> str | None:
         except OSError:
             continue
     return None
-
-
-def socket_family(host: str) -> socket.AddressFamily:
-    """AF_INET6 for a host that is only IPv6 ("::1", "[::1]"), else AF_INET (names that resolve
-    to both, like localhost, keep IPv4: that is where the server binds them)."""
-    try:
-        infos = socket.getaddrinfo(host.strip("[]"), None, type=socket.SOCK_STREAM)
-    except OSError:
-        return socket.AF_INET
-    families = {info[0] for info in infos}
-    return socket.AF_INET6 if families == {socket.AF_INET6} else socket.AF_INET
 
 
 def check_port(host: str, port: int) -> Check:

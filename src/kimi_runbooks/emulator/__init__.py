@@ -1,19 +1,33 @@
-"""SGLang emulator: a CPU test double that speaks SGLang's HTTP API as Kimi-K2.6 would.
+"""SGLang emulator: a CPU test double that speaks SGLang 0.5.23's HTTP API as Kimi-K2.6 would.
 
-Used by CI and rehearsals in place of a real 1T-parameter deployment; everything it
-serves is labelled emulated (``X-Emulated`` header, ``emulated: true`` in /server_info).
+Used by CI and rehearsals in place of a real 1T-parameter deployment. What it answers is held
+to SGLang's own code by the contract suite (tests/contract/): status codes, error bodies,
+every JSON key and SSE chunk, /server_info and /model_info keys, /generate meta_info keys,
+/metrics names, types, labels and buckets, and Kimi's reasoning and tool-call conventions.
+
+Allowed deviations, the only differences from SGLang (listed with reasons in deviations.py,
+whose ``DEVIATIONS`` the suite reads; ``strict_sglang=True`` / ``--strict-sglang`` turns them off):
+
+1. response header ``X-Emulated: kimi-runbooks`` on every response;
+2. ``emulated: true`` in /server_info (and its ``version`` ends in ``-emulated``);
+3. metric ``sglang:is_emulated`` (gauge, 1).
+
+Besides these the emulator never echoes an API key (SGLang prints it in /server_info).
 """
 
 from .app import create_app
+from .deviations import DEVIATIONS, Deviation
 from .latency import DEFAULT_PROFILE, LatencyProfile, profile_from_references
 from .settings import EmulatorSettings, FaultSpec, parse_fault
 
 __all__ = [
-    "create_app",
-    "EmulatorSettings",
-    "LatencyProfile",
     "DEFAULT_PROFILE",
-    "profile_from_references",
+    "DEVIATIONS",
+    "Deviation",
+    "EmulatorSettings",
     "FaultSpec",
+    "LatencyProfile",
+    "create_app",
     "parse_fault",
+    "profile_from_references",
 ]

@@ -1,8 +1,11 @@
 """create_app: the Starlette application that speaks SGLang's HTTP API as Kimi-K2.6.
 
-Wires routes to handlers, wraps every handler so refusals become OpenAI-style 4xx
-errors (and bugs a 500 JSON body rather than a dead connection), checks the API
-key, stamps ``X-Emulated`` on every response and runs the simulated start phase.
+Wires routes to handlers and answers every refusal in the shape SGLang's FastAPI server
+gives it (errors.py): handler errors as ErrorResponse, unknown routes and wrong methods as
+``{"detail": ...}``, a missing or wrong API key as ``{"error": "Unauthorized"}`` from a
+middleware that runs before routing (sglang/srt/utils/auth.py), a bug as a 500 JSON body
+rather than a dead connection. Stamps the ``X-Emulated`` header unless strict (deviations.py)
+and runs the simulated start phase.
 """
 
 from __future__ import annotations
@@ -11,23 +14,23 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import routes_info, routes_native, routes_openai
-from .errors import ApiError, error_response
+from . import routes_chat, routes_completions, routes_info, routes_native
+from .deviations import EMULATED_HEADER
+from .errors import ApiError, RawError, error_response
 from .settings import EmulatorSettings
 from .state import AppState
 
 log = logging.getLogger(__name__)
 
-EMULATED_HEADER = (b"x-emulated", b"kimi-runbooks")
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -41,7 +44,7 @@ def create_app(settings: EmulatorSettings | None = None) -> Starlette:
         exception_handlers={HTTPException: _http_exception},
     )
     app.state.emulator = state
-    app.add_middleware(EmulatedHeaderMiddleware)
+    app.add_middleware(FrontMiddleware, state=state)
     return app
 
 
@@ -52,6 +55,7 @@ def _routes() -> list[Route]:
         ("/health_generate", routes_info.health_generate, get),
         ("/ready", routes_info.ready, get),
         ("/v1/models", routes_info.models, get),
+        ("/v1/models/{model:path}", routes_info.model_card, get),
         ("/model_info", routes_info.get_model_info, get),
         ("/get_model_info", routes_info.get_model_info, get),
         ("/server_info", routes_info.get_server_info, get),
@@ -59,38 +63,40 @@ def _routes() -> list[Route]:
         ("/flush_cache", routes_info.flush_cache, both),
         ("/metrics", routes_info.metrics, get),
         ("/openapi.json", routes_info.openapi_json, get),
-        ("/generate", routes_native.generate, post),
-        ("/v1/completions", routes_openai.completions, post),
-        ("/v1/chat/completions", routes_openai.chat_completions, post),
+        ("/generate", routes_native.generate, ["POST", "PUT"]),
+        ("/v1/completions", routes_completions.completions, post),
+        ("/v1/chat/completions", routes_chat.chat_completions, post),
     ]
     return [Route(path, _guarded(handler), methods=methods) for path, handler, methods in table]
 
 
 def _guarded(handler: Handler) -> Handler:
-    """Auth check plus error mapping around one handler."""
+    """Error mapping around one handler."""
 
     @functools.wraps(handler)
     async def wrapper(request: Request) -> Response:
         try:
-            request.app.state.emulator.check_auth(request)
             return await handler(request)
-        except ApiError as err:
+        except (ApiError, RawError) as err:
             return error_response(err)
         except Exception as exc:  # a bug: answer 500 JSON, keep serving
             log.exception("emulator handler %s failed", handler.__name__)
-            return error_response(ApiError(f"Internal error: {type(exc).__name__}", 500))
+            return error_response(
+                ApiError(f"Internal server error: {type(exc).__name__}", 500, err_type="InternalServerError")
+            )
 
     return wrapper
 
 
 async def _http_exception(request: Request, exc: Exception) -> Response:
+    """Router refusals (unknown path, wrong method) as FastAPI answers them: {"detail": ...}."""
     status = getattr(exc, "status_code", 400)
     detail = getattr(exc, "detail", "error")
-    return error_response(ApiError(f"{detail}: {request.method} {request.url.path}", status))
+    return JSONResponse({"detail": detail}, status_code=status, headers=getattr(exc, "headers", None))
 
 
 @contextlib.asynccontextmanager
-async def _lifespan(app: Starlette, state: AppState):
+async def _lifespan(app: Starlette, state: AppState) -> AsyncIterator[None]:
     state.startup.restart()
     task = asyncio.create_task(state.startup.print_phases())
     try:
@@ -101,22 +107,34 @@ async def _lifespan(app: Starlette, state: AppState):
             await task
 
 
-class EmulatedHeaderMiddleware:
-    """Adds ``X-Emulated: kimi-runbooks`` to every HTTP response, streaming ones included."""
+class FrontMiddleware:
+    """Before routing: the API-key check (as SGLang's middleware); on the way out: ``X-Emulated``."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, state: AppState) -> None:
         self.app = app
+        self.state = state
+        self.header = (EMULATED_HEADER[0].lower().encode(), EMULATED_HEADER[1].encode())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        try:
+            self.state.check_auth(Request(scope, receive=receive))
+        except RawError as err:
+            await error_response(err)(scope, receive, self._stamp(send))
+            return
+        await self.app(scope, receive, self._stamp(send))
+
+    def _stamp(self, send: Send) -> Send:
+        if not self.state.settings.marked:
+            return send
 
         async def send_with_header(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                headers.append(EMULATED_HEADER)
+                headers.append(self.header)
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self.app(scope, receive, send_with_header)
+        return send_with_header

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from .content import Conversation, ToolSpec
 from .errors import ApiError
@@ -47,7 +48,7 @@ def read_chat(req: ChatRequest) -> ChatInput:
     return ChatInput(conversation=convo, prompt_tokens=tokens)
 
 
-def _tool_choice(req: ChatRequest):
+def _tool_choice(req: ChatRequest) -> str | dict[str, Any]:
     choice = req.tool_choice
     if choice is None:
         return "auto"
@@ -65,7 +66,7 @@ def _message_parts(message: ChatMessage, index: int) -> tuple[str, list[ImageInf
             texts.append(part.text or "")
         else:
             try:
-                images.append(inspect_image_url(part.image_url.url))
+                images.append(inspect_image_url(part.image_url.url if part.image_url else ""))
             except ImageError as exc:
                 raise ApiError(str(exc), 400, f"messages.{index}.content.{part_index}.image_url") from None
     return "\n".join(texts), images

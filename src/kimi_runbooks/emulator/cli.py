@@ -55,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context-length", type=int, default=None)
     p.add_argument("--seed", "--random-seed", dest="seed", type=int, default=0)
     p.add_argument("--log-level", default="warning")
+    p.add_argument(
+        "--strict-sglang",
+        action="store_true",
+        help="answer exactly as SGLang does: no X-Emulated header, no emulated markers",
+    )
     return p
 
 
@@ -83,6 +88,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
         startup_seconds=args.startup_seconds,
         seed=args.seed,
         launch_args=launch_args,
+        strict_sglang=args.strict_sglang,
     )
     return settings, args
 

@@ -26,7 +26,7 @@ class PreciseTimer:
     """Wakes asyncio tasks at time.monotonic() deadlines; one shared daemon thread."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, asyncio.AbstractEventLoop, asyncio.Future]] = []
+        self._heap: list[tuple[float, int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._cond = threading.Condition()
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
@@ -62,7 +62,7 @@ class PreciseTimer:
                 due = self._pop_due(time.monotonic() + _BATCH_WINDOW)
             self._wake(due)
 
-    def _pop_due(self, limit: float) -> list[tuple[asyncio.AbstractEventLoop, asyncio.Future]]:
+    def _pop_due(self, limit: float) -> list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]:
         due = []
         while self._heap and self._heap[0][0] <= limit:
             _, _, loop, future = heapq.heappop(self._heap)
@@ -70,8 +70,8 @@ class PreciseTimer:
         return due
 
     @staticmethod
-    def _wake(due: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]]) -> None:
-        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future]] = defaultdict(list)
+    def _wake(due: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = defaultdict(list)
         for loop, future in due:
             by_loop[loop].append(future)
         for loop, futures in by_loop.items():
@@ -81,7 +81,7 @@ class PreciseTimer:
                 pass
 
 
-def _resolve(futures: list[asyncio.Future]) -> None:
+def _resolve(futures: list[asyncio.Future[None]]) -> None:
     for future in futures:
         if not future.done():
             future.set_result(None)

@@ -185,8 +185,9 @@ def _choose_tool(convo: Conversation) -> ToolSpec | None:
 def _forced_tool_name(choice: Any) -> str | None:
     if isinstance(choice, dict):
         function = choice.get("function")
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            return function["name"]
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str):
+            return name
     return None
 
 

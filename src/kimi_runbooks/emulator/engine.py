@@ -10,7 +10,7 @@ clock.py wakes each token with sub-millisecond precision so the median matches t
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
 from .clock import sleep_until
@@ -48,13 +48,13 @@ class Engine:
         self.settings = settings
         self.profile = settings.profile
         self.scheduler = Scheduler(settings.profile.max_total_num_tokens, settings.profile.max_running_requests)
-        self.metrics = Metrics(model_name=settings.served_model_name)
+        self.metrics = Metrics(model_name=settings.served_model_name, marked=settings.marked)
         self.faults = FaultInjector(settings)
 
     def _scaled(self, ms: float) -> float:
         return ms / 1000.0 * self.settings.time_scale
 
-    async def run(self, job: Job, progress: Progress) -> AsyncIterator[int]:
+    async def run(self, job: Job, progress: Progress) -> AsyncGenerator[int, None]:
         """Yield token indices 0..output_tokens-1, each at the moment it is due."""
         crash_at = self.faults.crash_point(job.output_tokens) if job.streaming else None
         ticket = await self.scheduler.admit(job.reserve_tokens)
@@ -63,7 +63,7 @@ class Engine:
             admitted_at = time.monotonic()
             start = admitted_at if ticket.waited else job.arrival
             progress.queue_seconds = max(admitted_at - job.arrival, 0.0) if ticket.waited else 0.0
-            self.metrics.prompt_tokens_total += job.prompt_tokens
+            self.metrics.count_prompt(job.prompt_tokens, job.streaming)
             deadline = start + self._scaled(self.profile.ttft_ms(job.prompt_tokens))
             previous = None
             for index in range(job.output_tokens):
@@ -87,19 +87,18 @@ class Engine:
     def _observe_token(self, job: Job, progress: Progress, previous: float | None, now: float) -> None:
         if previous is None:
             progress.first_token_at = now
-            self.metrics.ttft.observe(now - job.arrival)
+            self.metrics.observe_ttft(now - job.arrival, job.streaming)
         else:
             self.metrics.itl.observe(now - previous)
         progress.emitted += 1
-        self.metrics.generation_tokens_total += 1
+        self.metrics.count_token(job.streaming)
 
     def _finish(self, job: Job, progress: Progress, completed: bool) -> None:
         progress.finished_at = time.monotonic()
         if not completed:
             self.metrics.aborted_requests_total += 1
             return
-        self.metrics.requests_total += 1
-        self.metrics.e2e.observe(progress.finished_at - job.arrival)
+        self.metrics.finish(progress.finished_at - job.arrival, job.streaming)
         if progress.first_token_at and progress.emitted > 1:
             decode = progress.finished_at - progress.first_token_at
             if decode > 0:

@@ -29,7 +29,7 @@ class FaultInjector:
         """One deterministic draw per generation request (sequence fixed by the seed)."""
         if not self.settings.fault_is("http-500-rate"):
             return False
-        rate = self.settings.fault.value or 0.0
+        rate = (self.settings.fault.value if self.settings.fault else None) or 0.0
         return self._rng.random() < rate
 
     def crash_point(self, planned_tokens: int) -> int | None:
@@ -37,7 +37,7 @@ class FaultInjector:
         if not self.settings.fault_is("crash-mid-stream"):
             return None
         self._streams_started += 1
-        nth = int(self.settings.fault.value or 1)
+        nth = int((self.settings.fault.value if self.settings.fault else None) or 1)
         if self._streams_started != max(nth, 1):
             return None
         return max(1, planned_tokens // 2)

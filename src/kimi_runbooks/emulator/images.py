@@ -105,7 +105,8 @@ def _describe_bytes(raw: bytes) -> ImageInfo:
         raise
     except Exception as exc:  # Pillow raises many types for bad bytes
         raise ImageError(f"Invalid image: cannot identify image data ({type(exc).__name__})") from None
-    return ImageInfo(source="data", width=width, height=height, colour=_nearest_colour(mean))
+    rgb = tuple(mean)[:3] if isinstance(mean, tuple) else (0, 0, 0)
+    return ImageInfo(source="data", width=width, height=height, colour=_nearest_colour((rgb[0], rgb[1], rgb[2])))
 
 
 def _nearest_colour(mean: tuple[int, int, int]) -> str:

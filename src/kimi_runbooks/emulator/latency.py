@@ -203,7 +203,8 @@ def _point_from_result(result: Any) -> SpeedPoint | None:
     """A bench_serving result; input length and concurrency may sit beside or inside metrics."""
     if not isinstance(result, dict):
         return None
-    metrics = result.get("metrics") if isinstance(result.get("metrics"), dict) else {}
+    found = result.get("metrics")
+    metrics: dict[str, Any] = found if isinstance(found, dict) else {}
     concurrency = _first(result.get("max_concurrency"), metrics.get("max_concurrency"))
     return _make_point(
         _input_len(result, metrics), concurrency, metrics.get("median_ttft_ms"), metrics.get("median_itl_ms")

@@ -1,8 +1,12 @@
-"""Prometheus text for /metrics with SGLang's metric names (sglang:*).
+"""Prometheus text for /metrics: SGLang's metric names, types, labels and default buckets.
 
-Runbooks scrape these to watch queueing and token usage; the names and label
-(``model_name``) follow SGLang's so the same scrape code works on a real server.
-Written by hand to keep the emulator free of a metrics dependency.
+Mirrors the subset of SGLang 0.5.23's collectors (sglang/srt/observability/metrics_collector.py)
+that a runbook scrapes. Scheduler gauges carry ``model_name, engine_type, tp_rank, pp_rank,
+moe_ep_rank`` (one unified engine, rank 0); tokenizer counters and histograms carry
+``model_name, engine_type`` plus ``is_streaming`` where SGLang splits by it. As in SGLang's
+multiprocess registry, a labelled family shows up once it has a series. The contract suite
+checks every family here against the collectors. Written by hand to keep the emulator free
+of a metrics dependency.
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 120.0, 160.0)
+from .deviations import EMULATED_METRIC
+
+TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0, 400.0)
 ITL_BUCKETS = (
     0.002,
     0.004,
@@ -53,14 +59,14 @@ E2E_BUCKETS = (
     60.0,
     80.0,
     100.0,
-    150.0,
     200.0,
-    250.0,
-    300.0,
-    350.0,
-    500.0,
-    1000.0,
+    400.0,
+    600.0,
+    1200.0,
+    1800.0,
+    2400.0,
 )
+ENGINE_TYPE = "unified"
 
 
 @dataclass
@@ -86,11 +92,15 @@ class Histogram:
         out, running = [], 0
         for bound, n in zip(self.buckets, self.counts):
             running += n
-            out.append(f'{name}_bucket{{{labels},le="{bound}"}} {running}')
-        out.append(f'{name}_bucket{{{labels},le="+Inf"}} {self.count}')
+            out.append(f'{name}_bucket{{{labels},le="{bound}"}} {float(running)}')
+        out.append(f'{name}_bucket{{{labels},le="+Inf"}} {float(self.count)}')
+        out.append(f"{name}_count{{{labels}}} {float(self.count)}")
         out.append(f"{name}_sum{{{labels}}} {self.total}")
-        out.append(f"{name}_count{{{labels}}} {self.count}")
         return out
+
+
+def _flag(streaming: bool) -> str:
+    return "true" if streaming else "false"
 
 
 @dataclass
@@ -98,46 +108,90 @@ class Metrics:
     """Counters and histograms the engine updates as requests run."""
 
     model_name: str
-    prompt_tokens_total: int = 0
-    generation_tokens_total: int = 0
-    requests_total: int = 0
+    marked: bool = True  # print the sglang:is_emulated marker (deviations.py)
+    prompt_tokens_total: dict[str, int] = field(default_factory=dict)
+    generation_tokens_total: dict[str, int] = field(default_factory=dict)
+    requests_total: dict[str, int] = field(default_factory=dict)
     aborted_requests_total: int = 0
     last_gen_throughput: float = 0.0
-    ttft: Histogram = field(default_factory=lambda: Histogram(TTFT_BUCKETS))
+    ttft: dict[str, Histogram] = field(default_factory=dict)
+    e2e: dict[str, Histogram] = field(default_factory=dict)
     itl: Histogram = field(default_factory=lambda: Histogram(ITL_BUCKETS))
-    e2e: Histogram = field(default_factory=lambda: Histogram(E2E_BUCKETS))
 
+    # ---- updates (the engine calls these)
+    def count_prompt(self, tokens: int, streaming: bool) -> None:
+        key = _flag(streaming)
+        self.prompt_tokens_total[key] = self.prompt_tokens_total.get(key, 0) + tokens
+
+    def count_token(self, streaming: bool) -> None:
+        key = _flag(streaming)
+        self.generation_tokens_total[key] = self.generation_tokens_total.get(key, 0) + 1
+
+    def observe_ttft(self, seconds: float, streaming: bool) -> None:
+        self.ttft.setdefault(_flag(streaming), Histogram(TTFT_BUCKETS)).observe(seconds)
+
+    def finish(self, e2e_seconds: float, streaming: bool) -> None:
+        key = _flag(streaming)
+        self.requests_total[key] = self.requests_total.get(key, 0) + 1
+        self.e2e.setdefault(key, Histogram(E2E_BUCKETS)).observe(e2e_seconds)
+
+    # ---- exposition
     def render(self, running: int, queued: int, token_usage: float, used_tokens: int) -> str:
         """The /metrics body (Prometheus text exposition format 0.0.4)."""
-        labels = f'model_name="{_escape(self.model_name)}"'
-        lines = ["# Emulated SGLang metrics (kimi-runbooks emulator): no model is running."]
+        name = _escape(self.model_name)
+        scheduler = f'engine_type="{ENGINE_TYPE}",model_name="{name}",moe_ep_rank="0",pp_rank="0",tp_rank="0"'
+        tokenizer = f'engine_type="{ENGINE_TYPE}",model_name="{name}"'
+        lines: list[str] = []
         gauges = [
             ("sglang:num_running_reqs", "The number of running requests.", running),
-            ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", queued),
             ("sglang:num_used_tokens", "The number of used tokens.", used_tokens),
             ("sglang:token_usage", "The token usage.", round(token_usage, 6)),
             ("sglang:gen_throughput", "The generation throughput (token/s).", round(self.last_gen_throughput, 3)),
+            ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", queued),
             ("sglang:cache_hit_rate", "The prefix cache hit rate.", 0.0),
-            ("sglang:is_emulated", "1: this server is the kimi-runbooks emulator.", 1),
         ]
-        for name, help_text, value in gauges:
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name}{{{labels}}} {float(value)}"]
-        counters = [
-            ("sglang:prompt_tokens_total", "Number of prefill tokens processed.", self.prompt_tokens_total),
-            ("sglang:generation_tokens_total", "Number of generation tokens processed.", self.generation_tokens_total),
-            ("sglang:num_requests_total", "Number of requests processed.", self.requests_total),
-            ("sglang:num_aborted_requests_total", "Number of requests aborted.", self.aborted_requests_total),
+        for metric, help_text, value in gauges:
+            lines += [
+                f"# HELP {metric} {help_text}",
+                f"# TYPE {metric} gauge",
+                f"{metric}{{{scheduler}}} {float(value)}",
+            ]
+        if self.marked:
+            lines += [
+                f"# HELP {EMULATED_METRIC} 1: this server is the kimi-runbooks emulator.",
+                f"# TYPE {EMULATED_METRIC} gauge",
+                f"{EMULATED_METRIC} 1.0",
+            ]
+        split = [
+            ("sglang:prompt_tokens", "Number of prefill tokens processed.", self.prompt_tokens_total),
+            ("sglang:generation_tokens", "Number of generation tokens processed.", self.generation_tokens_total),
+            ("sglang:num_requests", "The number of requests.", self.requests_total),
         ]
-        for name, help_text, value in counters:
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} counter", f"{name}{{{labels}}} {float(value)}"]
-        histograms = [
+        for metric, help_text, series in split:
+            if series:
+                lines += [f"# HELP {metric}_total {help_text}", f"# TYPE {metric}_total counter"]
+                lines += [
+                    f'{metric}_total{{{tokenizer},is_streaming="{flag}"}} {float(value)}'
+                    for flag, value in sorted(series.items())
+                ]
+        if self.aborted_requests_total:
+            lines += [
+                "# HELP sglang:num_aborted_requests_total Number of requests aborted.",
+                "# TYPE sglang:num_aborted_requests_total counter",
+                (f"sglang:num_aborted_requests_total{{{tokenizer}}} {float(self.aborted_requests_total)}"),
+            ]
+        for metric, help_text, hists in (
             ("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", self.ttft),
-            ("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", self.itl),
             ("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", self.e2e),
-        ]
-        for name, help_text, hist in histograms:
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"]
-            lines += hist.lines(name, labels)
+        ):
+            if hists:
+                lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} histogram"]
+                for flag, hist in sorted(hists.items()):
+                    lines += hist.lines(metric, f'{tokenizer},is_streaming="{flag}"')
+        if self.itl.count:
+            metric = "sglang:inter_token_latency_seconds"
+            lines += [f"# HELP {metric} Histogram of inter-token latency in seconds.", f"# TYPE {metric} histogram"]
+            lines += self.itl.lines(metric, tokenizer)
         return "\n".join(lines) + "\n"
 
 

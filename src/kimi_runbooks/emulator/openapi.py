@@ -96,12 +96,15 @@ def _op(summary: str, body: dict[str, Any] | None = None, stream: bool = False) 
 
 def openapi() -> dict[str, Any]:
     """The OpenAPI document served at /openapi.json."""
-    get = lambda s: {"get": _op(s)}  # noqa: E731
+
+    def get(summary: str) -> dict[str, Any]:
+        return {"get": _op(summary)}
+
     return {
         "openapi": "3.0.3",
         "info": {
             "title": "kimi-runbooks SGLang emulator (EMULATED)",
-            "version": "0.5.9-emulated",
+            "version": "0.5.23-emulated",
             "description": "CPU test double speaking SGLang's HTTP API as Kimi-K2.6 would.",
         },
         "paths": {
@@ -109,6 +112,7 @@ def openapi() -> dict[str, Any]:
             "/health_generate": get("Like /health"),
             "/ready": get("Like /health, JSON body"),
             "/v1/models": get("Served model list"),
+            "/v1/models/{model}": get("One model card; 404 for another name"),
             "/model_info": get("Model facts"),
             "/get_model_info": get("Alias of /model_info"),
             "/server_info": get("Resolved server args, version, capacity"),

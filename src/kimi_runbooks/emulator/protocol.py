@@ -2,16 +2,25 @@
 
 Unknown extra fields are allowed (SGLang accepts many engine-specific ones, e.g.
 ``ignore_eos``, ``chat_template_kwargs``); wrong types, negative counts, NaN and
-missing required fields are rejected with a 400 naming the offending field.
+missing required fields are rejected as FastAPI rejects them in SGLang (a 400 of type
+"Bad Request" listing the errors). ``model`` defaults to "default" and is echoed back
+whatever it names (sglang/srt/entrypoints/openai/protocol.py DEFAULT_MODEL_NAME).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from .errors import ApiError
+from .errors import ValidationFailed
 from .tokenizer import VOCAB_SIZE
 
 
@@ -97,9 +106,12 @@ class _SamplingFields(_Model):
     n: int = Field(default=1, ge=1)
 
 
+DEFAULT_MODEL_NAME = "default"
+
+
 class ChatRequest(_SamplingFields):
-    model: str
-    messages: list[ChatMessage] = Field(min_length=1)
+    model: str = DEFAULT_MODEL_NAME
+    messages: list[ChatMessage]
     max_tokens: int | None = Field(default=None, ge=0)
     max_completion_tokens: int | None = Field(default=None, ge=0)
     stream: bool = False
@@ -123,7 +135,7 @@ class ChatRequest(_SamplingFields):
 
 
 class CompletionRequest(_SamplingFields):
-    model: str
+    model: str = DEFAULT_MODEL_NAME
     prompt: str | list[int] | list[str] | list[list[int]]
     max_tokens: int | None = Field(default=16, ge=0)
     stream: bool = False
@@ -165,15 +177,32 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def parse_body(model: type[M], body: Any) -> M:
-    """Validate a decoded JSON body; any problem becomes a 400 naming the field."""
+    """Validate a decoded JSON body; problems become FastAPI-style validation errors."""
     if not isinstance(body, dict):
-        raise ApiError("The request body must be a JSON object.")
+        raise ValidationFailed(
+            [
+                {
+                    "type": "model_attributes_type",
+                    "loc": ("body",),
+                    "msg": "Input should be a valid dictionary or object",
+                    "input": body if isinstance(body, (int, float, str)) else None,
+                }
+            ]
+        )
     try:
         return model.model_validate(body)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        loc = ".".join(str(p) for p in first.get("loc", ()))
-        message = first.get("msg", "invalid value")
-        raise ApiError(f"{loc}: {message}" if loc else message, 400, loc or None) from None
+        errors = [
+            {
+                "type": e.get("type"),
+                "loc": ("body", *e.get("loc", ())),
+                "msg": e.get("msg"),
+                "input": e.get("input") if isinstance(e.get("input"), (str, int, float)) else None,
+            }
+            for e in exc.errors(include_url=False)
+        ]
+        raise ValidationFailed(errors) from None
     except (ValueError, TypeError, RecursionError) as exc:
-        raise ApiError(f"Invalid request: {exc}", 400) from None
+        raise ValidationFailed(
+            [{"type": "value_error", "loc": ("body",), "msg": str(exc)[:200], "input": None}]
+        ) from None

@@ -1,7 +1,10 @@
 """Health, model/server info, cache flush and metrics endpoints.
 
-These are what a deploy stage polls and records; during the simulated start
-phase the health endpoints answer 503 like a warming-up SGLang server.
+These are what a deploy stage polls and records; during the simulated start phase the
+health endpoints answer an empty 503 like a warming-up SGLang server, then an empty 200
+(sglang/srt/entrypoints/http_server.py ``health_generate``, ``ready``). Model cards are
+``ModelCard`` dumps (id and root = the served name); an unknown id in /v1/models/{id} gets
+SGLang's 404 body (http_server.py ``retrieve_model``).
 """
 
 from __future__ import annotations
@@ -11,49 +14,65 @@ import time
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from .errors import ApiError
 from .openapi import openapi
 from .server_info import model_info, server_info
 from .state import AppState
 
 
 def _state(request: Request) -> AppState:
-    return request.app.state.emulator
+    state: AppState = request.app.state.emulator
+    return state
+
+
+def _up_or_503(request: Request) -> Response:
+    return Response(status_code=200 if _state(request).startup.ready else 503)
 
 
 async def health(request: Request) -> Response:
-    _state(request).check_ready()
-    return Response(status_code=200)
+    return _up_or_503(request)
 
 
 async def health_generate(request: Request) -> Response:
-    _state(request).check_ready()
-    return Response(status_code=200)
+    return _up_or_503(request)
 
 
 async def ready(request: Request) -> Response:
-    state = _state(request)
-    state.check_ready()
-    return JSONResponse({"status": "ready", "emulated": True})
+    return _up_or_503(request)
+
+
+def _card(name: str, context: int) -> dict[str, object]:
+    return {
+        "id": name,
+        "object": "model",
+        "created": int(time.time()),
+        "owned_by": "sglang",
+        "root": name,
+        "parent": None,
+        "max_model_len": context,
+    }
 
 
 async def models(request: Request) -> Response:
     settings = _state(request).settings
-    return JSONResponse(
-        {
-            "object": "list",
-            "data": [
-                {
-                    "id": settings.served_model_name,
-                    "object": "model",
-                    "created": int(time.time()),
-                    "owned_by": "sglang",
-                    "root": settings.resolved_model_path,
-                    "max_model_len": settings.max_model_len,
+    return JSONResponse({"object": "list", "data": [_card(settings.served_model_name, settings.max_model_len)]})
+
+
+async def model_card(request: Request) -> Response:
+    settings = _state(request).settings
+    name = request.path_params["model"]
+    if name != settings.served_model_name:
+        return JSONResponse(
+            {
+                "error": {
+                    "message": f"The model '{name}' does not exist",
+                    "type": "invalid_request_error",
+                    "param": "model",
+                    "code": "model_not_found",
                 }
-            ],
-        }
-    )
+            },
+            status_code=404,
+        )
+    return JSONResponse(_card(name, settings.max_model_len))
 
 
 async def get_model_info(request: Request) -> Response:
@@ -62,14 +81,16 @@ async def get_model_info(request: Request) -> Response:
 
 async def get_server_info(request: Request) -> Response:
     state = _state(request)
-    return JSONResponse(server_info(state.settings, state.engine.metrics.last_gen_throughput))
+    return JSONResponse(
+        server_info(state.settings, state.engine.metrics.last_gen_throughput, state.startup.wall_started_at)
+    )
 
 
 async def flush_cache(request: Request) -> Response:
     scheduler = _state(request).engine.scheduler
-    if scheduler.running or scheduler.queued:
-        return PlainTextResponse("Cache not flushed: there are running or waiting requests.\n", status_code=400)
-    return PlainTextResponse(
+    if scheduler.running or scheduler.queued:  # SGLang: Response without a media type
+        return Response("Cache not flushed: there are running or waiting requests.\n", status_code=400)
+    return Response(
         "Cache flushed.\nPlease check backend logs for more details. "
         "(When there are running or waiting requests, the operation will "
         "not be performed.)\n"
@@ -85,7 +106,3 @@ async def metrics(request: Request) -> Response:
 
 async def openapi_json(request: Request) -> Response:
     return JSONResponse(openapi())
-
-
-async def not_allowed(request: Request) -> Response:
-    raise ApiError(f"Method {request.method} not allowed on {request.url.path}.", 405)

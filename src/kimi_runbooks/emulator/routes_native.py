@@ -1,9 +1,14 @@
 """SGLang's native /generate endpoint, the one bench_serving's ``sglang`` backend drives.
 
-Streamed chunks carry the CUMULATIVE text so far plus ``meta_info.completion_tokens``;
-bench_serving derives per-token ITL from the completion_tokens increments, so each
-chunk is exactly one token and the count is exact (``input_ids`` lengths are the
-prompt length verbatim).
+Outputs have TokenizerManager's shape (sglang/srt/managers/tokenizer_manager.py
+``_handle_batch_output``): ``text`` and ``output_ids`` (cumulative while streaming, the
+default non-incremental mode) and ``meta_info`` with id, finish_reason, prompt/completion/
+reasoning/cached token counts, weight_version, num_retractions, and on the last output
+e2e_latency and queue_time. bench_serving derives per-token ITL from the completion_tokens
+increments, so each chunk is exactly one token and the count is exact. A request past the
+context length is refused the way the route does it (entrypoints/http_server.py
+``serve_generate_request``): 400 ``{"error": {"message"}}``, or, when streamed, HTTP 200
+with one error event and ``[DONE]``.
 """
 
 from __future__ import annotations
@@ -20,12 +25,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .content import completion_text
 from .engine import Job, Progress
-from .errors import ApiError
+from .errors import ApiError, RawError
 from .events import EOS_TOKEN_ID, Plan, text_plan
 from .protocol import GenerateRequest, SamplingParams, parse_body
-from .sse import DONE, SSE_HEADERS, event
+from .sse import DONE, event
 from .state import AppState
-from .tokenizer import count_tokens
+from .tokenizer import count_tokens, piece_id
 
 
 @dataclass
@@ -42,19 +47,24 @@ async def generate(request: Request) -> Response:
     state: AppState = request.app.state.emulator
     arrival = time.monotonic()
     state.check_ready()
-    req = parse_body(GenerateRequest, await state.read_json(request))
+    req = parse_body(GenerateRequest, await state.read_json(request, json_only=False))
     prompts = _prompts(req)
     params = _params_per_prompt(req.sampling_params, len(prompts))
     rids = _rids(state, req.rid, len(prompts))
-    items = [
-        _item(state, text, ntok, p, rid, arrival, req.stream) for (text, ntok), p, rid in zip(prompts, params, rids)
-    ]
+    batched = isinstance(req.text, list) or (bool(req.input_ids) and isinstance((req.input_ids or [None])[0], list))
+    if req.stream and batched and len(prompts) != 1:
+        raise ApiError("The emulator streams one prompt per /generate request.", 400, "stream")
+    try:
+        items = [
+            _item(state, text, ntok, p, rid, arrival, req.stream) for (text, ntok), p, rid in zip(prompts, params, rids)
+        ]
+    except ApiError as err:  # raised inside SGLang's generate_request: the route's own shapes
+        if req.stream:
+            return StreamingResponse(_stream_error(err.message), media_type="text/event-stream")
+        raise RawError(400, {"error": {"message": err.message}}) from None
     state.check_injected_500()
-    batched = isinstance(req.text, list) or (bool(req.input_ids) and isinstance(req.input_ids[0], list))
     if req.stream:
-        if batched and len(items) != 1:
-            raise ApiError("The emulator streams one prompt per /generate request.", 400, "stream")
-        return StreamingResponse(_stream(state, items[0]), media_type="text/event-stream", headers=SSE_HEADERS)
+        return StreamingResponse(_stream(state, items[0]), media_type="text/event-stream")
     results = await asyncio.gather(*(_run(state, item) for item in items))
     return JSONResponse(results if batched else results[0])
 
@@ -66,7 +76,8 @@ def _prompts(req: GenerateRequest) -> list[tuple[str, int]]:
         if not texts or any(not t for t in texts):
             raise ApiError("The input text is empty.", 400, "text")
         return [(t, count_tokens(t)) for t in texts]
-    rows = req.input_ids if req.input_ids and isinstance(req.input_ids[0], list) else [req.input_ids]
+    ids = req.input_ids or []
+    rows: list[list[int]] = ids if ids and isinstance(ids[0], list) else [ids]
     if not rows or any(not r for r in rows):
         raise ApiError("input_ids is empty.", 400, "input_ids")
     return [(" ".join(map(str, r[:64])) + f"#{len(r)}", len(r)) for r in rows]
@@ -120,9 +131,10 @@ def _meta(item: _Item, progress: Progress, completion_tokens: int, finished: boo
         "finish_reason": _finish_reason(item.plan) if finished else None,
         "prompt_tokens": item.prompt_tokens,
         "weight_version": "default",
+        "num_retractions": 0,
+        "reasoning_tokens": 0,
         "completion_tokens": completion_tokens,
         "cached_tokens": 0,
-        "emulated": True,
     }
     if finished:
         end = progress.finished_at or time.monotonic()
@@ -134,7 +146,20 @@ def _meta(item: _Item, progress: Progress, completion_tokens: int, finished: boo
 async def _run(state: AppState, item: _Item) -> dict[str, Any]:
     progress = Progress()
     await state.engine.drain(item.job, progress)
-    return {"text": item.plan.content_text(), "meta_info": _meta(item, progress, item.plan.completion_tokens, True)}
+    return {
+        "text": item.plan.content_text(),
+        "output_ids": _ids(item.plan, item.plan.completion_tokens),
+        "meta_info": _meta(item, progress, item.plan.completion_tokens, True),
+    }
+
+
+def _ids(plan: Plan, count: int) -> list[int]:
+    return [piece_id(e.text) for e in plan.events[:count]]
+
+
+async def _stream_error(message: str) -> AsyncIterator[bytes]:
+    yield event({"error": {"message": message, "type": "invalid_request_error", "code": 400, "retryable": False}})
+    yield DONE
 
 
 async def _stream(state: AppState, item: _Item) -> AsyncIterator[bytes]:
@@ -147,7 +172,13 @@ async def _stream(state: AppState, item: _Item) -> AsyncIterator[bytes]:
             last = index == total - 1
             if last:
                 progress.finished_at = time.monotonic()
-            yield event({"text": text, "meta_info": _meta(item, progress, index + 1, last), "index": 0})
+            yield event(
+                {
+                    "text": text,
+                    "output_ids": _ids(item.plan, index + 1),
+                    "meta_info": _meta(item, progress, index + 1, last),
+                }
+            )
     if total == 0:
-        yield event({"text": "", "meta_info": _meta(item, progress, 0, True), "index": 0})
+        yield event({"text": "", "output_ids": [], "meta_info": _meta(item, progress, 0, True)})
     yield DONE

@@ -22,7 +22,7 @@ class Ticket:
     tokens: int
     admitted: bool = False
     waited: bool = False
-    future: asyncio.Future | None = field(default=None, repr=False)
+    future: asyncio.Future[None] | None = field(default=None, repr=False)
 
 
 class Scheduler:

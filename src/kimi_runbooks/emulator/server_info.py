@@ -1,96 +1,65 @@
 """What /server_info and /model_info report: SGLang's resolved server args, emulated.
 
-A deploy stage records /server_info in its manifest and reads ``max_total_num_tokens``
-from it, so the emulator answers with the full argument set a Kimi-K2.6 launch would
-show (defaults below, overridden by the launch args it was given) plus ``emulated: true``.
+/server_info has SGLang 0.5.23's keys (sglang/srt/utils/common.py ``build_server_info`` and
+entrypoints/http_server.py ``server_info``): every ServerArgs field, then ``launch_command``,
+the scheduler's init info (``status``, ``max_total_num_tokens``, ``max_req_input_len``,
+``startup_time``, ``hicache_object_layout``), ``kv_events``, ``internal_states`` (per DP rank:
+the args again plus world_size, startup_time, effective_max_running_requests_per_dp,
+last_gen_throughput and ``memory_usage`` with ``graph`` per capture phase,
+managers/scheduler_components/internal_state.py), ``version`` and ``frontend``. Field names
+and defaults come from data/sglang_server_args.json, generated from the installed SGLang by
+tests/contract/regen_server_args.py; a Kimi-K2.6 launch's values and the emulator's own
+launch args go on top. A deploy stage records this and reads ``max_total_num_tokens``.
 """
 
 from __future__ import annotations
 
+import json
+import shlex
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from .settings import EmulatorSettings
 
-SGLANG_VERSION = "0.5.9-emulated"
+DATA_FILE = Path(__file__).with_name("data") / "sglang_server_args.json"
+GRAPH_PHASES = ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")
+KV_BYTES_PER_TOKEN = 70272  # Kimi-K2 MLA: 61 layers x 576 dims x 2 bytes
 
-_DEFAULT_ARGS: dict[str, Any] = {
-    "tokenizer_mode": "auto",
-    "skip_tokenizer_init": False,
-    "load_format": "auto",
+# A Kimi-K2.6 launch on 8 GPUs, as the runbooks start it (values only for known fields).
+_KIMI_LAUNCH: dict[str, Any] = {
     "trust_remote_code": True,
-    "dtype": "auto",
-    "kv_cache_dtype": "auto",
-    "quantization": None,
-    "context_length": None,
-    "device": "cuda",
-    "served_model_name": None,
-    "chat_template": None,
-    "is_embedding": False,
-    "revision": None,
-    "host": "127.0.0.1",
-    "port": 30000,
     "mem_fraction_static": 0.85,
-    "max_running_requests": None,
-    "max_total_tokens": None,
     "chunked_prefill_size": 8192,
     "max_prefill_tokens": 16384,
-    "schedule_policy": "fcfs",
-    "schedule_conservativeness": 1.0,
-    "page_size": 1,
     "tp_size": 8,
-    "dp_size": 1,
-    "ep_size": 1,
-    "pp_size": 1,
-    "nnodes": 1,
-    "node_rank": 0,
-    "dist_init_addr": None,
-    "stream_interval": 1,
-    "stream_output": False,
     "random_seed": 0,
-    "log_level": "info",
-    "log_requests": False,
-    "show_time_cost": False,
     "enable_metrics": True,
-    "api_key": None,
-    "watchdog_timeout": 300,
-    "download_dir": None,
-    "base_gpu_id": 0,
-    "gpu_id_step": 1,
-    "attention_backend": None,
-    "sampling_backend": "flashinfer",
-    "grammar_backend": "xgrammar",
     "reasoning_parser": "kimi_k2",
     "tool_call_parser": "kimi_k2",
-    "enable_dp_attention": False,
-    "enable_dp_lm_head": False,
-    "moe_a2a_backend": "none",
-    "enable_eplb": False,
-    "speculative_algorithm": None,
-    "speculative_draft_model_path": None,
-    "speculative_num_steps": None,
-    "speculative_eagle_topk": None,
-    "speculative_num_draft_tokens": None,
-    "disable_radix_cache": False,
-    "disable_cuda_graph": False,
+    "device": "cuda",
+    "attention_backend": "flashinfer",
+    "sampling_backend": "flashinfer",
     "cuda_graph_max_bs": 256,
-    "enable_torch_compile": False,
-    "torch_compile_max_bs": 32,
-    "triton_attention_num_kv_splits": 8,
-    "enable_mixed_chunk": False,
-    "enable_p2p_check": False,
-    "enable_cache_report": False,
-    "decode_log_interval": 40,
-    "allow_auto_truncate": False,
-    "enable_multimodal": None,
-    "mm_attention_backend": None,
-    "preferred_sampling_params": None,
-    "weight_version": "default",
 }
 
 
+@lru_cache(maxsize=1)
+def sglang_fields() -> dict[str, Any]:
+    fields: dict[str, Any] = json.loads(DATA_FILE.read_text())["fields"]
+    return fields
+
+
+@lru_cache(maxsize=1)
+def sglang_version() -> str:
+    return str(json.loads(DATA_FILE.read_text())["sglang_version"])
+
+
 def server_args(settings: EmulatorSettings) -> dict[str, Any]:
-    """Every launch arg as SGLang would show it (the API key is never echoed)."""
-    args = dict(_DEFAULT_ARGS)
+    """Every ServerArgs field as SGLang would show it (the API key is never echoed)."""
+    fields = sglang_fields()
+    args = dict(fields)
+    args.update({k: v for k, v in _KIMI_LAUNCH.items() if k in fields})
     args.update(
         {
             "model_path": settings.resolved_model_path,
@@ -99,57 +68,87 @@ def server_args(settings: EmulatorSettings) -> dict[str, Any]:
             "host": settings.host,
             "port": settings.port,
             "random_seed": settings.seed,
-            "context_length": settings.max_model_len,
             "max_running_requests": settings.profile.max_running_requests,
         }
     )
-    args.update(settings.launch_args)
+    args.update({k: v for k, v in settings.launch_args.items() if k in fields})
     args["context_length"] = settings.max_model_len
     args["api_key"] = "***" if settings.api_key else None
     return args
 
 
-def server_info(settings: EmulatorSettings, gen_throughput: float) -> dict[str, Any]:
-    info = server_args(settings)
+def launch_command(settings: EmulatorSettings) -> str:
+    argv = ["--model-path", settings.resolved_model_path]
+    for key, value in settings.launch_args.items():
+        flag = "--" + key.replace("_", "-")
+        argv += [flag] if value is True else [flag, str(value)]
+    return shlex.join(argv)
+
+
+def memory_usage(settings: EmulatorSettings) -> dict[str, Any]:
     capacity = settings.profile.max_total_num_tokens
-    info.update(
+    graph = dict.fromkeys(GRAPH_PHASES, 0.0)
+    graph["decode"] = 1.9
+    return {
+        "weight": 71.41,
+        "kvcache": round(capacity * KV_BYTES_PER_TOKEN / 2**30, 3),
+        "startup_available": 139.02,
+        "token_capacity": capacity,
+        "token_capacity_swa": None,
+        "graph": graph,
+    }
+
+
+def server_info(settings: EmulatorSettings, gen_throughput: float, startup_time: float) -> dict[str, Any]:
+    args = server_args(settings)
+    capacity = settings.profile.max_total_num_tokens
+    internal = {k: v for k, v in args.items() if k != "custom_sigquit_handler"}
+    internal.update(
         {
-            "version": SGLANG_VERSION,
-            "max_total_num_tokens": capacity,
-            "internal_states": [
-                {
-                    "last_gen_throughput": round(gen_throughput, 3),
-                    "memory_usage": {
-                        "weight": 71.4,
-                        "kvcache": round(capacity * 70272 / 2**30, 2),
-                        "token_capacity": capacity,
-                        "graph": 1.9,
-                    },
-                    "avg_spec_accept_length": None,
-                    "effective_max_running_requests_per_dp": settings.profile.max_running_requests,
-                }
-            ],
-            "emulated": True,
-            "emulator": {
-                "latency_profile": settings.profile.source,
-                "time_scale": settings.time_scale,
-                "fault": str(settings.fault) if settings.fault else None,
-            },
+            "world_size": int(args.get("tp_size") or 1) * int(args.get("pp_size") or 1),
+            "startup_time": startup_time,
+            "effective_max_running_requests_per_dp": settings.profile.max_running_requests,
+            "last_gen_throughput": round(gen_throughput, 3),
+            "memory_usage": memory_usage(settings),
         }
     )
+    info = dict(args)
+    info.update(
+        {
+            "launch_command": launch_command(settings),
+            "status": "ready",
+            "max_total_num_tokens": capacity,
+            "max_req_input_len": min(settings.max_model_len, capacity) - 1,
+            "startup_time": startup_time,
+            "hicache_object_layout": None,
+            "kv_events": None,
+            "internal_states": [internal],
+            "version": sglang_version(),
+            "frontend": "python",
+        }
+    )
+    if settings.marked:  # the allowed deviation (deviations.py)
+        info["emulated"] = True
+        info["version"] = f"{info['version']}-emulated"
     return info
 
 
 def model_info(settings: EmulatorSettings) -> dict[str, Any]:
+    """http_server.py ``model_info``."""
+    args = server_args(settings)
     return {
         "model_path": settings.resolved_model_path,
+        "served_model_name": settings.served_model_name,
         "tokenizer_path": settings.resolved_model_path,
         "is_generation": True,
         "preferred_sampling_params": None,
         "weight_version": "default",
+        "load_format": args.get("load_format", "auto"),
+        "reasoning_parser": args.get("reasoning_parser"),
+        "tool_call_parser": args.get("tool_call_parser"),
+        "disaggregation_mode": args.get("disaggregation_mode", "null"),
         "has_image_understanding": True,
         "has_audio_understanding": False,
         "model_type": "kimi_k25",
         "architectures": ["KimiK25ForConditionalGeneration"],
-        "emulated": True,
     }

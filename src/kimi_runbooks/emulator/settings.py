@@ -74,6 +74,7 @@ class EmulatorSettings:
     seed: int = 0
     launch_args: dict[str, Any] = field(default_factory=dict)
     log_startup: bool = True
+    strict_sglang: bool = False  # drop even the allowed deviations (deviations.py)
 
     def __post_init__(self) -> None:
         if isinstance(self.fault, str):
@@ -82,7 +83,7 @@ class EmulatorSettings:
             raise ValueError("time_scale must be positive")
         if self.fault and self.fault.kind == "slow-start" and self.fault.value is not None:
             self.startup_seconds = max(self.startup_seconds, self.fault.value)
-        if "context_length" in self.launch_args and self.launch_args["context_length"]:
+        if self.launch_args.get("context_length"):
             self.max_model_len = int(self.launch_args["context_length"])
 
     @property
@@ -92,6 +93,11 @@ class EmulatorSettings:
     @property
     def resolved_model_path(self) -> str:
         return self.model_path or self.model
+
+    @property
+    def marked(self) -> bool:
+        """Whether the emulated markers (deviations.DEVIATIONS) are on."""
+        return not self.strict_sglang
 
     def fault_is(self, kind: str) -> bool:
         return self.fault is not None and self.fault.kind == kind

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 DONE = b"data: [DONE]\n\n"
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 def event(payload: dict[str, Any]) -> bytes:

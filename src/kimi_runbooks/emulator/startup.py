@@ -63,10 +63,12 @@ class StartupClock:
     def __init__(self, settings: EmulatorSettings) -> None:
         self.duration = max(settings.startup_seconds, 0.0) * settings.time_scale
         self.started_at = time.monotonic()
+        self.wall_started_at = time.time()
         self.settings = settings
 
     def restart(self) -> None:
         self.started_at = time.monotonic()
+        self.wall_started_at = time.time()
 
     @property
     def ready(self) -> bool:

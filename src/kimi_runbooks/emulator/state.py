@@ -16,12 +16,13 @@ from starlette.requests import Request
 
 from .content import seeded_rng
 from .engine import Engine
-from .errors import ApiError
+from .errors import ApiError, RawError, ValidationFailed
 from .settings import EmulatorSettings
 from .startup import StartupClock
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
-OPEN_PATHS = ("/health", "/metrics", "/ready", "/openapi.json")
+# Open without a key, matched by prefix (sglang/srt/utils/auth.py decide_request_auth).
+OPEN_PATHS = ("/health", "/ready", "/metrics")
 
 
 class AppState:
@@ -39,31 +40,24 @@ class AppState:
         return seeded_rng(self.settings.seed, *parts)
 
     def check_auth(self, request: Request) -> None:
-        """401 unless the bearer token matches (health and metrics stay open, as in SGLang)."""
+        """401 unless the bearer token matches (health, ready and metrics stay open, as in SGLang)."""
         key = self.settings.api_key
-        if not key or request.url.path.startswith(OPEN_PATHS):
+        if not key or request.method == "OPTIONS" or request.url.path.startswith(OPEN_PATHS):
             return
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
-            raise ApiError("Unauthorized", 401)
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), key.encode()):
+            raise RawError(401, {"error": "Unauthorized"})
 
     def check_ready(self) -> None:
         if not self.startup.ready:
             raise ApiError("The server is still starting (emulated start phase).", 503)
 
-    def check_model(self, name: str) -> None:
-        known = {self.settings.served_model_name, self.settings.resolved_model_path, "default"}
-        if name not in known:
-            raise ApiError(f"The model `{name}` does not exist.", 404, "model")
-
     def check_context(self, prompt_tokens: int, max_new_tokens: int | None) -> None:
         limit = self.settings.max_model_len
         if prompt_tokens >= limit:
             raise ApiError(
-                f"The input ({prompt_tokens} tokens) is longer than the model's context length ({limit} tokens).",
-                400,
-                "messages",
+                f"The input ({prompt_tokens} tokens) is longer than the model's context length ({limit} tokens)."
             )
         if max_new_tokens is not None and prompt_tokens + max_new_tokens > limit:
             raise ApiError(
@@ -71,22 +65,46 @@ class AppState:
                 f"tokens. You requested a total of {prompt_tokens + max_new_tokens} tokens: "
                 f"{prompt_tokens} tokens from the input messages and {max_new_tokens} tokens for "
                 f"the completion. Please reduce the number of tokens in the input messages or "
-                f"the completion to fit within the limit.",
-                400,
-                "max_tokens",
+                f"the completion to fit within the limit."
             )
 
     def check_injected_500(self) -> None:
         if self.engine.faults.should_fail_http_500():
-            raise ApiError("Internal server error (emulated fault http-500-rate).", 500)
+            raise ApiError("Internal server error: emulated fault http-500-rate", 500, err_type="InternalServerError")
 
-    async def read_json(self, request: Request) -> Any:
+    async def read_json(self, request: Request, json_only: bool = True) -> Any:
+        """The decoded body; refusals shaped like FastAPI's validation errors in SGLang.
+
+        ``json_only``: the OpenAI routes accept only ``application/json``
+        (http_server.py ``validate_json_request``); /generate does not check.
+        """
+        media = request.headers.get("content-type", "").lower().split(";", 1)[0].strip()
+        if json_only and media != "application/json":
+            raise ValidationFailed(
+                [
+                    {
+                        "loc": ["header", "content-type"],
+                        "msg": ("Unsupported Media Type: Only 'application/json' is allowed"),
+                        "type": "value_error",
+                    }
+                ]
+            )
         body = await request.body()
         if len(body) > MAX_BODY_BYTES:
             raise ApiError("Request body too large.", 413)
         if not body.strip():
-            raise ApiError("The request body is empty; expected a JSON object.")
+            raise ValidationFailed([{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}])
         try:
             return json.loads(body)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise ApiError(f"Malformed JSON body: {type(exc).__name__}: {str(exc)[:200]}") from None
+            raise ValidationFailed(
+                [
+                    {
+                        "type": "json_invalid",
+                        "loc": ("body", 0),
+                        "msg": "JSON decode error",
+                        "input": {},
+                        "ctx": {"error": str(exc)[:200]},
+                    }
+                ]
+            ) from None

@@ -20,18 +20,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
 
+from ..net import free_port
 from .app import create_app
 from .settings import EmulatorSettings
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def run_in_thread(
@@ -68,7 +64,7 @@ def run_in_thread(
 
 
 @contextlib.contextmanager
-def emulator_server(settings: EmulatorSettings | None = None, **overrides) -> Iterator[str]:
+def emulator_server(settings: EmulatorSettings | None = None, **overrides: Any) -> Iterator[str]:
     """``with emulator_server(time_scale=0.01) as base_url: ...``"""
     if settings is None:
         settings = EmulatorSettings(**overrides)
@@ -85,7 +81,7 @@ def emulator_server(settings: EmulatorSettings | None = None, **overrides) -> It
 class EmulatorProcess:
     """A running ``python -m kimi_runbooks.emulator`` child."""
 
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     base_url: str
     port: int
     stderr_path: Path
@@ -111,7 +107,7 @@ class EmulatorProcess:
     def __enter__(self) -> EmulatorProcess:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 _MAX_DEPTH = 8
 
@@ -66,7 +66,7 @@ class _Generator:
             "integer": self._integer,
             "number": self._number,
             "boolean": self._boolean,
-            "null": lambda s, n, d: None,
+            "null": _null,
         }.get(kind, self._string)
         return maker(schema, name, depth)
 
@@ -95,7 +95,8 @@ class _Generator:
         return choices[0]
 
     def _object(self, schema: dict[str, Any], name: str, depth: int) -> dict[str, Any]:
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        found = schema.get("properties")
+        props: dict[str, Any] = found if isinstance(found, dict) else {}
         required = (
             [r for r in schema.get("required", []) if isinstance(r, str)]
             if isinstance(schema.get("required"), list)
@@ -111,7 +112,8 @@ class _Generator:
         low = _int_or(schema.get("minItems"), 0)
         high = _int_or(schema.get("maxItems"), max(low, 1))
         count = max(min(max(low, 1), high), low)
-        prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+        found = schema.get("prefixItems")
+        prefix: list[Any] = found if isinstance(found, list) else []
         items = schema.get("items", {})
         out = []
         for i in range(count):
@@ -245,6 +247,14 @@ def _clip(value: float, low: float | None, high: float | None) -> float:
     return value
 
 
+def _null(schema: dict[str, Any], name: str, depth: int) -> None:
+    return None
+
+
+@overload
+def _int_or(value: Any, default: int) -> int: ...
+@overload
+def _int_or(value: Any, default: None) -> int | None: ...
 def _int_or(value: Any, default: int | None) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ... import net
 from ...plan import LaunchPlan
 from ..errors import DeployError
-from ..preflight import PreflightReport, check_port, socket_family
+from ..preflight import PreflightReport, check_port
 from .base import LaunchContext, register
 from .process import ProcessGroupLauncher
 
@@ -32,12 +32,8 @@ class EmulatorOptions(BaseModel):
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A port free on `host` now; IPv6 loopback (::1) is bound with an IPv6 socket."""
-    host = host.strip("[]")
     try:
-        with socket.socket(socket_family(host), socket.SOCK_STREAM) as sock:
-            sock.bind((host, 0))
-            port: int = sock.getsockname()[1]
-            return port
+        return net.free_port(host)
     except OSError as exc:
         raise DeployError(
             f"cannot bind {host} to find a free port ({exc}). "

@@ -1,0 +1,48 @@
+"""The emulator's allowed deviations from SGLang 0.5.23: the one place that lists them.
+
+Everything else the emulator answers is held to SGLang's own code by the contract suite
+(tests/contract/), which reads ``DEVIATIONS`` and lets exactly these differences through.
+Each one is a marker that lets a runbook, a report or a reader tell a rehearsal from a real
+server; ``EmulatorSettings(strict_sglang=True)`` (CLI ``--strict-sglang``) switches all of
+them off, so a client can be checked against a server that looks like SGLang and nothing else.
+
+Not a deviation but worth saying: the emulator never echoes an API key (``api_key`` in
+/server_info is ``"***"`` when one is set, also in strict mode); SGLang prints it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Deviation:
+    kind: str  # "header" | "server_info" | "metric"
+    name: str
+    value: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+EMULATED_HEADER = ("X-Emulated", "kimi-runbooks")
+EMULATED_METRIC = "sglang:is_emulated"
+
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "header",
+        EMULATED_HEADER[0],
+        EMULATED_HEADER[1],
+        "on every response, so a captured response says it came from the emulator",
+    ),
+    Deviation(
+        "server_info",
+        "emulated",
+        "true (and version ends in '-emulated')",
+        "what deploy/bench/report read to label every number EMULATED",
+    ),
+    Deviation(
+        "metric", EMULATED_METRIC, "gauge 1", "so a Prometheus scrape of the emulator cannot pass for a real server"
+    ),
+)

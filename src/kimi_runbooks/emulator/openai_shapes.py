@@ -1,0 +1,170 @@
+"""JSON bodies and SSE chunks of the OpenAI routes, key for key as SGLang 0.5.23 serialises them.
+
+SGLang builds them two ways and the key sets differ, so both are mirrored:
+
+* ``sse_content``: ``sse_utils.build_sse_content`` (msgspec, ``omit_defaults``): the role,
+  reasoning, plain-content and finish chunks of a chat stream. ``reasoning_content`` is always
+  present (null when there is none); ``role``/``content`` only when set; no ``usage`` key.
+* ``stream_response``: ``ChatCompletionStreamResponse.model_dump_json()``: tool-call chunks,
+  content chunks while the tool-call parser is active, and the usage chunk. Every delta key
+  is present (``tool_calls`` only when set) and ``usage`` is null when unset.
+
+Whole responses follow ``ChatCompletionResponse`` / ``CompletionResponse`` dumps, usage follows
+``UsageProcessor.calculate_token_usage`` (sglang/srt/entrypoints/openai/usage_processor.py).
+Tool-call ids follow serving_chat.py ``_process_tool_call_id`` for the kimi_k2 parser:
+``functions.<name>:<calls already in the conversation + position in this reply>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+WEIGHT_VERSION = "default"
+
+
+def usage(prompt: int, completion: int, reasoning: int = 0) -> dict[str, Any]:
+    return {
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + completion,
+        "completion_tokens": completion,
+        "prompt_tokens_details": None,
+        "reasoning_tokens": reasoning,
+        "completion_tokens_details": {"reasoning_tokens": reasoning} if reasoning else None,
+    }
+
+
+def usage_exclude_none(prompt: int, completion: int, reasoning: int = 0) -> dict[str, Any]:
+    """The completions stream's final usage (``model_dump_json(exclude_none=True)``)."""
+    return {k: v for k, v in usage(prompt, completion, reasoning).items() if v is not None}
+
+
+def tool_call_id(name: str, history_calls: int, position: int) -> str:
+    return f"functions.{name}:{history_calls + position}"
+
+
+def tool_call(call_id: str | None, index: int, name: str | None, arguments: str) -> dict[str, Any]:
+    return {"id": call_id, "index": index, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def sse_content(
+    rid: str,
+    created: int,
+    model: str,
+    index: int,
+    *,
+    role: str | None = None,
+    content: str | None = None,
+    reasoning_content: str | None = None,
+    finish_reason: str | None = None,
+    matched_stop: Any = None,
+) -> dict[str, Any]:
+    delta: dict[str, Any] = {"reasoning_content": reasoning_content}
+    if role is not None:
+        delta["role"] = role
+    if content is not None:
+        delta["content"] = content
+    return {
+        "id": rid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [
+            {
+                "index": index,
+                "delta": delta,
+                "logprobs": None,
+                "finish_reason": finish_reason,
+                "matched_stop": matched_stop,
+            }
+        ],
+    }
+
+
+def stream_response(
+    rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "id": rid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": choices,
+        "usage": usage_,
+    }
+
+
+def stream_choice(
+    index: int, *, content: str | None = None, tool_calls: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    delta: dict[str, Any] = {"role": None, "content": content, "reasoning_content": None}
+    if tool_calls is not None:
+        delta["tool_calls"] = tool_calls
+    return {"index": index, "delta": delta, "logprobs": None, "finish_reason": None, "matched_stop": None}
+
+
+def chat_message(content: str, reasoning: str | None, tool_calls: list[dict[str, Any]] | None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content, "reasoning_content": reasoning or None}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return message
+
+
+def chat_response(
+    rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "id": rid,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": choices,
+        "usage": usage_,
+        "metadata": {"weight_version": WEIGHT_VERSION},
+    }
+
+
+def chat_choice(index: int, message: dict[str, Any], finish_reason: str | None, matched_stop: Any) -> dict[str, Any]:
+    return {
+        "index": index,
+        "message": message,
+        "logprobs": None,
+        "finish_reason": finish_reason,
+        "matched_stop": matched_stop,
+    }
+
+
+def completion_choice(index: int, text: str, finish_reason: str | None, matched_stop: Any) -> dict[str, Any]:
+    return {
+        "index": index,
+        "text": text,
+        "logprobs": None,
+        "finish_reason": finish_reason,
+        "matched_stop": matched_stop,
+    }
+
+
+def completion_response(
+    rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "id": rid,
+        "object": "text_completion",
+        "created": created,
+        "model": model,
+        "choices": choices,
+        "usage": usage_,
+        "metadata": {"weight_version": WEIGHT_VERSION},
+    }
+
+
+def completion_chunk(
+    rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "id": rid,
+        "object": "text_completion",
+        "created": created,
+        "model": model,
+        "choices": choices,
+        "usage": usage_,
+    }

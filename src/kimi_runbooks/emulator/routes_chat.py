@@ -1,0 +1,202 @@
+"""/v1/chat/completions, whole and streamed, as SGLang's serving_chat.py answers with kimi_k2 parsers.
+
+What a client sees follows SGLang 0.5.23 (sglang/srt/entrypoints/openai/serving_chat.py):
+the requested ``model`` is echoed whatever it names; ``n`` choices are sampled side by side;
+``reasoning_content`` is always a key (null without reasoning); a stream opens each choice
+with a role chunk, sends reasoning, content and tool-call pieces (name first with the id,
+then argument pieces), then one finish chunk per choice after the last token and, when
+asked, a usage chunk; a finished tool call turns ``stop`` into ``tool_calls``. Chunk shapes
+are in openai_shapes.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from . import openai_shapes as shapes
+from .chat_input import read_chat
+from .choices import drain_all, run_merged
+from .content import chat_reply
+from .engine import Job
+from .errors import ApiError
+from .events import EOS_TOKEN_ID, Event, Plan, plan_within_budget, reply_events
+from .protocol import ChatRequest, parse_body
+from .sse import DONE, event
+from .state import AppState
+
+
+@dataclass
+class _Turn:
+    """One request's fixed facts: ids, echo name, tool-call numbering, parser state."""
+
+    rids: list[str]
+    created: int
+    model: str
+    history_calls: int
+    tools_active: bool
+    prompt_tokens: int
+
+
+async def chat_completions(request: Request) -> Response:
+    state: AppState = request.app.state.emulator
+    arrival = time.monotonic()
+    state.check_ready()
+    req = parse_body(ChatRequest, await state.read_json(request))
+    _validate(state, req)
+    chat = read_chat(req)
+    state.check_context(chat.prompt_tokens, req.token_limit)
+    state.check_injected_500()
+    plans = [_plan(state, req, chat, i) for i in range(req.n)]
+    jobs = [job_for(chat.prompt_tokens, p, req.token_limit, arrival, req.stream) for p in plans]
+    rid = state.next_id("chatcmpl")
+    turn = _Turn(
+        rids=[rid] + [f"{rid}-{i}" for i in range(1, req.n)],
+        created=int(time.time()),
+        model=req.model,
+        history_calls=_history_calls(req),
+        tools_active=bool(req.tools) and req.tool_choice != "none",
+        prompt_tokens=chat.prompt_tokens,
+    )
+    if req.stream:
+        include_usage = bool(req.stream_options and req.stream_options.include_usage)
+        return StreamingResponse(_stream(state, jobs, plans, turn, include_usage), media_type="text/event-stream")
+    await drain_all(state.engine, jobs)
+    return JSONResponse(_whole(plans, turn))
+
+
+def _validate(state: AppState, req: ChatRequest) -> None:
+    """serving_chat.py ``_validate_request``: the checks that apply to these requests."""
+    if not req.messages:
+        raise ApiError("Messages cannot be empty.")
+    limit = req.max_completion_tokens or req.max_tokens
+    context = state.settings.max_model_len
+    if limit and limit > context:
+        raise ApiError(
+            f"max_completion_tokens is too large: {limit}.This model supports at most {context} completion tokens."
+        )
+
+
+def _history_calls(req: ChatRequest) -> int:
+    """serving_chat.py ``_get_history_tool_calls_cnt``: tool calls already in the conversation."""
+    return sum(len(m.tool_calls or []) for m in req.messages if m.role == "assistant")
+
+
+def _plan(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Plan:
+    settings = state.settings
+    parts: list[Any] = ["chat", req.model_dump(mode="json", include={"messages", "tools"})]
+    if choice:
+        parts.append(choice)
+    rng = state.rng_for(*parts)
+    reply = chat_reply(chat.conversation, rng, bad_tool_json=settings.fault_is("bad-tool-json"))
+    leak = settings.fault_is("no-reasoning") or not req.separate_reasoning
+    events = reply_events(reply, thinking=req.thinking, leak_reasoning=leak)
+    return plan_within_budget(reply, events, req.token_limit, req.ignore_eos, rng)
+
+
+def job_for(prompt_tokens: int, plan: Plan, limit: int | None, arrival: float, streaming: bool) -> Job:
+    reserve = prompt_tokens + (limit if limit is not None else plan.completion_tokens)
+    return Job(
+        prompt_tokens=prompt_tokens,
+        output_tokens=plan.completion_tokens,
+        reserve_tokens=reserve,
+        arrival=arrival,
+        streaming=streaming,
+    )
+
+
+def _reasoning_tokens(plan: Plan) -> int:
+    return sum(1 for e in plan.events if e.kind == "reasoning")
+
+
+def _usage(plans: list[Plan], turn: _Turn) -> dict[str, Any]:
+    return shapes.usage(
+        turn.prompt_tokens, sum(p.completion_tokens for p in plans), sum(_reasoning_tokens(p) for p in plans)
+    )
+
+
+def _complete_calls(plan: Plan) -> list[tuple[Any, str]]:
+    """Calls SGLang's detector parses from the whole text: only those whose end was generated."""
+    return [
+        (call, args)
+        for call, args in plan.emitted_tool_calls()
+        if plan.finish_reason != "length" or args == call.arguments
+    ]
+
+
+def _whole(plans: list[Plan], turn: _Turn) -> dict[str, Any]:
+    choices = []
+    for index, plan in enumerate(plans):
+        calls = [
+            shapes.tool_call(shapes.tool_call_id(call.name, turn.history_calls, pos), pos, call.name, args)
+            for pos, (call, args) in enumerate(_complete_calls(plan))
+        ]
+        message = shapes.chat_message(plan.content_text(), plan.reasoning_text(), calls or None)
+        finish = plan.finish_reason
+        choices.append(shapes.chat_choice(index, message, finish, EOS_TOKEN_ID if finish == "stop" else None))
+    return shapes.chat_response(turn.rids[0], turn.created, turn.model, choices, _usage(plans, turn))
+
+
+def _token_chunk(ev: Event, plan: Plan, index: int, turn: _Turn) -> dict[str, Any]:
+    rid, created, model = turn.rids[index], turn.created, turn.model
+    if ev.kind == "reasoning":
+        return shapes.sse_content(rid, created, model, index, reasoning_content=ev.text)
+    if ev.kind == "content":
+        if turn.tools_active:  # the tool-call parser passes normal text on as a pydantic chunk
+            return shapes.stream_response(rid, created, model, [shapes.stream_choice(index, content=ev.text)])
+        return shapes.sse_content(rid, created, model, index, content=ev.text)
+    call = next(c for c in plan.tool_calls if c.index == ev.call)
+    if ev.kind == "tool_name":
+        piece = shapes.tool_call(
+            shapes.tool_call_id(call.name, turn.history_calls, call.index), call.index, call.name, ""
+        )
+    else:
+        piece = shapes.tool_call(None, call.index, None, ev.text)
+    return shapes.stream_response(rid, created, model, [shapes.stream_choice(index, tool_calls=[piece])])
+
+
+def _stream_finish(plan: Plan) -> tuple[str, Any]:
+    """Streamed finish: tool_calls keeps the matched stop token (serving_chat.py)."""
+    finish = plan.finish_reason
+    return finish, (EOS_TOKEN_ID if finish in ("stop", "tool_calls") else None)
+
+
+async def _stream(
+    state: AppState, jobs: list[Job], plans: list[Plan], turn: _Turn, include_usage: bool
+) -> AsyncIterator[bytes]:
+    started: set[int] = set()
+    finished: list[int] = []  # SGLang sends finish chunks in the order choices finished
+    last_index = 0
+
+    def role_chunk(index: int) -> bytes:
+        started.add(index)
+        return event(
+            shapes.sse_content(turn.rids[index], turn.created, turn.model, index, role="assistant", content="")
+        )
+
+    async for index, token in run_merged(state.engine, jobs):
+        if index not in started:
+            yield role_chunk(index)
+        last_index = index
+        if token == plans[index].completion_tokens - 1:
+            finished.append(index)
+        yield event(_token_chunk(plans[index].events[token], plans[index], index, turn))
+    for index in range(len(plans)):
+        if index not in started:  # nothing generated: still opened, then finished
+            yield role_chunk(index)
+            finished.append(index)
+            last_index = index
+    rid = turn.rids[last_index]
+    for index in finished:
+        finish, matched = _stream_finish(plans[index])
+        yield event(
+            shapes.sse_content(rid, turn.created, turn.model, index, finish_reason=finish, matched_stop=matched)
+        )
+    if include_usage:
+        yield event(shapes.stream_response(rid, turn.created, turn.model, [], _usage(plans, turn)))
+    yield DONE

@@ -1,0 +1,120 @@
+"""/v1/completions, whole and streamed, as SGLang's serving_completions.py answers.
+
+The requested ``model`` is echoed; ``n`` choices run side by side; every streamed chunk is a
+``CompletionStreamResponse`` dump carrying one token's text, the last one of each choice also
+its ``finish_reason`` and ``matched_stop`` (no separate finish chunk); the usage chunk is
+dumped with ``exclude_none`` (sglang/srt/entrypoints/openai/serving_completions.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from . import openai_shapes as shapes
+from .choices import drain_all, run_merged
+from .content import completion_text
+from .engine import Job
+from .errors import ApiError
+from .events import EOS_TOKEN_ID, Plan, text_plan
+from .protocol import CompletionRequest, parse_body
+from .routes_chat import job_for
+from .sse import DONE, event
+from .state import AppState
+from .tokenizer import count_tokens
+
+
+async def completions(request: Request) -> Response:
+    state: AppState = request.app.state.emulator
+    arrival = time.monotonic()
+    state.check_ready()
+    req = parse_body(CompletionRequest, await state.read_json(request))
+    prompt_text, prompt_tokens = read_prompt(req.prompt)
+    state.check_context(prompt_tokens, req.max_tokens)
+    state.check_injected_500()
+    plans = []
+    for choice in range(req.n):
+        rng = state.rng_for("completion", req.prompt, *([choice] if choice else []))
+        plans.append(text_plan(completion_text(prompt_text, rng), req.max_tokens, req.ignore_eos, rng))
+    jobs = [job_for(prompt_tokens, p, req.max_tokens, arrival, req.stream) for p in plans]
+    rid = state.next_id("cmpl")
+    rids = [rid] + [f"{rid}-{i}" for i in range(1, req.n)]
+    created = int(time.time())
+    echo = prompt_text if req.echo else ""
+    if req.stream:
+        include_usage = bool(req.stream_options and req.stream_options.include_usage)
+        return StreamingResponse(
+            _stream(state, jobs, plans, rids, created, req.model, prompt_tokens, include_usage, echo),
+            media_type="text/event-stream",
+        )
+    await drain_all(state.engine, jobs)
+    choices = [
+        shapes.completion_choice(i, echo + p.content_text(), p.finish_reason, _matched(p)) for i, p in enumerate(plans)
+    ]
+    total = sum(p.completion_tokens for p in plans)
+    return JSONResponse(
+        shapes.completion_response(rids[0], created, req.model, choices, shapes.usage(prompt_tokens, total))
+    )
+
+
+def _matched(plan: Plan) -> Any:
+    return EOS_TOKEN_ID if plan.finish_reason == "stop" else None
+
+
+def read_prompt(prompt: Any) -> tuple[str, int]:
+    """(text, token count) of a prompt given as text, token ids, or a one-element batch."""
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], (str, list)):
+        if len(prompt) != 1:
+            raise ApiError("The emulator accepts one prompt per request.", 400, "prompt")
+        prompt = prompt[0]
+    if isinstance(prompt, str):
+        if not prompt:
+            raise ApiError("The prompt is empty.", 400, "prompt")
+        return prompt, count_tokens(prompt)
+    if not prompt:
+        raise ApiError("The prompt is empty.", 400, "prompt")
+    return " ".join(str(i) for i in prompt[:64]), len(prompt)
+
+
+async def _stream(
+    state: AppState,
+    jobs: list[Job],
+    plans: list[Plan],
+    rids: list[str],
+    created: int,
+    model: str,
+    prompt_tokens: int,
+    include_usage: bool,
+    echo: str,
+) -> AsyncIterator[bytes]:
+    started: set[int] = set()
+    last = 0
+
+    def chunk(index: int, text: str, done: bool) -> bytes:
+        plan = plans[index]
+        if index not in started:
+            started.add(index)
+            text = echo + text
+        choice = shapes.completion_choice(
+            index, text, plan.finish_reason if done else None, _matched(plan) if done else None
+        )
+        return event(shapes.completion_chunk(rids[index], created, model, [choice]))
+
+    async for index, token in run_merged(state.engine, jobs):
+        last = index
+        plan = plans[index]
+        yield chunk(index, plan.events[token].text, token == plan.completion_tokens - 1)
+    for index in range(len(plans)):
+        if index not in started:  # nothing generated: one finishing chunk
+            last = index
+            yield chunk(index, "", True)
+    if include_usage:
+        total = sum(p.completion_tokens for p in plans)
+        yield event(
+            shapes.completion_chunk(rids[last], created, model, [], shapes.usage_exclude_none(prompt_tokens, total))
+        )
+    yield DONE

@@ -1,0 +1,305 @@
+"""The contract suite's request table: what is sent to the emulator and, replayed, to SGLang's own code.
+
+Each case names the surface it checks (the rows of the closing table in issue 12), the
+emulator variant it runs against (``default`` or ``auth``, the latter started with an API
+key) and the raw HTTP request. Bodies are given as JSON-able objects, or as raw text when the
+point is a broken body. Imported by the main-venv side only (capture + pytest); the bench-env
+checker reads the captured file, never this module.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+MODEL = "moonshotai/Kimi-K2.6"
+API_KEY = "contract-suite-key"  # test-only key for the ``auth`` variant
+CONTEXT_LENGTH = 262144
+
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather for a city",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "location": {"type": "string", "description": "City name"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["location"],
+        },
+    },
+}
+TIME_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Get the local time in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+USER_HELLO: list[dict[str, Any]] = [{"role": "user", "content": "Say hello to the contract suite."}]
+USER_WEATHER: list[dict[str, Any]] = [{"role": "user", "content": "What's the weather in Beijing right now?"}]
+# A conversation that already holds three tool calls: SGLang's Kimi path numbers the next
+# call after them (serving_chat.py _get_history_tool_calls_cnt + _process_tool_call_id).
+HISTORY: list[dict[str, Any]] = [
+    {"role": "user", "content": "What's the weather and the time in Paris?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "functions.get_weather:0",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"location": "Paris"}'},
+            },
+            {
+                "id": "functions.get_time:1",
+                "type": "function",
+                "function": {"name": "get_time", "arguments": '{"city": "Paris"}'},
+            },
+        ],
+    },
+    {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": '{"temp_c": 21}'},
+    {"role": "tool", "tool_call_id": "functions.get_time:1", "content": '{"time": "14:05"}'},
+    {
+        "role": "assistant",
+        "content": "It is 21 C and 14:05 in Paris.",
+        "tool_calls": [
+            {
+                "id": "functions.get_weather:2",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"location": "Lyon"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "functions.get_weather:2", "content": '{"temp_c": 19}'},
+    {"role": "user", "content": "And what's the weather in Beijing?"},
+]
+TOOL_RESULT_TURN: list[dict[str, Any]] = [
+    *USER_WEATHER,
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "functions.get_weather:0",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"location": "Beijing"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": '{"temp_c": 30}'},
+]
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    surface: str
+    method: str
+    path: str
+    body: Any = None  # JSON-able object, or str sent verbatim
+    headers: dict[str, str] = field(default_factory=dict)
+    variant: str = "default"  # "default" | "auth"
+
+    def content(self) -> bytes | None:
+        if self.body is None:
+            return None
+        return self.body.encode() if isinstance(self.body, str) else json.dumps(self.body).encode()
+
+    def request_headers(self) -> dict[str, str]:
+        headers = dict(self.headers)
+        if self.body is not None:
+            headers.setdefault("content-type", "application/json")
+        return headers
+
+
+def _chat(**extra: Any) -> dict[str, Any]:
+    return {"model": MODEL, "messages": USER_HELLO, "max_tokens": 400, **extra}
+
+
+def _tools(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"model": MODEL, "messages": messages, "tools": [WEATHER_TOOL, TIME_TOOL], "max_tokens": 400, **extra}
+
+
+USAGE = {"stream_options": {"include_usage": True}}
+
+CASES: list[Case] = [
+    # ---- /v1/chat/completions, whole responses
+    Case("chat-basic", "chat", "POST", "/v1/chat/completions", _chat()),
+    Case("chat-unknown-model", "chat", "POST", "/v1/chat/completions", _chat(model="gpt-4o")),
+    Case("chat-missing-model", "chat", "POST", "/v1/chat/completions", {"messages": USER_HELLO, "max_tokens": 400}),
+    Case("chat-thinking-off", "chat", "POST", "/v1/chat/completions", _chat(chat_template_kwargs={"thinking": False})),
+    Case("chat-length", "chat", "POST", "/v1/chat/completions", _chat(max_tokens=5)),
+    Case("chat-n2", "chat", "POST", "/v1/chat/completions", _chat(n=2)),
+    Case("chat-tool-call", "chat", "POST", "/v1/chat/completions", _tools(USER_WEATHER)),
+    Case("chat-tool-call-history", "chat", "POST", "/v1/chat/completions", _tools(HISTORY)),
+    Case("chat-tool-result", "chat", "POST", "/v1/chat/completions", _tools(TOOL_RESULT_TURN)),
+    # ---- /v1/chat/completions, streamed
+    Case("chat-stream", "chat-stream", "POST", "/v1/chat/completions", _chat(stream=True)),
+    Case("chat-stream-usage", "chat-stream", "POST", "/v1/chat/completions", _chat(stream=True, **USAGE)),
+    Case(
+        "chat-stream-thinking-off",
+        "chat-stream",
+        "POST",
+        "/v1/chat/completions",
+        _chat(stream=True, chat_template_kwargs={"thinking": False}, **USAGE),
+    ),
+    Case(
+        "chat-stream-length", "chat-stream", "POST", "/v1/chat/completions", _chat(stream=True, max_tokens=5, **USAGE)
+    ),
+    Case(
+        "chat-stream-n2", "chat-stream", "POST", "/v1/chat/completions", _chat(stream=True, n=2, max_tokens=12, **USAGE)
+    ),
+    Case(
+        "chat-stream-tool-call",
+        "chat-stream",
+        "POST",
+        "/v1/chat/completions",
+        _tools(USER_WEATHER, stream=True, **USAGE),
+    ),
+    Case("chat-stream-tool-call-history", "chat-stream", "POST", "/v1/chat/completions", _tools(HISTORY, stream=True)),
+    # ---- /v1/completions
+    Case(
+        "completion-basic",
+        "completions",
+        "POST",
+        "/v1/completions",
+        {"model": MODEL, "prompt": "The capital of France is", "max_tokens": 40},
+    ),
+    Case(
+        "completion-length",
+        "completions",
+        "POST",
+        "/v1/completions",
+        {"model": "any-name", "prompt": "Count to ten:", "max_tokens": 3},
+    ),
+    Case(
+        "completion-stream",
+        "completions-stream",
+        "POST",
+        "/v1/completions",
+        {"model": MODEL, "prompt": "The capital of France is", "max_tokens": 40, "stream": True},
+    ),
+    Case(
+        "completion-stream-usage",
+        "completions-stream",
+        "POST",
+        "/v1/completions",
+        {"model": MODEL, "prompt": "Count to ten:", "max_tokens": 6, "stream": True, "ignore_eos": True, **USAGE},
+    ),
+    # ---- native /generate
+    Case(
+        "generate-text",
+        "generate",
+        "POST",
+        "/generate",
+        {"text": "The capital of France is", "sampling_params": {"max_new_tokens": 16}},
+    ),
+    Case(
+        "generate-input-ids",
+        "generate",
+        "POST",
+        "/generate",
+        {"input_ids": [11, 12, 13, 14], "sampling_params": {"max_new_tokens": 4, "ignore_eos": True}},
+    ),
+    Case(
+        "generate-stream",
+        "generate",
+        "POST",
+        "/generate",
+        {"text": "Hello", "sampling_params": {"max_new_tokens": 5, "ignore_eos": True}, "stream": True},
+    ),
+    Case(
+        "generate-over-context-stream",
+        "generate",
+        "POST",
+        "/generate",
+        {"text": "Hello there", "sampling_params": {"max_new_tokens": CONTEXT_LENGTH}, "stream": True},
+    ),
+    Case(
+        "generate-over-context",
+        "generate",
+        "POST",
+        "/generate",
+        {"text": "Hello there", "sampling_params": {"max_new_tokens": CONTEXT_LENGTH}},
+    ),
+    # ---- errors by class (status code and body shape)
+    Case(
+        "err-content-type",
+        "errors",
+        "POST",
+        "/v1/chat/completions",
+        json.dumps(_chat()),
+        headers={"content-type": "text/plain"},
+    ),
+    Case("err-bad-json", "errors", "POST", "/v1/chat/completions", '{"model": '),
+    Case("err-missing-messages", "errors", "POST", "/v1/chat/completions", {"model": MODEL}),
+    Case("err-wrong-type", "errors", "POST", "/v1/chat/completions", _chat(temperature="hot")),
+    Case("err-completion-missing-prompt", "errors", "POST", "/v1/completions", {"model": MODEL}),
+    Case("err-too-many-tokens", "errors", "POST", "/v1/chat/completions", _chat(max_tokens=CONTEXT_LENGTH - 8)),
+    Case(
+        "err-too-many-tokens-stream",
+        "errors",
+        "POST",
+        "/v1/chat/completions",
+        _chat(max_tokens=CONTEXT_LENGTH - 8, stream=True),
+    ),
+    Case("err-max-tokens-over-context", "errors", "POST", "/v1/chat/completions", _chat(max_tokens=CONTEXT_LENGTH + 1)),
+    Case(
+        "err-completion-too-many-tokens",
+        "errors",
+        "POST",
+        "/v1/completions",
+        {"model": MODEL, "prompt": "Hello there", "max_tokens": CONTEXT_LENGTH, "stream": True},
+    ),
+    Case("err-generate-bad-json", "errors", "POST", "/generate", '{"text": '),
+    Case("err-unknown-route", "errors", "GET", "/v1/nope"),
+    Case("err-wrong-method", "errors", "GET", "/v1/chat/completions"),
+    Case("err-wrong-method-models", "errors", "POST", "/v1/models", {}),
+    # ---- auth (an emulator started with an API key)
+    Case("auth-missing", "auth", "POST", "/v1/chat/completions", _chat(), variant="auth"),
+    Case(
+        "auth-wrong",
+        "auth",
+        "POST",
+        "/v1/chat/completions",
+        _chat(),
+        headers={"authorization": "Bearer not-the-key"},
+        variant="auth",
+    ),
+    Case("auth-ok", "auth", "GET", "/v1/models", headers={"authorization": f"Bearer {API_KEY}"}, variant="auth"),
+    Case("auth-models-missing", "auth", "GET", "/v1/models", variant="auth"),
+    Case("auth-health-open", "auth", "GET", "/health", variant="auth"),
+    Case("auth-metrics-open", "auth", "GET", "/metrics", variant="auth"),
+    # ---- models and info
+    Case("models", "models", "GET", "/v1/models"),
+    Case("model-by-id", "models", "GET", f"/v1/models/{MODEL}"),
+    Case("model-by-unknown-id", "models", "GET", "/v1/models/gpt-4o"),
+    Case("model-info", "info", "GET", "/model_info"),
+    Case("server-info", "info", "GET", "/server_info"),
+    Case("health", "info", "GET", "/health"),
+    Case("health-generate", "info", "GET", "/health_generate"),
+    Case("ready", "info", "GET", "/ready"),
+    Case("flush-cache", "info", "POST", "/flush_cache"),
+    # ---- metrics last, after the traffic above
+    Case("metrics", "metrics", "GET", "/metrics"),
+]
+
+SURFACES = (
+    "chat",
+    "chat-stream",
+    "completions",
+    "completions-stream",
+    "generate",
+    "errors",
+    "auth",
+    "models",
+    "info",
+    "metrics",
+    "headers",
+)

@@ -1,0 +1,119 @@
+"""Contract suite: the emulator answers as SGLang 0.5.23 does, judged by SGLang's own code.
+
+The case table (cases.py) goes to two emulators (plain and API-key), the raw answers are
+captured (capture.py), and the bench tool env's python, which has the real ``sglang``
+package, replays each request through SGLang's own HTTP server and serving layer and diffs
+(sglang_check.py, sglang_ref.py, replay.py, compare.py, surface_checks.py). Sources the
+verdicts rest on, all in the installed sglang 0.5.23: srt/entrypoints/http_server.py
+(routes, exception handlers, /generate streaming errors, /v1/models/{id}, /server_info,
+/model_info), srt/entrypoints/openai/serving_base.py, serving_chat.py, serving_completions.py,
+sse_utils.py, usage_processor.py, protocol.py, srt/utils/auth.py, srt/utils/common.py
+(build_server_info), srt/managers/tokenizer_manager.py (_validate_one_request,
+_handle_batch_output), srt/managers/scheduler_components/internal_state.py,
+srt/parser/reasoning_parser.py, srt/function_call/kimik2_detector.py,
+srt/observability/metrics_collector.py.
+
+Heavy: needs the bench tool env (bash scripts/setup_tool_env.sh bench). Skipped on a machine
+without it; with CI=true a missing env is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from capture import capture, settings_for
+from cases import CASES, SURFACES
+
+from kimi_runbooks.emulator import DEVIATIONS
+from kimi_runbooks.emulator.testing import run_in_thread
+from kimi_runbooks.toolenv import OFFLINE_ENV, ToolEnvError, tool_env
+
+pytestmark = pytest.mark.heavy
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def bench_python() -> str:
+    try:
+        return str(tool_env("bench").python)
+    except ToolEnvError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but the bench tool env is missing: {exc}")
+        pytest.skip(f"bench tool env missing: {exc}")
+
+
+def run_contract(bench_python: str, out_dir: Path, *, strict: bool) -> dict[str, Any]:
+    """Capture from fresh emulators, judge with SGLang's code; returns the checker's report."""
+    urls, stops = {}, []
+    for variant in ("default", "auth"):
+        url, stop = run_in_thread(settings_for(variant, strict))
+        urls[variant] = url
+        stops.append(stop)
+    try:
+        captured = out_dir / ("captured-strict.json" if strict else "captured.json")
+        capture(urls, captured, strict=strict)
+    finally:
+        for stop in stops:
+            stop()
+    report_path = out_dir / ("report-strict.json" if strict else "report.json")
+    proc = subprocess.run(
+        [bench_python, str(HERE / "sglang_check.py"), str(captured), str(report_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **OFFLINE_ENV},
+        check=False,
+    )
+    if proc.returncode not in (0, 1) or not report_path.exists():
+        pytest.fail(f"the SGLang checker could not run (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(report_path.read_text())
+
+
+def explain(report: dict[str, Any], limit: int = 25) -> str:
+    lines = [f"{len(report['mismatches'])} mismatch(es) with SGLang {report['sglang_version']}:"]
+    for m in report["mismatches"][:limit]:
+        lines.append(
+            f"  [{m['surface']}] {m['case']}: {m['where']}: emulator={json.dumps(m['emulator'])[:160]}"
+            f" sglang={json.dumps(m['sglang'])[:160]}"
+        )
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def report(bench_python: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return run_contract(bench_python, tmp_path_factory.mktemp("contract"), strict=False)
+
+
+def test_pinned_sglang_is_the_one_judging(report: dict[str, Any]) -> None:
+    """When the bench env's SGLang moves, this says so first; the other tests say what changed."""
+    assert report["sglang_version"] == report["expected_sglang"], report["sglang_version"]
+
+
+def test_every_case_was_judged(report: dict[str, Any]) -> None:
+    assert set(report["cases"]) == {c.id for c in CASES}
+    assert {c.surface for c in CASES} <= set(SURFACES)
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_surface_matches_sglang(report: dict[str, Any], surface: str) -> None:
+    found = [m for m in report["mismatches"] if m["surface"] == surface]
+    assert not found, explain({**report, "mismatches": found})
+
+
+def test_only_the_declared_deviations_are_allowed(report: dict[str, Any]) -> None:
+    """The checker let through exactly the emulator's DEVIATIONS, and they are few."""
+    assert report["deviations"] == [d.as_dict() for d in DEVIATIONS]
+    assert Counter(d.kind for d in DEVIATIONS) == Counter({"header": 1, "server_info": 1, "metric": 1})
+
+
+def test_strict_mode_matches_with_no_deviation_at_all(bench_python: str, tmp_path: Path) -> None:
+    strict = run_contract(bench_python, tmp_path, strict=True)
+    assert strict["deviations"] == []
+    assert not strict["mismatches"], explain(strict)
