@@ -25,7 +25,11 @@ from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.perfmodel.calibration import Evaluator, fit_all
 from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.validation import (
-    HEADLINE, format_checks, leave_one_document_out, leave_one_run_out, summary,
+    HEADLINE,
+    format_checks,
+    leave_one_document_out,
+    leave_one_run_out,
+    summary,
 )
 
 GOAL, AIM, FAMILY_LIMIT = 0.25, 0.15, 0.50

@@ -8,9 +8,11 @@ The model is deliberately small, with one number per effect a runbook measures:
   limit is exhausted, so TTFT rises under overload the way it does on a real server.
 * ITL (inter-token latency, between consecutive streamed tokens of one request) =
   ``itl_base_ms`` + ``itl_per_running_ms`` x (number of running requests)
-  + ``itl_per_1k_kv_ms`` x (KV tokens the running requests hold) / 1000.
+  + ``itl_per_1k_kv_ms`` x (KV tokens the running requests hold) / 1000
+  + ``itl_per_1k_context_ms`` x (those KV tokens per running request) / 1000.
   Decode batches get slower as they grow and as their contexts do (every step reads each
-  running request's KV); the KV term is 0 unless the profile comes from the predictor.
+  running request's KV; one long request's attention also has a latency of its own); the
+  two KV terms are 0 unless the profile comes from the predictor.
 * KV capacity: a request reserves input_tokens + max_new_tokens of ``max_total_num_tokens``
   while it runs; at most ``max_running_requests`` run at once; the rest wait (FIFO).
 
@@ -58,6 +60,7 @@ class LatencyProfile:
     max_running_requests: int = 1024
     source: str = "default"
     itl_per_1k_kv_ms: float = 0.0
+    itl_per_1k_context_ms: float = 0.0
 
     def ttft_ms(self, input_tokens: int) -> float:
         """Prefill time for a request of this many input tokens (excluding queue wait)."""
@@ -66,8 +69,10 @@ class LatencyProfile:
     def itl_ms(self, running_requests: int, kv_tokens: int = 0) -> float:
         """Time between two tokens of one request while this many requests run, holding
         `kv_tokens` of KV cache between them."""
-        return (self.itl_base_ms + self.itl_per_running_ms * max(running_requests, 0)
-                + self.itl_per_1k_kv_ms * max(kv_tokens, 0) / 1000.0)
+        running, kv = max(running_requests, 0), max(kv_tokens, 0)
+        per_request = kv / running if running else 0.0
+        return (self.itl_base_ms + self.itl_per_running_ms * running
+                + self.itl_per_1k_kv_ms * kv / 1000.0 + self.itl_per_1k_context_ms * per_request / 1000.0)
 
 
 DEFAULT_PROFILE = LatencyProfile()

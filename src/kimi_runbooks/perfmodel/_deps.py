@@ -6,7 +6,16 @@ and nothing else in this package needs to change.
 
 from __future__ import annotations
 
-from ..catalog import GB, Catalog, Deployment, Hardware, Model, ParamsError, Platform, load_catalog
+from ..catalog import (
+    GB,
+    Catalog,
+    Deployment,
+    Hardware,
+    Model,
+    ParamsError,
+    Platform,
+    load_catalog,
+)
 from ..planner import MemoryPlan, kv_bytes_per_token, plan_memory
 from ..recipes import LaunchPlan, PlanConfig, canonical_flag, plan, resolve_knobs
 

@@ -38,7 +38,8 @@ KERNEL_FACTORS = ("eta_moe", "eta_gemm", "eta_prefill")
 RESIDUAL_SD = 0.25  # typical log error of one row; with PRIOR_SD sets the ridge weights
 MISSING_RESIDUAL = 5.0  # a prediction that cannot be made (no KV room) counts as a big miss
 MAX_EVALUATIONS = 300
-START_GRID = ({}, {"eta_gemm": 0.005}, {"eta_moe": 0.05}, {"attn_ns_per_token": 30.0},
+DIFF_STEP = 1e-3  # relative finite-difference step of the Jacobian
+START_GRID: tuple[dict[str, float], ...] = ({}, {"eta_gemm": 0.005}, {"eta_moe": 0.05}, {"attn_ns_per_token": 30.0},
               {"eta_gemm": 0.005, "attn_ns_per_token": 30.0})
 """Starting points: the batch cost of a decode step can come from the expert kernels (eta_moe)
 or from compute (eta_gemm), the context cost from the batch's KV traffic or from one request's
@@ -99,7 +100,8 @@ def fit_family(ev: Evaluator, rows: list[Observation]) -> np.ndarray:
     best = None
     for overrides in START_GRID:
         x0 = np.asarray(Factors(**{**PRIOR.as_dict(), **overrides}).as_params())
-        sol = least_squares(residuals, x0, diff_step=1e-3, ftol=1e-6, xtol=1e-6, max_nfev=MAX_EVALUATIONS)
+        sol = least_squares(residuals, x0, diff_step=[DIFF_STEP] * len(x0), ftol=1e-6, xtol=1e-6,
+                            max_nfev=MAX_EVALUATIONS)
         if best is None or sol.cost < best.cost:
             best = sol
     assert best is not None
@@ -112,8 +114,10 @@ def combine(ev: Evaluator, params: dict[str, np.ndarray], rows: Iterable[Observa
     families = sorted(params)
     glob = np.median([params[f] for f in families], axis=0) if families else np.asarray(PRIOR.as_params())
     formats: dict[str, list[np.ndarray]] = {}
+    family_formats: dict[str, tuple[str, ...]] = {}
     for fam in families:
-        for fmt in sorted({ev.weight_format(o) for o in rows if o.family == fam}):
+        family_formats[fam] = tuple(sorted({ev.weight_format(o) for o in rows if o.family == fam}))
+        for fmt in family_formats[fam]:
             formats.setdefault(fmt, []).append(params[fam])
     by_format = {fmt: {n: getattr(factors_of(np.median(v, axis=0)), n) for n in KERNEL_FACTORS}
                  for fmt, v in formats.items()}
@@ -123,6 +127,7 @@ def combine(ev: Evaluator, params: dict[str, np.ndarray], rows: Iterable[Observa
         by_format=by_format,
         references=tuple(sorted({o.reference_id for o in rows})),
         source="fit",
+        family_formats=family_formats,
     )
 
 

@@ -34,7 +34,7 @@ def _scenario(row: pd.Series) -> Scenario | None:
     completed = _num(row.get("completed"))
     tin, tout = _num(row.get("total_input_tokens")), _num(row.get("total_output_tokens"))
     if completed > 0 and tin > 0 and tout > 0:  # measured lengths (range ratio < 1 shortens them)
-        input_len, output_len = round(tin / completed), round(tout / completed)
+        input_len, output_len = float(round(tin / completed)), float(round(tout / completed))
     else:
         input_len, output_len = _num(row.get("input_len")), _num(row.get("output_len"))
         if not (input_len > 0 and output_len > 0):

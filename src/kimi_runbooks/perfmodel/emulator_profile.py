@@ -5,9 +5,11 @@ behaves like that platform's prediction. The emulator's profile is linear (emula
 so the prediction is sampled over the range a runbook exercises and fitted by least squares:
 
 * TTFT(input) = base + per-1K x input, over PROFILE_INPUTS (prefill alone, no queue: the
-  emulator's scheduler adds queueing itself);
-* ITL(running, KV in use) = base + per-running x running + per-1K-KV x KV tokens / 1000, over
-  PROFILE_BATCHES x PROFILE_CONTEXTS (decode step per output token, KV-capped batches only);
+  emulator's scheduler adds queueing itself); least squares on relative error, since the
+  prediction is curved (attention is quadratic in the input);
+* ITL(running, KV in use) = base + per-running x running + per-1K-KV x KV tokens / 1000
+  + per-1K-context x KV tokens per running request / 1000, over PROFILE_BATCHES x
+  PROFILE_CONTEXTS (decode step per output token, KV-capped batches only);
 * KV capacity = the planner's pool (all DP-attention ranks), running limit = the plan's.
 """
 
@@ -31,7 +33,7 @@ def latency_profile(plan: LaunchPlan, predictor: Predictor | None = None) -> Lat
     decode, prefill = s.decode_pool, s.prefill_pool
     xs = np.asarray(PROFILE_INPUTS, dtype=float)
     ttft = np.asarray([predictor.prefill_seconds(prefill, x) * 1000 for x in xs])
-    slope, base = np.polyfit(xs / 1000.0, ttft, 1)
+    slope, base = np.polyfit(xs / 1000.0, ttft, 1, w=1.0 / ttft)  # relative error, not absolute
     accept = 1.0
     if decode.speculative is not None:
         from .predict import DEFAULT_ACCEPT_LENGTH
@@ -43,10 +45,11 @@ def latency_profile(plan: LaunchPlan, predictor: Predictor | None = None) -> Lat
         for b in PROFILE_BATCHES:
             if b > max(cap, 1):
                 continue
-            rows.append([1.0, b, b * ctx / 1000.0])
+            rows.append([1.0, b, b * ctx / 1000.0, ctx / 1000.0])
             ys.append(predictor.iteration_seconds(decode, b, ctx) * 1000 / accept)
-    coef, *_ = np.linalg.lstsq(np.asarray(rows), np.asarray(ys), rcond=None)
-    itl_base, per_running, per_kv = (float(c) for c in coef)
+    a, y = np.asarray(rows), np.asarray(ys)
+    coef, *_ = np.linalg.lstsq(a / y[:, None], np.ones_like(y), rcond=None)  # relative error
+    itl_base, per_running, per_kv, per_ctx = (float(c) for c in coef)
     capacity = decode.kv_pool_tokens * decode.attention_ranks * decode.replicas
     running = (decode.max_running * decode.replicas if decode.max_running
                else DEFAULT_PROFILE.max_running_requests)
@@ -57,6 +60,7 @@ def latency_profile(plan: LaunchPlan, predictor: Predictor | None = None) -> Lat
         itl_base_ms=max(itl_base, MIN_MS),
         itl_per_running_ms=max(per_running, 0.0),
         itl_per_1k_kv_ms=max(per_kv, 0.0),
+        itl_per_1k_context_ms=max(per_ctx, 0.0),
         max_total_num_tokens=max(int(capacity), 1),
         max_running_requests=int(running),
         source=f"predicted by kimi_runbooks.perfmodel for {where} ({predictor.calibration.source})",

@@ -103,15 +103,15 @@ def _image_tokens(resolution: str) -> int:
 def deployment_scenario(catalog: Catalog, scenario_id: str) -> Scenario:
     """A params/scenarios entry as a Scenario (shared-prefix and image sets included)."""
     sc = catalog.scenario(scenario_id)
-    extra = sc.extra_args
+    extra = {k: str(v) for k, v in sc.extra_args.items()}
     prefix = 0.0
     if sc.dataset == "generated-shared-prefix":
         system, question = int(extra["--gsp-system-prompt-len"]), int(extra["--gsp-question-len"])
         input_len, output_len = system + question, int(extra["--gsp-output-len"])
         prefix = system / input_len
     elif sc.dataset == "image":
-        count = int(extra.get("--image-count", 1))
-        input_len = int(sc.input_len or 0) + count * _image_tokens(str(extra["--image-resolution"]))
+        count = int(extra.get("--image-count", "1"))
+        input_len = int(sc.input_len or 0) + count * _image_tokens(extra["--image-resolution"])
         output_len = int(sc.output_len or 1)
     else:
         input_len, output_len = int(sc.input_len or 1), int(sc.output_len or 1)

@@ -195,7 +195,7 @@ class Predictor:
             running_requests=o.running, kv_capacity_requests=t.capacity, kv_limited=o.kv_limited,
             saturated=o.saturated, bound=step.bound if t.capacity else "kv-capacity",
             devices=devices, family=self.family,
-            calibrated_family=self.calibration.calibrated(self.family),
+            calibrated_family=self.calibration.calibrated(self.family, self.plan.model.weight_format),
         )
         _apply_band(p, self.calibration)
         return p
@@ -208,14 +208,16 @@ RATE_BAND = {"output_throughput": "output_throughput", "total_throughput": "outp
 
 
 def _apply_band(p: Prediction, cal: Calibration) -> None:
-    """Published = predicted / exp(err): the err quantiles give the plausible range."""
+    """Published = predicted / exp(err): the err quantiles give where a measurement should
+    fall. The band is widened to hold the estimate itself when validation found the model
+    biased one way (TTFT of a never-calibrated family lands above it)."""
     for name, metric in {**LATENCY_BAND, **RATE_BAND}.items():
         value = getattr(p, name)
         lo_err, hi_err = cal.band_for(metric, p.calibrated_family)
         if name == "tok_s_per_user":  # inverse of TPOT: the TPOT band flips
             lo_err, hi_err = -hi_err, -lo_err
-        p.low[name] = value * math.exp(-hi_err)
-        p.high[name] = value * math.exp(-lo_err)
+        p.low[name] = min(value * math.exp(-hi_err), value)
+        p.high[name] = max(value * math.exp(-lo_err), value)
 
 
 def predict(plan: LaunchPlan, scenarios: list[Scenario], calibration: Calibration | None = None) -> list[Prediction]:

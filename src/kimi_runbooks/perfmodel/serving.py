@@ -19,7 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._deps import LaunchPlan, MemoryPlan, Model, Platform, canonical_flag, plan_memory, resolve_knobs
+from ._deps import (
+    LaunchPlan,
+    MemoryPlan,
+    Model,
+    Platform,
+    canonical_flag,
+    plan_memory,
+    resolve_knobs,
+)
 from .geometry import Geometry, geometry
 
 SGLANG_CHUNKED_PREFILL_GIB_SPLIT = 160.0

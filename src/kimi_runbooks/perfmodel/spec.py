@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 from .predict import Prediction, Scenario
 
@@ -47,7 +48,7 @@ def parse_predict_spec(text: str) -> list[Scenario]:
     keys = list(values)
     scenarios = []
     for combo in itertools.product(*(values[k] for k in keys)):
-        fields = {KEYS[k]: (int(v) if k in INTEGER_KEYS else v) for k, v in zip(keys, combo)}
+        fields: dict[str, Any] = {KEYS[k]: (int(v) if k in INTEGER_KEYS else v) for k, v in zip(keys, combo)}
         try:
             scenarios.append(Scenario(**fields))
         except ValueError as exc:

@@ -30,17 +30,26 @@ class Calibration:
     references: tuple[str, ...] = ()
     source: str = "prior (no calibration file)"
     band_calibrated: dict[str, tuple[float, float]] = field(default_factory=dict)
+    family_formats: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def factors(self, family: str, weight_format: str | None = None) -> Factors:
-        """The family's own factors; else the global ones, with the expert-kernel factors of
-        families that run the same weight format when there are any."""
-        if family in self.families:
-            return self.families[family]
+        """The family's own factors when it was calibrated on this weight format; a calibrated
+        family running another format keeps its own factors but takes the expert-kernel
+        factors of that format; an uncalibrated family takes the global factors, with the
+        format's expert-kernel factors when any family runs it."""
         overrides = self.by_format.get(weight_format or "", {})
+        if family in self.families:
+            if self.calibrated(family, weight_format) or not overrides:
+                return self.families[family]
+            return replace(self.families[family], **overrides)
         return replace(self.global_factors, **overrides) if overrides else self.global_factors
 
-    def calibrated(self, family: str) -> bool:
-        return family in self.families
+    def calibrated(self, family: str, weight_format: str | None = None) -> bool:
+        """Published results of this family (and, when given, this weight format) were fitted."""
+        if family not in self.families:
+            return False
+        formats = self.family_formats.get(family)
+        return weight_format is None or not formats or weight_format in formats
 
     def band_for(self, metric: str, calibrated: bool = False) -> tuple[float, float]:
         """(low, high) quantiles of log(predicted / published) for `metric`: leave-one-run-out
@@ -53,6 +62,7 @@ class Calibration:
             "references": list(self.references),
             "global": self.global_factors.as_dict(),
             "families": {k: v.as_dict() for k, v in sorted(self.families.items())},
+            "family_weight_formats": {k: list(v) for k, v in sorted(self.family_formats.items())},
             "by_weight_format": {k: {n: float(f"{x:.6g}") for n, x in v.items()}
                                  for k, v in sorted(self.by_format.items())},
             "band_new_family": _band_dict(self.band),
@@ -81,6 +91,7 @@ def load_calibration(params_root: Path) -> Calibration:
         global_factors=Factors(**data["global"]),
         families={k: Factors(**v) for k, v in (data.get("families") or {}).items()},
         by_format={k: dict(v) for k, v in (data.get("by_weight_format") or {}).items()},
+        family_formats={k: tuple(v) for k, v in (data.get("family_weight_formats") or {}).items()},
         band=_band(data.get("band_new_family")),
         band_calibrated=_band(data.get("band_calibrated_family")),
         references=tuple(data.get("references") or ()),

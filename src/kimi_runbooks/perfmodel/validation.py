@@ -15,7 +15,8 @@ are reported beside, never counted as measurements.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class Check:
 
 
 def leave_one_document_out(ev: Evaluator, params: dict[str, np.ndarray]) -> list[Check]:
-    out = []
+    out: list[Check] = []
     for doc in sorted({o.reference_id for o in ev.obs}):
         rest = [o for o in ev.obs if o.reference_id != doc and o.fit]
         held = [o for o in ev.obs if o.reference_id == doc]
@@ -63,7 +64,7 @@ def leave_one_document_out(ev: Evaluator, params: dict[str, np.ndarray]) -> list
 
 
 def leave_one_run_out(ev: Evaluator) -> list[Check]:
-    out = []
+    out: list[Check] = []
     for run in sorted({(o.reference_id, o.scenario_id) for o in ev.obs if o.kind != "targets"}):
         held = [o for o in ev.obs if (o.reference_id, o.scenario_id) == run]
         fam = held[0].family
@@ -95,7 +96,7 @@ def median_abs_error(checks: list[Check], metric: str | None = None, family: str
     return float(np.median(errs)) if errs else math.nan
 
 
-def summary(checks: list[Check]) -> dict[str, object]:
+def summary(checks: list[Check]) -> dict[str, Any]:
     fams = sorted({c.obs.family for c in measured(checks)})
     per_family = {}
     for fam in fams:
@@ -114,8 +115,7 @@ def calibrate(ev: Evaluator) -> tuple[Calibration, list[Check], list[Check]]:
     cal, params = fit_all(ev, ev.obs)
     doc_out = leave_one_document_out(ev, params)
     run_out = leave_one_run_out(ev)
-    cal = Calibration(cal.global_factors, cal.families, cal.by_format, band(doc_out),
-                      cal.references, "fit", band_calibrated=band(run_out))
+    cal = replace(cal, band=band(doc_out), band_calibrated=band(run_out))
     return cal, doc_out, run_out
 
 
@@ -128,11 +128,9 @@ def format_checks(checks: list[Check], title: str) -> str:
                      f"{c.predicted:10.1f} {c.obs.published:10.1f} {c.error:+8.0%}{kind}")
     s = summary(checks)
     mae = s["median_abs_error"]
-    assert isinstance(mae, dict)
     lines.append("median |error| over measured rows: "
                  + ", ".join(f"{k} {v:.0%}" for k, v in mae.items()) + f" ({s['rows']} rows)")
     fams = s["median_abs_error_tpot_and_throughput_by_family"]
-    assert isinstance(fams, dict)
     lines.append("median |error| of TPOT and output throughput by family: "
                  + ", ".join(f"{k} {v:.0%}" for k, v in fams.items()) + f"; worst: {s['worst_family']}")
     return "\n".join(lines)
