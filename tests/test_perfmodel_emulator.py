@@ -47,6 +47,8 @@ def test_kv_term_is_backward_compatible():
     # 3 running holding 50K tokens: + 0.1 x 50 + 0.6 x 50/3
     assert new.itl_ms(3, 50_000) == pytest.approx(13 + 5 + 10)
     assert new.itl_ms(0, 0) == 10
+    # a caller that does not say how much KV is held gets assumed_context_tokens per request
+    assert new.itl_ms(3) == pytest.approx(new.itl_ms(3, 3 * new.assumed_context_tokens))
 
 
 def test_emulator_cli_takes_its_profile_from_the_model():

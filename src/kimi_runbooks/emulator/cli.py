@@ -143,7 +143,8 @@ def predicted_profile(platform_id: str, params_dir: Path, launch_args: dict[str,
     from pydantic import ValidationError
 
     from ..catalog import ParamsError, load_catalog
-    from ..perfmodel import latency_profile
+    from ..perfmodel import Predictor, latency_profile
+    from ..perfmodel.store import load_calibration
     from ..recipes import plan
 
     try:
@@ -158,9 +159,11 @@ def predicted_profile(platform_id: str, params_dir: Path, launch_args: dict[str,
     if model:
         config["model"] = model
     knobs = {PLAN_KNOBS[k]: v for k, v in launch_args.items() if k in PLAN_KNOBS and v is not None}
+    calibration = load_calibration(catalog.root)
     for attempt in ({**config, **knobs}, {"platform": platform_id}):
         try:
-            return latency_profile(plan(attempt, catalog))
+            launch = plan(attempt, catalog)
+            return latency_profile(launch, Predictor(launch, calibration))
         except (ValidationError, ParamsError, ValueError) as exc:
             log.warning("predicted profile for %s failed (%s)", attempt, str(exc).splitlines()[0])
     return None

@@ -12,7 +12,8 @@ The model is deliberately small, with one number per effect a runbook measures:
   + ``itl_per_1k_context_ms`` x (those KV tokens per running request) / 1000.
   Decode batches get slower as they grow and as their contexts do (every step reads each
   running request's KV; one long request's attention also has a latency of its own); the
-  two KV terms are 0 unless the profile comes from the predictor.
+  two KV terms are 0 unless the profile comes from the predictor. A caller that does not
+  say how much KV is held gets ``assumed_context_tokens`` per running request.
 * KV capacity: a request reserves input_tokens + max_new_tokens of ``max_total_num_tokens``
   while it runs; at most ``max_running_requests`` run at once; the rest wait (FIFO).
 
@@ -61,15 +62,17 @@ class LatencyProfile:
     source: str = "default"
     itl_per_1k_kv_ms: float = 0.0
     itl_per_1k_context_ms: float = 0.0
+    assumed_context_tokens: int = 2048
 
     def ttft_ms(self, input_tokens: int) -> float:
         """Prefill time for a request of this many input tokens (excluding queue wait)."""
         return self.ttft_base_ms + self.ttft_per_1k_input_ms * input_tokens / 1000.0
 
-    def itl_ms(self, running_requests: int, kv_tokens: int = 0) -> float:
+    def itl_ms(self, running_requests: int, kv_tokens: int | None = None) -> float:
         """Time between two tokens of one request while this many requests run, holding
-        `kv_tokens` of KV cache between them."""
-        running, kv = max(running_requests, 0), max(kv_tokens, 0)
+        `kv_tokens` of KV cache between them (unknown: `assumed_context_tokens` each)."""
+        running = max(running_requests, 0)
+        kv = max(kv_tokens if kv_tokens is not None else running * self.assumed_context_tokens, 0)
         per_request = kv / running if running else 0.0
         return (self.itl_base_ms + self.itl_per_running_ms * running
                 + self.itl_per_1k_kv_ms * kv / 1000.0 + self.itl_per_1k_context_ms * per_request / 1000.0)
