@@ -1,5 +1,5 @@
 """How faithfully does the speed stage measure? SGLang's real bench_serving, driven by the
-runner (kimi_runbooks.bench.run_scenarios), against the emulator with a FIXED latency profile.
+runner (kimi_runbooks.speed.run_scenarios), against the emulator with a FIXED latency profile.
 
 Prints measured / configured median TTFT and median ITL at concurrency 1, 16 and 64. The
 configured values come straight from the profile (TTFT = base + per-1k x input tokens; ITL =
@@ -20,12 +20,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kimi_runbooks import bench
-from kimi_runbooks.catalog import Scenario
+from kimi_runbooks import speed
 from kimi_runbooks.emulator.latency import LatencyProfile
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread, start_subprocess
-from kimi_runbooks.runinfo import RunHandle
+from kimi_runbooks.plan.catalog import Scenario
+from kimi_runbooks.target import RunHandle
 from kimi_runbooks.toolenv import make_offline_tokenizer
 
 PROFILE = LatencyProfile(
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         handle = RunHandle(base_url=base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", emulated=True)
         scenarios = [scenario(c, args.input_len, args.output_len, args.waves) for c in args.concurrency]
-        df = bench.run_scenarios(
+        df = speed.run_scenarios(
             scenarios, handle, run_dir, tokenizer=tokenizer, offline=True, resume=False, timeout_s=900
         )
     finally:

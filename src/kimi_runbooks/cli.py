@@ -48,6 +48,12 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
         help="pass one more raw argument to the server (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+    p.add_argument(
+        "--predict",
+        metavar="SPEC",
+        help='predicted speed for scenarios, e.g. "in=1000,out=1000,c=1,16,64" '
+        "(keys: in, out, c or rate, prefix, accept; lists multiply)",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> PlanConfig:
@@ -95,10 +101,27 @@ def cmd_plan(args: argparse.Namespace) -> int:
     except ParamsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    predictions = None
+    if args.predict:
+        from .perfmodel import PredictSpecError, format_predictions, parse_predict_spec, predict
+
+        try:
+            scenarios = parse_predict_spec(args.predict)
+        except PredictSpecError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_INVALID
+        predictions = predict(launch, scenarios) if launch.ok else []
     if args.json:
-        print(json.dumps(launch.as_dict(), indent=2))
+        body = launch.as_dict()
+        if predictions is not None:
+            body["prediction"] = [p.as_dict() for p in predictions]
+        print(json.dumps(body, indent=2))
     else:
         print(format_plan(launch))
+        if predictions:
+            print("\n" + format_predictions(predictions))
+        elif predictions is not None:
+            print("\n## predicted speed: not predicted, the plan is invalid")
     for err in launch.errors:
         print(f"error: {err}", file=sys.stderr)
     return 0 if launch.ok else EXIT_INVALID

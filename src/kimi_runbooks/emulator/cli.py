@@ -33,7 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=30000)
     p.add_argument(
-        "--profile", default="default", help="platform id whose speed references set the latency model, or 'default'"
+        "--profile", default="default", help="platform id whose predicted speed sets the latency model, or 'default'"
+    )
+    p.add_argument(
+        "--profile-from",
+        choices=("model", "references"),
+        default="model",
+        help="model: the performance model's prediction for the platform's plan "
+        "(every platform); references: a straight-line fit of its published rows",
     )
     p.add_argument("--params-dir", type=Path, default=None, help="params/ folder (references)")
     p.add_argument("--model", "--served-model-name", dest="model", default="moonshotai/Kimi-K2.6")
@@ -73,7 +80,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
         parser.error(str(exc))
     if args.time_scale <= 0:
         parser.error("--time-scale must be positive")
-    profile = _profile(args)
+    profile = _profile(args, launch_args)
     if args.context_length:
         launch_args["context_length"] = args.context_length
     settings = EmulatorSettings(
@@ -144,13 +151,66 @@ def default_params_dir() -> Path:
     return cwd if cwd.is_dir() else Path(__file__).resolve().parents[3] / "params"
 
 
-def _profile(args: argparse.Namespace) -> LatencyProfile:
+PLAN_KNOBS = {
+    "tp_size": "tp",
+    "dp_size": "dp",
+    "ep_size": "ep",
+    "enable_dp_attention": "enable_dp_attention",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "mem_fraction_static": "mem_fraction_static",
+    "context_length": "context_length",
+}
+"""SGLang flags the emulator was given -> the plan knobs the prediction is made for."""
+
+
+def predicted_profile(
+    platform_id: str, params_dir: Path, launch_args: dict[str, Any], model_path: str | None
+) -> LatencyProfile | None:
+    """The performance model's profile for the plan these flags describe on this platform;
+    None (with a log line) when params/ cannot say (no such platform, unreadable params)."""
+    from pydantic import ValidationError
+
+    from ..perfmodel import Predictor, latency_profile
+    from ..perfmodel.store import load_calibration
+    from ..plan import ParamsError, load_catalog, plan
+
+    try:
+        catalog = load_catalog(params_dir)
+        catalog.platform(platform_id)
+    except (ParamsError, OSError) as exc:
+        log.warning(
+            "no predicted profile for %r (%s); falling back to published references",
+            platform_id,
+            str(exc).splitlines()[0],
+        )
+        return None
+    config: dict[str, Any] = {"platform": platform_id}
+    model = next((m.id for m in catalog.models.values() if model_path in (m.hf_id, m.served_name)), None)
+    if model:
+        config["model"] = model
+    knobs = {PLAN_KNOBS[k]: v for k, v in launch_args.items() if k in PLAN_KNOBS and v is not None}
+    calibration = load_calibration(catalog.root)
+    for attempt in ({**config, **knobs}, {"platform": platform_id}):
+        try:
+            launch = plan(attempt, catalog)
+            return latency_profile(launch, Predictor(launch, calibration))
+        except (ValidationError, ParamsError, ValueError) as exc:
+            log.warning("predicted profile for %s failed (%s)", attempt, str(exc).splitlines()[0])
+    return None
+
+
+def _profile(args: argparse.Namespace, launch_args: dict[str, Any] | None = None) -> LatencyProfile:
     from dataclasses import replace
 
+    launch_args = launch_args or {}
     profile = DEFAULT_PROFILE
     if args.profile and args.profile.lower() != "default":
-        # logs a warning itself when the platform has no speed references
-        profile = profile_from_references(args.profile, args.params_dir or default_params_dir())
+        params_dir = args.params_dir or default_params_dir()
+        predicted = None
+        if args.profile_from == "model":
+            predicted = predicted_profile(args.profile, params_dir, launch_args, args.model_path)
+        # the fit logs a warning itself when the platform has no speed references
+        profile = predicted or profile_from_references(args.profile, params_dir)
     overrides = {
         "ttft_base_ms": args.ttft_ms,
         "ttft_per_1k_input_ms": args.ttft_per_1k_ms,

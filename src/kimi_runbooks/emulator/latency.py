@@ -7,13 +7,23 @@ The model is deliberately small, with one number per effect a runbook measures:
   Queue wait is whatever the scheduler adds while KV capacity or the running-request
   limit is exhausted, so TTFT rises under overload the way it does on a real server.
 * ITL (inter-token latency, between consecutive streamed tokens of one request) =
-  ``itl_base_ms`` + ``itl_per_running_ms`` x (number of running requests).
-  Decode batches get slower as they grow; a linear term is the simplest shape that
-  reproduces published "ITL vs concurrency" rows.
+  ``itl_base_ms`` + ``itl_per_running_ms`` x (number of running requests)
+  + ``itl_per_1k_kv_ms`` x (KV tokens the running requests hold) / 1000
+  + ``itl_per_1k_context_ms`` x (those KV tokens per running request) / 1000.
+  Decode batches get slower as they grow and as their contexts do (every step reads each
+  running request's KV; one long request's attention also has a latency of its own); the
+  two KV terms are 0 unless the profile comes from the predictor. A caller that does not
+  say how much KV is held gets ``assumed_context_tokens`` per running request.
 * KV capacity: a request reserves input_tokens + max_new_tokens of ``max_total_num_tokens``
   while it runs; at most ``max_running_requests`` run at once; the rest wait (FIFO).
 
 All durations are multiplied by the emulator's ``time_scale`` when they are slept.
+
+Where the numbers come from: ``--profile <platform>`` takes them from the performance model
+(``kimi_runbooks.perfmodel.latency_profile``: the prediction for that platform's default plan,
+or the plan the emulator's SGLang flags describe), so every platform, with or without
+published results, rehearses like its prediction. ``--profile-from references`` keeps the
+older straight-line fit of the platform's own published rows, described next.
 
 ``profile_from_references`` fits those numbers from params/references/*.yaml documents
 of ``kind: speed`` (bench_serving results) or ``kind: matrix`` (context x concurrency
@@ -51,14 +61,26 @@ class LatencyProfile:
     max_total_num_tokens: int = 500_000
     max_running_requests: int = 1024
     source: str = "default"
+    itl_per_1k_kv_ms: float = 0.0
+    itl_per_1k_context_ms: float = 0.0
+    assumed_context_tokens: int = 2048
 
     def ttft_ms(self, input_tokens: int) -> float:
         """Prefill time for a request of this many input tokens (excluding queue wait)."""
         return self.ttft_base_ms + self.ttft_per_1k_input_ms * input_tokens / 1000.0
 
-    def itl_ms(self, running_requests: int) -> float:
-        """Time between two tokens of one request while this many requests run."""
-        return self.itl_base_ms + self.itl_per_running_ms * max(running_requests, 0)
+    def itl_ms(self, running_requests: int, kv_tokens: int | None = None) -> float:
+        """Time between two tokens of one request while this many requests run, holding
+        `kv_tokens` of KV cache between them (unknown: `assumed_context_tokens` each)."""
+        running = max(running_requests, 0)
+        kv = max(kv_tokens if kv_tokens is not None else running * self.assumed_context_tokens, 0)
+        per_request = kv / running if running else 0.0
+        return (
+            self.itl_base_ms
+            + self.itl_per_running_ms * running
+            + self.itl_per_1k_kv_ms * kv / 1000.0
+            + self.itl_per_1k_context_ms * per_request / 1000.0
+        )
 
 
 DEFAULT_PROFILE = LatencyProfile()

@@ -49,6 +49,34 @@ class Recipe(Strict):
     source: str
 
 
+PeakDtype = Literal["bf16", "fp8", "fp4", "int8"]
+
+
+class Hardware(Strict):
+    """Per-device speeds the performance model needs (kimi_runbooks.perfmodel), each sourced.
+
+    Bandwidths are GB/s (10^9 bytes/s) in one direction; peaks are dense (no sparsity) TFLOPS.
+    `sources` maps every numeric field name to a public page (or says "unverified").
+    """
+
+    perf_family: str
+    hbm_bandwidth_gbs: float = Field(gt=0)
+    peak_dense_tflops: dict[PeakDtype, float]
+    interconnect: str
+    interconnect_gbs: float = Field(gt=0)
+    inter_node_gbs: float = Field(gt=0)
+    sources: dict[str, str]
+
+    @field_validator("sources")
+    @classmethod
+    def _every_number_sourced(cls, value: dict[str, str]) -> dict[str, str]:
+        needed = {"hbm_bandwidth_gbs", "peak_dense_tflops", "interconnect_gbs", "inter_node_gbs"}
+        missing = sorted(needed - set(value))
+        if missing:
+            raise ValueError(f"hardware.sources lacks {missing}: every speed needs a public source")
+        return value
+
+
 class Platform(Strict):
     id: str
     name: str
@@ -71,6 +99,7 @@ class Platform(Strict):
     runtime_reserve_source: str
     recipe: Recipe
     published_models: list[str]
+    hardware: Hardware
     notes: list[str] = Field(default_factory=list)
 
     @property
@@ -94,6 +123,10 @@ class Architecture(Strict):
     num_experts_per_tok: int
     vocab_size: int
     max_position_embeddings: int
+    moe_intermediate_size: int
+    intermediate_size: int
+    first_k_dense_replace: int
+    n_shared_experts: int
 
 
 class DraftModel(Strict):

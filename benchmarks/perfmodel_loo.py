@@ -1,0 +1,73 @@
+"""How good are the performance model's predictions? Leave-one-out over every published result.
+
+For every speed result in params/references (bench_serving blocks, the RTX PRO 6000 matrix;
+Ascend SLO targets listed beside, not counted), prints reference, run, metric, predicted,
+published and error, twice:
+
+* leave one document out: the calibration that predicts a row never saw the row's source
+  document. Today every platform family has exactly one document, so this is the accuracy on
+  a family the model was never calibrated on (B300, GB300, MI300X, MI325X, MI355X are there).
+* leave one run out: the row's own family refitted without that benchmark run: the accuracy
+  on a calibrated family for a scenario it has not seen.
+
+Then the median absolute error of median TPOT and of output throughput (goal <= 25%, aim 15%)
+and the worst platform family (goal: none worse than 50%). Exit status 0 always: it measures.
+
+    .venv/bin/python benchmarks/perfmodel_loo.py            # ~2-4 minutes on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kimi_runbooks.perfmodel.calibration import Evaluator, fit_all
+from kimi_runbooks.perfmodel.observations import observations
+from kimi_runbooks.perfmodel.validation import (
+    HEADLINE,
+    format_checks,
+    leave_one_document_out,
+    leave_one_run_out,
+    summary,
+)
+from kimi_runbooks.plan.catalog import load_catalog
+
+GOAL, AIM, FAMILY_LIMIT = 0.25, 0.15, 0.50
+
+
+def verdict(name: str, checks: list) -> str:
+    s = summary(checks)
+    mae = s["median_abs_error"]
+    fams = s["median_abs_error_tpot_and_throughput_by_family"]
+    worst = max(fams.values()) if fams else float("nan")
+    parts = [
+        f"{m} {mae[m]:.0%} ({'meets' if mae[m] <= GOAL else 'misses'} the {GOAL:.0%} goal"
+        f"{', meets the 15% aim' if mae[m] <= AIM else ''})"
+        for m in HEADLINE
+    ]
+    return (
+        f"{name}: " + "; ".join(parts) + f"; worst family {s['worst_family']} {worst:.0%} "
+        f"({'within' if worst <= FAMILY_LIMIT else 'beyond'} the {FAMILY_LIMIT:.0%} limit)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--params-dir")
+    args = parser.parse_args(argv)
+    catalog = load_catalog(args.params_dir)
+    ev = Evaluator(catalog, observations(catalog))
+    _, params = fit_all(ev, ev.obs)
+    doc_out = leave_one_document_out(ev, params)
+    run_out = leave_one_run_out(ev)
+    print(format_checks(doc_out, "== leave one document out (a platform family never calibrated)"))
+    print()
+    print(format_checks(run_out, "== leave one run out (a calibrated family, an unseen scenario)"))
+    print()
+    print(verdict("document out", doc_out))
+    print(verdict("run out", run_out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""Predict a plan's speed before renting the hardware: a calibrated performance model.
+
+`predict(plan, [Scenario(input_len=1000, output_len=1000, concurrency=16)])` returns median
+TTFT, median TPOT/ITL, output and total throughput, tok/s per device and per user, each with a
+low/high band. First principles (hardware.py, geometry.py, step.py, queueing.py) plus a few
+efficiency factors per platform family fitted on params/references (calibration.py) and
+validated leaving one document or one run out (validation.py). Predictions are model
+estimates: never a measurement.
+"""
+
+from .compare import compare_to_prediction
+from .emulator_profile import latency_profile
+from .predict import Prediction, Predictor, Scenario, predict
+from .spec import PredictSpecError, format_predictions, parse_predict_spec
+
+__all__ = [
+    "Prediction",
+    "PredictSpecError",
+    "Predictor",
+    "Scenario",
+    "compare_to_prediction",
+    "format_predictions",
+    "latency_profile",
+    "parse_predict_spec",
+    "predict",
+]

@@ -1,0 +1,39 @@
+"""The one place the performance model imports the planner's modules.
+
+The planner lives in `kimi_runbooks.plan`; only this module names its submodules.
+"""
+
+from __future__ import annotations
+
+from ..plan import LaunchPlan, PlanConfig, plan
+from ..plan.catalog import (
+    GB,
+    Catalog,
+    Deployment,
+    Hardware,
+    Model,
+    ParamsError,
+    Platform,
+    load_catalog,
+)
+from ..plan.knobs import canonical_flag, resolve_knobs
+from ..plan.memory import MemoryPlan, kv_bytes_per_token, plan_memory
+
+__all__ = [
+    "GB",
+    "Catalog",
+    "Deployment",
+    "Hardware",
+    "LaunchPlan",
+    "MemoryPlan",
+    "Model",
+    "ParamsError",
+    "PlanConfig",
+    "Platform",
+    "canonical_flag",
+    "kv_bytes_per_token",
+    "load_catalog",
+    "plan",
+    "plan_memory",
+    "resolve_knobs",
+]

@@ -1,0 +1,28 @@
+"""Collective communication time over the device interconnect (bandwidth term only).
+
+Latency per collective is not modelled separately: it sits in the per-layer overhead that
+the calibration fits per platform family (factors.overhead_us).
+"""
+
+from __future__ import annotations
+
+from .hardware import HardwareSpec
+
+
+def group_link(hw: HardwareSpec, spans_nodes: bool) -> float:
+    """Bytes/s one device moves in a collective; a group across nodes is held to the NIC."""
+    return min(hw.link_bytes_per_s, hw.inter_node_bytes_per_s) if spans_nodes else hw.link_bytes_per_s
+
+
+def allreduce_s(message_bytes: float, devices: int, link_bytes_per_s: float) -> float:
+    """Ring all-reduce: each device sends and receives 2 (n-1)/n of the message."""
+    if devices <= 1 or message_bytes <= 0:
+        return 0.0
+    return 2.0 * (devices - 1) / devices * message_bytes / link_bytes_per_s
+
+
+def alltoall_s(bytes_per_device: float, devices: int, link_bytes_per_s: float) -> float:
+    """All-to-all: each device sends (n-1)/n of its buffer to the others."""
+    if devices <= 1 or bytes_per_device <= 0:
+        return 0.0
+    return (devices - 1) / devices * bytes_per_device / link_bytes_per_s

@@ -1,0 +1,222 @@
+"""Every published speed result in params/references as (plan, scenario, metric, value).
+
+* `kind: speed` (bench_serving): one row per result and metric (median TPOT, output
+  throughput, median TTFT). Lengths are the MEASURED means (total_input_tokens / completed,
+  total_output_tokens / completed), not the nominal ones: the cookbook runs used
+  bench_serving's default --random-range-ratio, so a "1K" prompt averages ~610 tokens.
+* `kind: matrix` (llm-inference-bench): decode cells are steady decode at `concurrency`
+  (median ITL as TPOT, sustained tok/s as output throughput); prefill cells give TTFT at
+  concurrency 1. Queued and over-capacity cells are not speed results.
+* `kind: targets` (Ascend): SLO ceilings, not measurements. They are listed for the record;
+  those at concurrency >= TIGHT_TARGET_CONCURRENCY (where the published configuration was
+  sized to sit at the ceiling) also enter the fit at half weight.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._deps import Catalog, PlanConfig
+from .predict import Scenario
+
+METRICS = ("median_tpot_ms", "output_throughput", "median_ttft_ms")
+TIGHT_TARGET_CONCURRENCY = 16
+TARGET_WEIGHT = 0.5
+IMAGE_PIXELS_PER_TOKEN_SIDE = 28  # MoonViT patch 14 with 2x2 merge: one token per 28x28 pixels
+
+
+@dataclass(frozen=True)
+class Observation:
+    reference_id: str
+    kind: str
+    platform: str
+    family: str
+    scenario_id: str
+    config: dict[str, Any]
+    scenario: Scenario
+    metric: str
+    published: float
+    fit: bool = True
+    weight: float = 1.0
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _launch_config(platform: str, model: str, launch: dict[str, Any]) -> dict[str, Any]:
+    keys = (
+        "tp",
+        "dp",
+        "ep",
+        "enable_dp_attention",
+        "kv_cache_dtype",
+        "mem_fraction_static",
+        "context_length",
+        "speculative",
+    )
+    config = {"platform": platform, "model": model}
+    config.update({k: launch[k] for k in keys if launch.get(k) is not None})
+    PlanConfig.model_validate(config)
+    return config
+
+
+def _speed(ref: Any, family: str) -> list[Observation]:
+    out = []
+    for result in ref.results:
+        m = result["metrics"]
+        completed = int(m["completed"])
+        scenario = Scenario(
+            input_len=max(round(m["total_input_tokens"] / completed), 1),
+            output_len=max(round(m["total_output_tokens"] / completed), 1),
+            concurrency=int(m["max_concurrency"]),
+            num_prompts=completed,
+        )
+        config = _launch_config(ref.platform, ref.model, result.get("launch") or ref.launch)
+        for metric in METRICS:
+            if m.get(metric) is not None:
+                out.append(
+                    Observation(
+                        ref.id,
+                        "speed",
+                        ref.platform,
+                        family,
+                        result["scenario"],
+                        config,
+                        scenario,
+                        metric,
+                        float(m[metric]),
+                    )
+                )
+    return out
+
+
+def _matrix(ref: Any, family: str) -> list[Observation]:
+    out = []
+    config = _launch_config(ref.platform, ref.model, ref.launch)
+    max_out = int(getattr(ref, "max_output_tokens", 4096))
+    for row in ref.rows:
+        if row.get("status") != "valid":
+            continue
+        ctx, conc = int(row["context_tokens"]), int(row["concurrency"])
+        label = f"{row['phase']}-ctx{ctx}-c{conc}"
+        if row["phase"] == "prefill":
+            sc = Scenario(input_len=ctx, output_len=1, concurrency=1, num_prompts=1)
+            out.append(
+                Observation(
+                    ref.id,
+                    "matrix",
+                    ref.platform,
+                    family,
+                    label,
+                    config,
+                    sc,
+                    "median_ttft_ms",
+                    float(row["median_ttft_ms"]),
+                )
+            )
+            continue
+        sc = Scenario(input_len=ctx, output_len=max_out, concurrency=conc, steady_decode=True)
+        out.append(
+            Observation(
+                ref.id,
+                "matrix",
+                ref.platform,
+                family,
+                label,
+                config,
+                sc,
+                "median_tpot_ms",
+                float(row["median_itl_ms"]),
+                note="median ITL of a steady decode test",
+            )
+        )
+        out.append(
+            Observation(
+                ref.id,
+                "matrix",
+                ref.platform,
+                family,
+                label,
+                config,
+                sc,
+                "output_throughput",
+                float(row["total_tok_s"]),
+                fit=False,
+                note="sustained decode tok/s (redundant with ITL in the fit)",
+            )
+        )
+    return out
+
+
+def _image_tokens(resolution: str) -> int:
+    w, h = (int(v) for v in resolution.lower().split("x"))
+    side = IMAGE_PIXELS_PER_TOKEN_SIDE
+    return math.ceil(w / side) * math.ceil(h / side)
+
+
+def deployment_scenario(catalog: Catalog, scenario_id: str) -> Scenario:
+    """A params/scenarios entry as a Scenario (shared-prefix and image sets included)."""
+    sc = catalog.scenario(scenario_id)
+    extra = {k: str(v) for k, v in sc.extra_args.items()}
+    prefix = 0.0
+    if sc.dataset == "generated-shared-prefix":
+        system, question = int(extra["--gsp-system-prompt-len"]), int(extra["--gsp-question-len"])
+        input_len, output_len = system + question, int(extra["--gsp-output-len"])
+        prefix = system / input_len
+    elif sc.dataset == "image":
+        count = int(extra.get("--image-count", "1"))
+        input_len = int(sc.input_len or 0) + count * _image_tokens(extra["--image-resolution"])
+        output_len = int(sc.output_len or 1)
+    else:
+        input_len, output_len = int(sc.input_len or 1), int(sc.output_len or 1)
+    return Scenario(
+        input_len=input_len,
+        output_len=output_len,
+        concurrency=sc.max_concurrency or 1,
+        prefix_hit=prefix,
+        num_prompts=sc.num_prompts,
+    )
+
+
+def _targets(ref: Any, family: str, catalog: Catalog) -> list[Observation]:
+    out = []
+    for row in ref.rows:
+        dep = catalog.deployment(row["deployment"])
+        sc = deployment_scenario(catalog, dep.benchmark or "")
+        config = {"platform": ref.platform, "deployment": dep.id}
+        tight = (sc.concurrency or 1) >= TIGHT_TARGET_CONCURRENCY
+        for metric, key in (("median_tpot_ms", "tpot_ms"), ("median_ttft_ms", "ttft_ms")):
+            if row.get(key) is None:
+                continue
+            out.append(
+                Observation(
+                    ref.id,
+                    "targets",
+                    ref.platform,
+                    family,
+                    dep.id,
+                    config,
+                    sc,
+                    metric,
+                    float(row[key]),
+                    fit=tight and metric == "median_tpot_ms",
+                    weight=TARGET_WEIGHT,
+                    note="SLO ceiling, not a measurement",
+                )
+            )
+    return out
+
+
+def observations(catalog: Catalog) -> list[Observation]:
+    """Every published speed result (and target) in params/references, in file order."""
+    out: list[Observation] = []
+    for ref in catalog.references.values():
+        family = catalog.platform(ref.platform).hardware.perf_family
+        if ref.kind == "speed":
+            out.extend(_speed(ref, family))
+        elif ref.kind == "matrix":
+            out.extend(_matrix(ref, family))
+        elif ref.kind == "targets":
+            out.extend(_targets(ref, family, catalog))
+    return out

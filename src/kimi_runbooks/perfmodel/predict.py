@@ -1,0 +1,268 @@
+"""Predict a plan's speed for a scenario: TTFT, TPOT, throughput, with an uncertainty band.
+
+`Predictor(plan).predict(Scenario(...))` combines the pieces: serving.py (what the plan runs
+on), step.py (one forward pass from bytes, FLOPs and collectives), queueing.py (batching, KV
+cap, queueing) and the calibration (efficiency factors per platform family and the band from
+the leave-one-document-out validation). Every prediction is a model estimate, never a
+measurement; `low`/`high` say how far published results have strayed from it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from ._deps import LaunchPlan, load_catalog
+from .factors import Factors
+from .hardware import dense_dtype, expert_dtype, hardware_spec
+from .queueing import Outcome, Timing, closed_loop, open_loop, steady_decode
+from .serving import Pool, Serving, serving_from_plan
+from .step import Dtypes, PoolShape, decode_step, prefill_time
+from .store import Calibration, load_calibration
+
+DEFAULT_ACCEPT_LENGTH = 2.5
+"""Tokens per speculative (EAGLE3) iteration when the scenario gives none: an assumption,
+no published accept length exists for these recipes; pass accept= to override."""
+
+STEADY_DECODE_EXTRA_CONTEXT = 1000
+"""A fixed-duration decode test has generated about this many tokens past its prompt on
+average while it measures (llm-inference-bench: 30 s at ~50 tok/s after warm-up)."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    input_len: int
+    output_len: int
+    concurrency: int | None = None
+    request_rate: float | None = None  # requests/s (open loop); else closed loop at concurrency
+    prefix_hit: float = 0.0  # fraction of the input already in the prefix cache
+    num_prompts: int | None = None  # a finite benchmark drains at the end
+    accept_length: float | None = None  # speculative decoding only
+    steady_decode: bool = False  # every request decoding, none arriving (decode matrix cell)
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.input_len < 1 or self.output_len < 1:
+            problems.append("input and output lengths must be >= 1")
+        if (self.concurrency is None) == (self.request_rate is None):
+            problems.append("give exactly one of concurrency (c=) or request rate (rate=)")
+        if self.concurrency is not None and self.concurrency < 1:
+            problems.append("concurrency must be >= 1")
+        if self.request_rate is not None and not self.request_rate > 0:
+            problems.append("request rate must be > 0 requests/s")
+        if not 0.0 <= self.prefix_hit < 1.0:
+            problems.append("prefix hit rate must be in [0, 1)")
+        if self.accept_length is not None and self.accept_length < 1:
+            problems.append("accept length must be >= 1")
+        if problems:
+            raise ValueError(
+                "bad scenario: "
+                + "; ".join(problems)
+                + ". Fix: e.g. Scenario(input_len=1000, output_len=1000, concurrency=16)"
+            )
+
+
+@dataclass
+class Prediction:
+    input_len: int
+    output_len: int
+    concurrency: int | None
+    request_rate: float | None
+    prefix_hit: float
+    median_ttft_ms: float
+    median_tpot_ms: float
+    median_itl_ms: float
+    output_throughput: float
+    total_throughput: float
+    output_tok_s_per_device: float
+    tok_s_per_user: float
+    running_requests: float
+    kv_capacity_requests: int
+    kv_limited: bool
+    saturated: bool
+    bound: str
+    devices: int
+    family: str
+    calibrated_family: bool
+    low: dict[str, float] = field(default_factory=dict)
+    high: dict[str, float] = field(default_factory=dict)
+    label: str = "predicted"
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for key, value in list(out.items()):
+            if isinstance(value, float):
+                out[key] = _round(value)
+        out["low"] = {k: _round(v) for k, v in self.low.items()}
+        out["high"] = {k: _round(v) for k, v in self.high.items()}
+        return out
+
+
+def _round(value: float) -> float | None:
+    if not math.isfinite(value):
+        return None
+    return float(f"{value:.4g}")
+
+
+class Predictor:
+    """One plan's performance model (built once, asked for many scenarios)."""
+
+    def __init__(
+        self, plan: LaunchPlan, calibration: Calibration | None = None, factors: Factors | None = None
+    ) -> None:
+        self.plan = plan
+        self.serving: Serving = serving_from_plan(plan)
+        self.hw = hardware_spec(plan.platform)
+        self.family = self.hw.family
+        if calibration is None:
+            calibration = load_calibration(load_catalog().root)
+        self.calibration = calibration
+        self.factors = factors or calibration.factors(self.family, plan.model.weight_format)
+        self.dtypes = Dtypes(
+            dense=dense_dtype(plan.model, plan.platform), expert=expert_dtype(plan.model, plan.platform)
+        )
+
+    # ---------------------------------------------------------------- pieces
+    def shape(self, pool: Pool) -> PoolShape:
+        return PoolShape(tp=pool.tp, attention_ranks=pool.attention_ranks, ep=pool.ep, spans_nodes=pool.spans_nodes)
+
+    def prefill_seconds(self, pool: Pool, input_len: float, prefix_hit: float = 0.0) -> float:
+        cached = input_len * prefix_hit
+        return prefill_time(
+            pool.geometry,
+            self.hw,
+            self.dtypes,
+            self.factors,
+            self.shape(pool),
+            input_len - cached,
+            cached,
+            pool.chunked_prefill,
+        )
+
+    def iteration_seconds(self, pool: Pool, batch: float, mean_context: float) -> float:
+        """One decode iteration of the whole pool at `batch` running requests."""
+        per_replica = max(batch / pool.replicas, 1.0)
+        shape = self.shape(pool)
+        g, f = pool.geometry, self.factors
+        if pool.speculative is None:
+            return decode_step(g, self.hw, self.dtypes, f, shape, per_replica, mean_context).total
+        verify = decode_step(
+            g,
+            self.hw,
+            self.dtypes,
+            f,
+            shape,
+            per_replica,
+            mean_context,
+            tokens_per_request=pool.speculative.draft_tokens,
+        ).total
+        draft_bytes = self.plan.model.draft_model.size_gb * 1e9 if self.plan.model.draft_model else 0.0
+        draft_step = 2 * f.overhead_us * 1e-6 + draft_bytes / pool.tp / (self.hw.hbm_bytes_per_s * f.eta_bw)
+        return verify + pool.speculative.num_steps * draft_step
+
+    def timing(self, scenario: Scenario) -> Timing:
+        s = self.serving
+        decode, prefill = s.decode_pool, s.prefill_pool
+        ctx = scenario.input_len + (
+            STEADY_DECODE_EXTRA_CONTEXT if scenario.steady_decode else scenario.output_len / 2.0
+        )
+        accept = 1.0
+        if decode.speculative is not None:
+            accept = min(scenario.accept_length or DEFAULT_ACCEPT_LENGTH, float(decode.speculative.draft_tokens))
+        transfer = 0.0
+        if s.disaggregated:
+            kv = scenario.input_len * decode.geometry.kv_bytes_per_token
+            transfer = kv / self.hw.inter_node_bytes_per_s
+        return Timing(
+            prefill=self.prefill_seconds(prefill, scenario.input_len, scenario.prefix_hit),
+            token_time=lambda b: self.iteration_seconds(decode, b, ctx) / accept,
+            step_time=lambda b: self.iteration_seconds(decode, b, ctx),
+            transfer=transfer,
+            capacity=decode.capacity_requests(scenario.input_len + scenario.output_len),
+            disaggregated=s.disaggregated,
+            prefill_lanes=prefill.attention_ranks * prefill.replicas,
+        )
+
+    # ---------------------------------------------------------------- the answer
+    def outcome(self, scenario: Scenario) -> tuple[Outcome, Timing]:
+        t = self.timing(scenario)
+        if t.capacity < 1:
+            t = replace(t, capacity=0)
+            return Outcome(math.inf, math.inf, math.inf, 0.0, 0.0, 0.0, 0.0, True, True), t
+        if scenario.steady_decode:
+            return steady_decode(t, scenario.concurrency or 1), t
+        if scenario.request_rate is not None:
+            return open_loop(t, scenario.request_rate, scenario.output_len), t
+        return closed_loop(t, scenario.concurrency or 1, scenario.output_len, scenario.num_prompts), t
+
+    def predict(self, scenario: Scenario) -> Prediction:
+        o, t = self.outcome(scenario)
+        devices = self.serving.devices
+        out_tok_s = o.output_tok_s
+        total = out_tok_s * (scenario.input_len + scenario.output_len) / scenario.output_len
+        decode = self.serving.decode_pool
+        step = decode_step(
+            decode.geometry,
+            self.hw,
+            self.dtypes,
+            self.factors,
+            self.shape(decode),
+            max(o.running / decode.replicas, 1.0),
+            scenario.input_len + scenario.output_len / 2,
+        )
+        p = Prediction(
+            input_len=scenario.input_len,
+            output_len=scenario.output_len,
+            concurrency=scenario.concurrency,
+            request_rate=scenario.request_rate,
+            prefix_hit=scenario.prefix_hit,
+            median_ttft_ms=o.ttft_s * 1000,
+            median_tpot_ms=o.tpot_s * 1000,
+            median_itl_ms=o.itl_s * 1000,
+            output_throughput=out_tok_s,
+            total_throughput=total,
+            output_tok_s_per_device=out_tok_s / devices,
+            tok_s_per_user=1000.0 / (o.tpot_s * 1000) if o.tpot_s > 0 else math.nan,
+            running_requests=o.running,
+            kv_capacity_requests=t.capacity,
+            kv_limited=o.kv_limited,
+            saturated=o.saturated,
+            bound=step.bound if t.capacity else "kv-capacity",
+            devices=devices,
+            family=self.family,
+            calibrated_family=self.calibration.calibrated(self.family, self.plan.model.weight_format),
+        )
+        _apply_band(p, self.calibration)
+        return p
+
+
+LATENCY_BAND = {
+    "median_ttft_ms": "median_ttft_ms",
+    "median_tpot_ms": "median_tpot_ms",
+    "median_itl_ms": "median_tpot_ms",
+}
+RATE_BAND = {
+    "output_throughput": "output_throughput",
+    "total_throughput": "output_throughput",
+    "output_tok_s_per_device": "output_throughput",
+    "tok_s_per_user": "median_tpot_ms",
+}
+
+
+def _apply_band(p: Prediction, cal: Calibration) -> None:
+    """Published = predicted / exp(err): the err quantiles give where a measurement should
+    fall. The band is widened to hold the estimate itself when validation found the model
+    biased one way (TTFT of a never-calibrated family lands above it)."""
+    for name, metric in {**LATENCY_BAND, **RATE_BAND}.items():
+        value = getattr(p, name)
+        lo_err, hi_err = cal.band_for(metric, p.calibrated_family)
+        if name == "tok_s_per_user":  # inverse of TPOT: the TPOT band flips
+            lo_err, hi_err = -hi_err, -lo_err
+        p.low[name] = min(value * math.exp(-hi_err), value)
+        p.high[name] = max(value * math.exp(-lo_err), value)
+
+
+def predict(plan: LaunchPlan, scenarios: list[Scenario], calibration: Calibration | None = None) -> list[Prediction]:
+    predictor = Predictor(plan, calibration)
+    return [predictor.predict(s) for s in scenarios]

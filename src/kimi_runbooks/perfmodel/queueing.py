@@ -1,0 +1,132 @@
+"""From step times to what a benchmark sees: batch, queueing, TTFT, TPOT and throughput.
+
+Closed loop (bench_serving --max-concurrency C): C clients, each sends its next request when
+the previous one ends. A fixed point over the completion rate X:
+
+* running requests B = min(C, KV capacity): the KV pool (memory planner) caps how many
+  requests hold a context at once; the rest queue (Little's law: E2E = C / X);
+* prefill occupies the mixed pool a fraction rho = X x prefill time (divided by the DP-attention
+  ranks, which prefill different requests in the same forward pass), so decode slows by
+  1 / (1 - rho) (TPOT) and a new request waits for prefills ahead of it (M/D/1 residual);
+* TPOT = decode step time per output token (speculative: step / accept length) / (1 - rho);
+* PD disaggregation: prefill runs in its own pool (rho there), the decode pool sees no
+  prefill, and TTFT adds the KV transfer between pools.
+
+Open loop (a request rate): X = rate unless it exceeds what the pools can serve (saturated).
+A finite benchmark (num_prompts N) drains at the end: the mean number in flight is taken as
+C (1 - C / 2N), which matches the printed "Concurrency" of the published runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+MAX_ITER = 60
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What a pool costs for one scenario, in seconds: callables of the decoding batch."""
+
+    prefill: float  # one request's prefill, alone
+    token_time: Callable[[float], float]  # decode seconds per output token at batch B
+    step_time: Callable[[float], float]  # seconds per decode iteration at batch B
+    transfer: float  # PD only: KV transfer prefill -> decode
+    capacity: int  # requests whose KV fits at once
+    disaggregated: bool
+    prefill_lanes: int = 1  # requests prefilling side by side (DP-attention ranks x replicas)
+
+    @property
+    def prefill_share(self) -> float:
+        """Pool time one request's prefill takes when lanes run side by side."""
+        return self.prefill / max(self.prefill_lanes, 1)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ttft_s: float
+    tpot_s: float
+    itl_s: float
+    completions_per_s: float
+    running: float
+    output_tok_s: float
+    prefill_busy: float
+    kv_limited: bool
+    saturated: bool
+
+
+def _in_flight(concurrency: float, num_prompts: int | None) -> float:
+    if not num_prompts or num_prompts <= concurrency:
+        return concurrency if not num_prompts else max(num_prompts / 2.0, 1.0)
+    return concurrency * (1.0 - concurrency / (2.0 * num_prompts))
+
+
+def closed_loop(t: Timing, concurrency: int, output_len: int, num_prompts: int | None = None) -> Outcome:
+    clients = _in_flight(float(concurrency), num_prompts)
+    slots = float(min(clients, t.capacity))
+    decode_tokens = max(output_len - 1, 0)
+    x, batch = 0.0, max(slots, 1.0)
+    ttft = tpot = e2e = 0.0
+    rho = 0.0
+    for _ in range(MAX_ITER):
+        prefill_rho = min(x * t.prefill_share, 0.95)
+        rho = prefill_rho if not t.disaggregated else 0.0
+        tpot = t.token_time(batch) / (1.0 - rho)
+        wait = prefill_rho / (1.0 - prefill_rho) * t.prefill / 2.0
+        ttft = t.prefill + wait + t.step_time(batch) / 2.0 + t.transfer
+        e2e = ttft + decode_tokens * tpot
+        x_new = slots / e2e
+        batch_new = max(slots * decode_tokens * tpot / e2e, 1.0)
+        if abs(x_new - x) <= 1e-9 + 1e-6 * x_new and abs(batch_new - batch) < 1e-6 * batch_new:
+            x, batch = x_new, batch_new
+            break
+        x, batch = 0.5 * (x + x_new), 0.5 * (batch + batch_new)
+    kv_limited = clients > t.capacity
+    if kv_limited:  # the rest wait for a slot: E2E = clients / X (Little)
+        ttft = clients / x - decode_tokens * tpot
+    return Outcome(
+        ttft, tpot, t.token_time(batch), x, batch, x * output_len, min(x * t.prefill_share, 1.0), kv_limited, False
+    )
+
+
+def open_loop(t: Timing, rate: float, output_len: int) -> Outcome:
+    decode_tokens = max(output_len - 1, 0)
+    prefill_rho = rate * t.prefill_share
+    batch, tpot, saturated = 1.0, t.token_time(1.0), prefill_rho >= 1.0
+    if not saturated:
+        rho = 0.0 if t.disaggregated else prefill_rho
+        for _ in range(MAX_ITER):
+            tpot = t.token_time(batch) / (1.0 - rho)
+            batch_new = max(rate * decode_tokens * tpot, 1.0)
+            if batch_new > t.capacity:
+                saturated = True
+                break
+            if abs(batch_new - batch) < 1e-6 * batch_new:
+                batch = batch_new
+                break
+            batch = 0.5 * (batch + batch_new)
+    if saturated:
+        served = min(rate, 1.0 / max(t.prefill_share, 1e-9), t.capacity / max(decode_tokens * tpot, 1e-9))
+        return Outcome(
+            math.inf,
+            tpot,
+            t.token_time(batch),
+            served,
+            float(min(batch, t.capacity)),
+            served * output_len,
+            min(prefill_rho, 1.0),
+            batch >= t.capacity,
+            True,
+        )
+    wait = prefill_rho / (1.0 - prefill_rho) * t.prefill / 2.0
+    ttft = t.prefill + wait + t.step_time(batch) / 2.0 + t.transfer
+    return Outcome(ttft, tpot, t.token_time(batch), rate, batch, rate * output_len, prefill_rho, False, False)
+
+
+def steady_decode(t: Timing, concurrency: int) -> Outcome:
+    """Every request decoding, none arriving (a fixed-duration decode test)."""
+    batch = float(concurrency)
+    tpot = t.token_time(batch)
+    return Outcome(t.prefill, tpot, tpot, 0.0, batch, batch / tpot, 0.0, concurrency > t.capacity, False)

@@ -1,0 +1,183 @@
+"""What a launch plan means for speed: one or two pools of devices and how each is split.
+
+A plain plan is one "mixed" pool (prefill and decode on the same devices). A published
+PD-disaggregated deployment (params/deployments) has a prefill pool and a decode pool, each
+with its own parallelism, KV pool and limits, read from the role's SGLang flags.
+
+Parallelism, as SGLang lays it out:
+* tp: every weight matrix is split over tp devices; experts too (or placed whole with ep,
+  which reads the same bytes per device on average).
+* DP attention (`--enable-dp-attention --dp N`): attention runs data-parallel on N ranks of
+  tp/N devices; each rank holds its own requests' KV (whole latent), MoE stays over tp.
+* dp without DP attention: N independent replicas of tp devices each.
+* MLA latent KV is not split by heads: every device of an attention rank reads all of its
+  requests' latent KV in each decode step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._deps import (
+    LaunchPlan,
+    MemoryPlan,
+    Model,
+    Platform,
+    canonical_flag,
+    plan_memory,
+    resolve_knobs,
+)
+from .geometry import Geometry, geometry
+
+SGLANG_CHUNKED_PREFILL_GIB_SPLIT = 160.0
+"""SGLang's default --chunked-prefill-size is 8192 below 160 GiB of device memory and 16384
+above (python/sglang/srt/arg_groups/memory_hook.py, _handle_gpu_memory_settings)."""
+
+EAGLE3_DEFAULT = (3, 4)
+"""(--speculative-num-steps, --speculative-num-draft-tokens) of recipes.EAGLE3_ARGS."""
+
+
+@dataclass(frozen=True)
+class Speculative:
+    num_steps: int
+    draft_tokens: int
+
+
+@dataclass(frozen=True)
+class Pool:
+    role: str  # "mixed", "prefill" or "decode"
+    tp: int
+    attention_ranks: int  # DP-attention ranks inside one replica (1 = plain TP attention)
+    ep: int
+    replicas: int  # independent copies (dp without DP attention)
+    nodes: int
+    kv_pool_tokens: int  # per attention rank
+    max_running: int | None  # per replica, all attention ranks together
+    chunked_prefill: int
+    speculative: Speculative | None
+    geometry: Geometry
+
+    @property
+    def devices(self) -> int:
+        return self.tp * self.replicas
+
+    @property
+    def spans_nodes(self) -> bool:
+        return self.nodes > 1
+
+    def capacity_requests(self, tokens_per_request: int) -> int:
+        """Requests whose KV fits at once, all ranks and replicas (0: not even one fits)."""
+        per_rank = self.kv_pool_tokens // max(tokens_per_request, 1)
+        total = per_rank * self.attention_ranks * self.replicas
+        if self.max_running is not None:
+            total = min(total, self.max_running * self.replicas)
+        return int(total)
+
+
+@dataclass(frozen=True)
+class Serving:
+    platform: Platform
+    model: Model
+    pools: tuple[Pool, ...]
+    devices: int
+
+    @property
+    def disaggregated(self) -> bool:
+        return any(p.role == "prefill" for p in self.pools)
+
+    @property
+    def prefill_pool(self) -> Pool:
+        return next((p for p in self.pools if p.role == "prefill"), self.pools[0])
+
+    @property
+    def decode_pool(self) -> Pool:
+        return next(p for p in self.pools if p.role in ("mixed", "decode"))
+
+
+def _int(args: dict[str, Any], flag: str) -> int | None:
+    value = args.get(flag)
+    return int(value) if value not in (None, False, True) else None
+
+
+def _flag_args(argv: list[str]) -> dict[str, Any]:
+    """--flag value pairs of an argv (canonical flag names); bare flags map to True."""
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(argv):
+        if argv[i].startswith("--"):
+            flag = canonical_flag(argv[i])
+            if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                out[flag] = argv[i + 1]
+                i += 2
+                continue
+            out[flag] = True
+        i += 1
+    return out
+
+
+def _default_chunk(platform: Platform) -> int:
+    return 8192 if platform.memory_gib < SGLANG_CHUNKED_PREFILL_GIB_SPLIT else 16384
+
+
+def _speculative(args: dict[str, Any]) -> Speculative | None:
+    if "--speculative-algorithm" not in args:
+        return None
+    steps = _int(args, "--speculative-num-steps") or EAGLE3_DEFAULT[0]
+    drafts = _int(args, "--speculative-num-draft-tokens") or EAGLE3_DEFAULT[1]
+    return Speculative(num_steps=steps, draft_tokens=drafts)
+
+
+def _pool(role: str, args: dict[str, Any], nodes: int, memory: MemoryPlan, platform: Platform, model: Model) -> Pool:
+    tp = _int(args, "--tp") or 1
+    dp = _int(args, "--dp") or 1
+    dp_attention = bool(args.get("--enable-dp-attention"))
+    ep = _int(args, "--ep") or (tp if args.get("--moe-a2a-backend") else 1)
+    kv_dtype = memory.kv_cache_dtype
+    return Pool(
+        role=role,
+        tp=tp,
+        attention_ranks=dp if dp_attention else 1,
+        ep=ep,
+        replicas=dp if (dp > 1 and not dp_attention) else 1,
+        nodes=nodes,
+        kv_pool_tokens=memory.kv_pool_tokens,
+        max_running=_int(args, "--max-running-requests"),
+        chunked_prefill=_int(args, "--chunked-prefill-size") or _default_chunk(platform),
+        speculative=_speculative(args),
+        geometry=geometry(model, kv_dtype),
+    )
+
+
+def serving_from_plan(plan: LaunchPlan) -> Serving:
+    """The pools a plan runs: one mixed pool, or the deployment's prefill and decode roles."""
+    platform, model = plan.platform, plan.model
+    if plan.deployment is None:
+        knobs = resolve_knobs(plan.config, platform, model)
+        args = _flag_args(plan.argv)
+        args.update(
+            {"--tp": knobs.tp, "--dp": knobs.dp, "--ep": knobs.ep, "--enable-dp-attention": knobs.enable_dp_attention}
+        )
+        pool = _pool("mixed", args, knobs.nnodes, plan.memory, platform, model)
+        return Serving(platform, model, (pool,), plan.devices_used)
+    pools = []
+    for role in plan.deployment.roles:
+        node = next(n for n in plan.nodes if n.role == role.name)
+        args = _flag_args(node.argv)
+        memory = plan.memory if role.name in ("mixed", "decode") else _role_memory(args, platform, model)
+        pools.append(_pool(role.name, args, role.nodes, memory, platform, model))
+    return Serving(platform, model, tuple(pools), plan.devices_used)
+
+
+def _role_memory(args: dict[str, Any], platform: Platform, model: Model) -> MemoryPlan:
+    kv = args.get("--kv-cache-dtype")
+    dp = _int(args, "--dp") or 1
+    return plan_memory(
+        platform,
+        model,
+        tp=_int(args, "--tp") or 1,
+        mem_fraction_static=float(args.get("--mem-fraction-static", platform.default_mem_fraction_static)),
+        kv_cache_dtype=str(kv) if kv and kv != "auto" else model.default_kv_cache_dtype,
+        dp_attention_ranks=dp if args.get("--enable-dp-attention") else 1,
+        speculative="--speculative-algorithm" in args,
+    )

@@ -1,0 +1,123 @@
+"""The `--predict` mini-language and the prediction table users read.
+
+`in=1000,out=1000,c=1,16,64` -> three scenarios (a value list continues until the next key).
+Keys: in (input tokens), out (output tokens), c (concurrency) or rate (requests/s),
+prefix (prefix-cache hit rate, 0..1), accept (speculative accept length). Lists multiply.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+from .predict import Prediction, Scenario
+
+KEYS = {
+    "in": "input_len",
+    "out": "output_len",
+    "c": "concurrency",
+    "rate": "request_rate",
+    "prefix": "prefix_hit",
+    "accept": "accept_length",
+}
+INTEGER_KEYS = {"in", "out", "c"}
+EXAMPLE = "in=1000,out=1000,c=1,16,64"
+
+
+class PredictSpecError(ValueError):
+    """A --predict string that cannot be read; the message names the rule and an example."""
+
+
+def parse_predict_spec(text: str) -> list[Scenario]:
+    values: dict[str, list[float]] = {}
+    key = None
+    for raw in (t.strip() for t in text.split(",")):
+        if not raw:
+            continue
+        if "=" in raw:
+            key, _, raw = (part.strip() for part in raw.partition("="))
+            key = key.lower()
+            if key not in KEYS:
+                raise PredictSpecError(
+                    f"--predict: unknown key '{key}'. Valid keys: {', '.join(KEYS)}. Example: {EXAMPLE}"
+                )
+            if key in values:
+                raise PredictSpecError(f"--predict: key '{key}' given twice. Example: {EXAMPLE}")
+            values[key] = []
+        if key is None:
+            raise PredictSpecError(f"--predict: '{raw}' has no key. Example: {EXAMPLE}")
+        values[key].append(_number(key, raw))
+    missing = [k for k in ("in", "out") if k not in values]
+    if missing or ("c" in values) == ("rate" in values):
+        raise PredictSpecError(
+            f"--predict needs in=, out= and exactly one of c= (concurrency) or rate= (requests/s). Example: {EXAMPLE}"
+        )
+    keys = list(values)
+    scenarios = []
+    for combo in itertools.product(*(values[k] for k in keys)):
+        fields: dict[str, Any] = {KEYS[k]: (int(v) if k in INTEGER_KEYS else v) for k, v in zip(keys, combo)}
+        try:
+            scenarios.append(Scenario(**fields))
+        except ValueError as exc:
+            raise PredictSpecError(f"--predict: {exc}") from None
+    return scenarios
+
+
+def _number(key: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise PredictSpecError(f"--predict: {key}={raw} is not a number. Example: {EXAMPLE}") from None
+    if key in INTEGER_KEYS and not value.is_integer():
+        raise PredictSpecError(f"--predict: {key} must be a whole number (got {raw}). Example: {EXAMPLE}")
+    return value
+
+
+def _fmt(value: float, digits: int = 0) -> str:
+    if not math.isfinite(value):
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def _band(p: Prediction, name: str, digits: int = 0) -> str:
+    return f"{_fmt(getattr(p, name), digits)} [{_fmt(p.low[name], digits)}-{_fmt(p.high[name], digits)}]"
+
+
+def format_predictions(preds: list[Prediction], source: str = "") -> str:
+    """The table `kimi-runbooks plan --predict` prints (every figure labelled PREDICTED)."""
+    if not preds:
+        return "## predicted speed (model estimate)\n(no scenarios)\n"
+    first = preds[0]
+    which = (
+        "leave-one-run-out band of a calibrated family"
+        if first.calibrated_family
+        else "leave-one-document-out band: this family has no published results"
+    )
+    lines = [
+        "## predicted speed (PREDICTED by kimi_runbooks.perfmodel, not measured)",
+        f"# family {first.family}, {first.devices} devices; [low-high] = 10th-90th percentile, {which}",
+        f"{'in':>7} {'out':>6} {'load':>9} {'TTFT ms':>24} {'TPOT ms':>22} {'out tok/s':>24} "
+        f"{'tok/s/dev':>9} {'tok/s/user':>10} {'running':>7}  notes",
+    ]
+    for p in preds:
+        load = f"c={p.concurrency}" if p.concurrency is not None else f"{p.request_rate:g}/s"
+        notes = []
+        if p.kv_capacity_requests < 1:
+            notes.append("does not fit the KV pool")
+        elif p.kv_limited:
+            notes.append(f"KV pool holds {p.kv_capacity_requests}: the rest queue")
+        if p.saturated and p.kv_capacity_requests >= 1:
+            notes.append("over capacity: queue grows")
+        if p.prefix_hit:
+            notes.append(f"prefix hit {p.prefix_hit:.0%}")
+        notes.append(f"{p.bound}-bound")
+        lines.append(
+            f"{p.input_len:>7} {p.output_len:>6} {load:>9} {_band(p, 'median_ttft_ms'):>24} "
+            f"{_band(p, 'median_tpot_ms', 1):>22} {_band(p, 'output_throughput'):>24} "
+            f"{_fmt(p.output_tok_s_per_device, 1):>9} {_fmt(p.tok_s_per_user, 1):>10} "
+            f"{_fmt(p.running_requests, 1):>7}  {'; '.join(notes)}"
+        )
+    if source:
+        lines.append(f"# calibration: {source}")
+    return "\n".join(lines) + "\n"

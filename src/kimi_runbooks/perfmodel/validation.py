@@ -1,0 +1,146 @@
+"""How far predictions stray from published results, measured without peeking.
+
+* leave one document out: each reference document's rows predicted by a calibration fitted
+  without that document. With one document per platform family today, this measures how the
+  model transfers to a family it was never calibrated on (B300, MI355X, ... are in that case).
+* leave one run out: each benchmark run (all metrics of one scenario cell) predicted by its
+  own family's factors refitted without that run: the accuracy on a calibrated family for a
+  scenario it has not seen.
+
+The uncertainty band of a prediction is the 10th-90th percentile of these log errors: the
+run-out band for a calibrated family, the document-out band otherwise. SLO targets (Ascend)
+are reported beside, never counted as measurements.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .calibration import Evaluator, combine, factors_of, fit_all, fit_family
+from .observations import Observation
+from .store import BAND_METRICS, Calibration
+
+BAND_QUANTILES = (0.1, 0.9)
+HEADLINE = ("median_tpot_ms", "output_throughput")
+
+
+@dataclass(frozen=True)
+class Check:
+    obs: Observation
+    predicted: float
+    method: str  # "document-out" or "run-out"
+
+    @property
+    def error(self) -> float:
+        """(predicted - published) / published."""
+        return self.predicted / self.obs.published - 1.0
+
+    @property
+    def log_error(self) -> float:
+        ok = math.isfinite(self.predicted) and self.predicted > 0
+        return math.log(self.predicted / self.obs.published) if ok else math.nan
+
+
+def leave_one_document_out(ev: Evaluator, params: dict[str, np.ndarray]) -> list[Check]:
+    out: list[Check] = []
+    for doc in sorted({o.reference_id for o in ev.obs}):
+        rest = [o for o in ev.obs if o.reference_id != doc and o.fit]
+        held = [o for o in ev.obs if o.reference_id == doc]
+        trimmed = dict(params)
+        for fam in {o.family for o in held}:
+            left = [o for o in rest if o.family == fam]
+            if left:
+                trimmed[fam] = fit_family(ev, left)
+            else:
+                trimmed.pop(fam, None)
+        cal = combine(ev, trimmed, rest)
+        out.extend(Check(o, ev.value(o, cal.factors(o.family, ev.weight_format(o))), "document-out") for o in held)
+    return out
+
+
+def leave_one_run_out(ev: Evaluator) -> list[Check]:
+    out: list[Check] = []
+    for run in sorted({(o.reference_id, o.scenario_id) for o in ev.obs if o.kind != "targets"}):
+        held = [o for o in ev.obs if (o.reference_id, o.scenario_id) == run]
+        fam = held[0].family
+        left = [o for o in ev.obs if o.family == fam and o.fit and (o.reference_id, o.scenario_id) != run]
+        if not left:
+            continue
+        factors = factors_of(fit_family(ev, left))
+        out.extend(Check(o, ev.value(o, factors), "run-out") for o in held)
+    return out
+
+
+def measured(checks: list[Check]) -> list[Check]:
+    return [c for c in checks if c.obs.kind != "targets" and math.isfinite(c.log_error)]
+
+
+def band(checks: list[Check]) -> dict[str, tuple[float, float]]:
+    out = {}
+    for metric in BAND_METRICS:
+        errs = [c.log_error for c in measured(checks) if c.obs.metric == metric]
+        if errs:
+            lo, hi = np.quantile(errs, BAND_QUANTILES)
+            out[metric] = (float(lo), float(hi))
+    return out
+
+
+def median_abs_error(checks: list[Check], metric: str | None = None, family: str | None = None) -> float:
+    errs = [
+        abs(c.error)
+        for c in measured(checks)
+        if (metric is None or c.obs.metric == metric) and (family is None or c.obs.family == family)
+    ]
+    return float(np.median(errs)) if errs else math.nan
+
+
+def summary(checks: list[Check]) -> dict[str, Any]:
+    fams = sorted({c.obs.family for c in measured(checks)})
+    per_family = {}
+    for fam in fams:
+        errs = [abs(c.error) for c in measured(checks) if c.obs.family == fam and c.obs.metric in HEADLINE]
+        per_family[fam] = round(float(np.median(errs)), 4)
+    return {
+        "median_abs_error": {m: round(median_abs_error(checks, m), 4) for m in BAND_METRICS},
+        "median_abs_error_tpot_and_throughput_by_family": per_family,
+        "worst_family": max(per_family, key=lambda k: per_family[k]) if per_family else None,
+        "rows": len(measured(checks)),
+    }
+
+
+def calibrate(ev: Evaluator) -> tuple[Calibration, list[Check], list[Check]]:
+    """The fit, both validations, and the calibration carrying both bands."""
+    cal, params = fit_all(ev, ev.obs)
+    doc_out = leave_one_document_out(ev, params)
+    run_out = leave_one_run_out(ev)
+    cal = replace(cal, band=band(doc_out), band_calibrated=band(run_out))
+    return cal, doc_out, run_out
+
+
+def format_checks(checks: list[Check], title: str) -> str:
+    """A plain-text table: reference, run, metric, predicted, published, error."""
+    lines = [title, f"{'reference':28} {'run':32} {'metric':18} {'predicted':>10} {'published':>10} {'error':>8}"]
+    for c in checks:
+        kind = " (SLO ceiling)" if c.obs.kind == "targets" else ""
+        lines.append(
+            f"{c.obs.reference_id[:28]:28} {c.obs.scenario_id[:32]:32} {c.obs.metric:18} "
+            f"{c.predicted:10.1f} {c.obs.published:10.1f} {c.error:+8.0%}{kind}"
+        )
+    s = summary(checks)
+    mae = s["median_abs_error"]
+    lines.append(
+        "median |error| over measured rows: "
+        + ", ".join(f"{k} {v:.0%}" for k, v in mae.items())
+        + f" ({s['rows']} rows)"
+    )
+    fams = s["median_abs_error_tpot_and_throughput_by_family"]
+    lines.append(
+        "median |error| of TPOT and output throughput by family: "
+        + ", ".join(f"{k} {v:.0%}" for k, v in fams.items())
+        + f"; worst: {s['worst_family']}"
+    )
+    return "\n".join(lines)

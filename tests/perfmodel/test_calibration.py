@@ -1,0 +1,80 @@
+"""The calibration: which published rows it uses, that its command reproduces the committed
+factors, and what `python -m kimi_runbooks.perfmodel calibrate --write` writes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kimi_runbooks.perfmodel.calibration import Evaluator, fit_all
+from kimi_runbooks.perfmodel.factors import FACTOR_NAMES
+from kimi_runbooks.perfmodel.observations import observations
+from kimi_runbooks.perfmodel.store import calibration_path, load_calibration
+from kimi_runbooks.plan.catalog import load_catalog
+
+CATALOG = load_catalog()
+
+
+def test_every_published_speed_result_is_an_observation():
+    obs = observations(CATALOG)
+    by_ref = {}
+    for o in obs:
+        by_ref.setdefault(o.reference_id, []).append(o)
+    assert len({o.scenario_id for o in by_ref["cookbook-k26-h200"]}) == 8
+    assert len({o.scenario_id for o in by_ref["cookbook-k2-b200"]}) == 2
+    assert len({o.scenario_id for o in by_ref["cookbook-k26-mi350x"]}) == 2
+    matrix = CATALOG.references["llmib-rtx-pro-6000-k26-nvfp4"].rows  # type: ignore[attr-defined]
+    valid = [r for r in matrix if r["status"] == "valid"]
+    assert len({o.scenario_id for o in by_ref["llmib-rtx-pro-6000-k26-nvfp4"]}) == len(valid)
+    # measured lengths, not nominal ones (bench_serving's default range ratio shortens them)
+    chat = next(o for o in by_ref["cookbook-k26-h200"] if o.scenario_id == "chat-1k1k-c1")
+    assert (chat.scenario.input_len, chat.scenario.output_len) == (610, 422)
+    # SLO targets are listed but only the tight ones fit, at half weight
+    targets = by_ref["ascend-a3-targets"]
+    assert all(o.kind == "targets" for o in targets)
+    assert {o.fit for o in targets} == {True, False}
+    assert all(o.weight == 0.5 for o in targets)
+
+
+def test_committed_calibration_is_what_the_fit_gives():
+    committed = load_calibration(CATALOG.root)
+    assert set(committed.families) == {o.family for o in observations(CATALOG)}
+    ev = Evaluator(CATALOG, observations(CATALOG))
+    fresh, _ = fit_all(ev, ev.obs)
+    for fam, factors in fresh.families.items():
+        for name in FACTOR_NAMES:
+            expected = getattr(committed.families[fam], name)
+            assert getattr(factors, name) == pytest.approx(expected, rel=0.02), (fam, name)
+    assert committed.band and committed.band_calibrated  # written by the validation
+
+
+def test_calibrate_command_writes_factors_and_bands(tmp_path: Path):
+    params = tmp_path / "params"
+    shutil.copytree(CATALOG.root, params)
+    for ref in (params / "references").glob("*.yaml"):
+        if ref.name != "speed-cookbook-k26-mi350x.yaml":
+            ref.unlink()
+    shutil.rmtree(params / "perfmodel")
+    proc = subprocess.run(
+        [sys.executable, "-m", "kimi_runbooks.perfmodel", "calibrate", "--write", "--params-dir", str(params)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "== leave one document out" in proc.stdout and "== leave one run out" in proc.stdout
+    assert "cookbook-k26-mi350x" in proc.stdout and "median |error|" in proc.stdout
+    written = calibration_path(params)
+    data = yaml.safe_load(written.read_text())
+    assert written.read_text().startswith("# Performance-model calibration")
+    assert data["references"] == ["cookbook-k26-mi350x"]
+    assert set(data["families"]) == {"amd-cdna"}
+    assert data["family_weight_formats"] == {"amd-cdna": ["int4"]}
+    assert set(data["band_calibrated_family"]) == {"median_tpot_ms", "output_throughput", "median_ttft_ms"}
+    cal = load_calibration(params)
+    assert cal.calibrated("amd-cdna", "int4") and not cal.calibrated("nvidia-hopper")

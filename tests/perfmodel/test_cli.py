@@ -1,0 +1,88 @@
+"""`kimi-runbooks plan --predict`: the table a user reads and the JSON a tool reads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+SPEC = "in=1000,out=1000,c=1,16,64"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kimi_runbooks.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_predict_prints_the_table_with_its_band():
+    proc = run("plan", "--platform", "h200", "--predict", SPEC)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "## verdict: VALID" in out  # the plan is still printed first
+    table = out.split("## predicted speed", 1)[1]
+    assert "PREDICTED" in table and "not measured" in table
+    assert "nvidia-hopper, 8 devices" in table and "leave-one-run-out band" in table
+    rows = [line for line in table.splitlines() if line.strip().startswith("1000")]
+    assert [r.split()[2] for r in rows] == ["c=1", "c=16", "c=64"]
+    assert all("[" in r and "-" in r for r in rows)
+
+
+def test_a_family_without_results_says_so():
+    proc = run("plan", "--platform", "mi355x", "--predict", "in=2000,out=500,c=8")
+    assert proc.returncode == 0, proc.stderr
+    assert "amd-cdna" in proc.stdout and "c=8" in proc.stdout
+    proc = run("plan", "--platform", "b300", "--model", "kimi-k2.6-nvfp4", "--predict", "in=2000,out=500,c=8")
+    assert "leave-one-document-out band" in proc.stdout
+
+
+def test_predict_json_rows_have_the_documented_keys():
+    proc = run(
+        "plan",
+        "--platform",
+        "ascend-a3",
+        "--deployment",
+        "ascend-a3-1p1d-16p-in64k-out1k5",
+        "--predict",
+        "in=64000,out=1500,c=1,2",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["deployment"] == "ascend-a3-1p1d-16p-in64k-out1k5" and data["command"]
+    rows = data["prediction"]
+    assert [r["concurrency"] for r in rows] == [1, 2]
+    keys = {
+        "input_len",
+        "output_len",
+        "concurrency",
+        "median_ttft_ms",
+        "median_tpot_ms",
+        "output_throughput",
+        "output_tok_s_per_device",
+        "tok_s_per_user",
+        "low",
+        "high",
+    }
+    for row in rows:
+        assert keys <= set(row)
+        assert row["input_len"] == 64000 and row["output_len"] == 1500 and row["devices"] == 32
+        for metric in ("median_ttft_ms", "median_tpot_ms", "output_throughput"):
+            assert row["low"][metric] <= row[metric] <= row["high"][metric]
+
+
+def test_json_without_predict_has_no_prediction_key():
+    proc = run("plan", "--platform", "h200", "--json")
+    assert "prediction" not in json.loads(proc.stdout)
+
+
+def test_bad_spec_exits_2_with_the_rule_and_an_example():
+    proc = run("plan", "--platform", "h200", "--predict", "in=1000,c=4")
+    assert proc.returncode == 2
+    assert "needs in=, out=" in proc.stderr and "Example: in=1000,out=1000,c=1,16,64" in proc.stderr
+
+
+def test_invalid_plan_is_not_predicted():
+    proc = run("plan", "--platform", "mi350x", "--tp", "8", "--predict", SPEC)
+    assert proc.returncode == 2
+    assert "not predicted, the plan is invalid" in proc.stdout
