@@ -6,6 +6,8 @@ runbooks stay in step with params/ (the drift test regenerates them and compares
 
 from __future__ import annotations
 
+import types
+import typing
 from typing import Any
 
 from kimi_runbooks.plan import Catalog, PlanConfig
@@ -17,6 +19,18 @@ CI_TIME_SCALE = 0.05
 
 def _comment(text: str) -> str:
     return f"  # {text}" if text else ""
+
+
+def annotation(tp: Any) -> str:
+    """A field's type as papermill's parameter parser reads it (`Optional[int]`, `list`, ...), so
+    `papermill --help-notebook` lists every parameter with its type."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType) and len(args) == 1:
+        return f"Optional[{annotation(args[0])}]"
+    if origin in (list, dict):
+        return origin.__name__
+    return tp.__name__ if isinstance(tp, type) else "Any"
 
 
 def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
@@ -60,25 +74,27 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
         "api_key_env": (None, "NAME of the env var holding the API key (never the key itself)"),
     }
     lines = [
+        "from typing import Optional",
+        "",
         "# Launch knobs (kimi_runbooks.plan.PlanConfig; defaults: this platform's recipe in "
-        f"params/platforms/{platform.id}.yaml)"
+        f"params/platforms/{platform.id}.yaml)",
     ]
     for name, field in defaults.items():
         value, why = recipe_values.get(name, (field.get_default(call_default_factory=True), ""))
-        lines.append(f"{name} = {value!r}{_comment(why)}")
+        lines.append(f"{name}: {annotation(field.annotation)} = {value!r}{_comment(why)}")
     lines += [
         "",
         "# Runbook options",
-        "launcher = 'emulator'  # emulator: CI or a laptop rehearsal; on the hardware: "
+        "launcher: str = 'emulator'  # emulator: CI or a laptop rehearsal; on the hardware: "
         f"{platform.launcher} (this platform's default), or local | docker | external | multi-node | slurm",
-        "base_url = None  # for launcher external: the URL of the running server",
-        "stages = ['deploy', 'invoke', 'speed', 'accuracy', 'report']",
-        "scenario_set = 'smoke'  # params/scenarios: smoke (CI) or a published set",
-        "eval_suites = None  # accuracy suites; None: the accuracy stage's smoke defaults",
-        "run_dir = None  # None: outputs/<run id> (or $KIMI_RUNBOOKS_OUTPUTS/<run id>)",
-        f"time_scale = {CI_TIME_SCALE!r}  # emulator only: <1 runs its latency model faster",
-        "fail_on_error = True  # raise after the report when a stage or check failed",
-        "stage_overrides = {}  # extra parameters per stage notebook, e.g. {'invoke': {'timeout': 60}}",
+        "base_url: Optional[str] = None  # for launcher external: the URL of the running server",
+        "stages: list = ['deploy', 'invoke', 'speed', 'accuracy', 'report']  # pass a list with -y",
+        "scenario_set: Optional[str] = 'smoke'  # params/scenarios: smoke (CI) or a published set",
+        "eval_suites: Optional[list] = None  # accuracy suites; None: the accuracy stage's defaults",
+        "run_dir: Optional[str] = None  # None: outputs/<run id> (or $KIMI_RUNBOOKS_OUTPUTS/<run id>)",
+        f"time_scale: float = {CI_TIME_SCALE!r}  # emulator only: below 1 runs its latency model faster",
+        "fail_on_error: bool = True  # raise after the report when a stage or check failed",
+        "stage_overrides: dict = {}  # extra parameters per stage notebook, e.g. {'invoke': {'timeout': 60}}",
     ]
     return lines
 

@@ -24,26 +24,28 @@ environment variable named by `api_key_env`; it is never written to the run fold
     (
         "parameters",
         """
-platform = "h200"
-model = None                 # None: the platform recipe's model
-launcher = "emulator"        # emulator | local | docker | external | multi-node | slurm
-base_url = None              # launcher="external": the running server
-tp = None
-dp = None
-ep = None
-enable_dp_attention = None
-kv_cache_dtype = None
-mem_fraction_static = None
-context_length = None
-speculative = False
-api_key_env = None           # NAME of the env var holding the key, never the key
-host = "127.0.0.1"
-port = None                  # None: 30000 (emulator: a free port)
-run_dir = None               # None: a new folder under outputs/
-startup_timeout = 1800.0     # seconds; loading ~600 GB of weights takes many minutes
-time_scale = 1.0             # emulator only: multiplies every simulated duration
-keep_running = False         # True: leave the server up for later stages (deploy.teardown_run stops it)
-plan_config = None           # every PlanConfig knob as a dict (the runbooks pass this); wins over the knobs above
+from typing import Any, Optional
+
+platform: str = "h200"                  # params/platforms id
+model: Optional[str] = None             # None: the platform recipe's model
+launcher: str = "emulator"              # emulator | local | docker | external | multi-node | slurm
+base_url: Optional[str] = None          # the running server, for launcher external
+tp: Optional[int] = None
+dp: Optional[int] = None
+ep: Optional[int] = None
+enable_dp_attention: Optional[bool] = None
+kv_cache_dtype: Optional[str] = None
+mem_fraction_static: Optional[float] = None
+context_length: Optional[int] = None
+speculative: bool = False
+api_key_env: Optional[str] = None       # NAME of the env var holding the key, never the key
+host: str = "127.0.0.1"
+port: Optional[int] = None              # None: 30000 (emulator: a free port)
+run_dir: Optional[str] = None           # None: a new folder under outputs/
+startup_timeout: float = 1800.0         # seconds; loading ~600 GB of weights takes many minutes
+time_scale: float = 1.0                 # emulator only: multiplies every simulated duration
+keep_running: bool = False              # True: leave the server up for later stages (deploy.teardown_run stops it)
+plan_config: Optional[dict] = None      # every PlanConfig knob as a dict (the runbooks pass this); wins over the knobs above
 """,
     ),
     (
@@ -166,18 +168,19 @@ given by `base_url`. Results go to `invoke.json` in the run folder; secrets neve
     (
         "parameters",
         """
-# Parameters (papermill overrides these)
-run_dir = None              # run folder holding the deploy stage's handle.json
-base_url = None             # or a running server, e.g. "http://127.0.0.1:30000"
-model = None                # served model name; None = the handle's, or (with base_url) what /v1/models lists
-api_key_env = None          # NAME of the env var holding the API key (never the key itself)
-timeout = 300.0             # seconds per request, streamed or not
-checks = None               # list of check names, or None for all
-max_tokens_thinking = 8192  # max_tokens for every generation (Kimi thinks by default)
-image_expect = None         # text the receipt answer must mention; None = the drawn item name
-image_url = None            # optional image URL for servers with internet access
-concurrency = 4             # parallel requests in the concurrency smoke test; below 2 skips it
-fail_on_error = False       # raise at the end when any check failed
+from typing import Optional
+
+run_dir: Optional[str] = None           # run folder holding the deploy stage's handle.json
+base_url: Optional[str] = None          # or a running server, e.g. "http://127.0.0.1:30000"
+model: Optional[str] = None             # served model name; None: the handle's, or (with base_url) what /v1/models lists
+api_key_env: Optional[str] = None       # NAME of the env var holding the API key (never the key itself)
+timeout: float = 300.0                  # seconds per request, streamed or not
+checks: Optional[list] = None           # list of check names, or None for all
+max_tokens_thinking: int = 8192         # max_tokens for every generation (Kimi thinks by default)
+image_expect: Optional[str] = None      # text the receipt answer must mention; None: the drawn item name
+image_url: Optional[str] = None         # optional image URL for servers with internet access
+concurrency: int = 4                    # parallel requests in the concurrency smoke test; below 2 skips it
+fail_on_error: bool = False             # raise at the end when any check failed
 """,
     ),
     (
@@ -308,23 +311,24 @@ not a hardware measurement) or **reference** (published, with its source).
     (
         "parameters",
         """
-# parameters
-run_dir = "outputs/speed-bench"
-base_url = None            # None: the server in run_dir/handle.json (deploy stage)
-model = None               # served model name; None: the handle's, or (with base_url) what /v1/models lists
-api_key_env = None         # NAME of the env var holding the API key (never the key)
-platform = None            # platform id for references and per-GPU numbers; None: from the handle
-scenario_set = "smoke"     # a set in params/scenarios
-scenarios = None           # or a list of scenario ids (overrides scenario_set)
-offline = True             # no downloads: random -> random-ids, local tokenizer
-tokenizer = None           # None + offline: a small local tokenizer is built in run_dir
-command_prefix = None      # e.g. ["docker", "exec", "sglang"]; None: the bench tool env's python
-bench_python = None        # interpreter with sglang; None: .venvs/bench (or python3 after a prefix)
-dataset_path = None        # local ShareGPT json for sharegpt scenarios when offline
-tolerance = 0.1            # regression beyond 10% (direction-aware)
-timeout_s = 3600           # per scenario
-resume = True
-devices = None             # GPUs behind the server; None: the deployed plan's (manifest), else the recipe's
+from typing import Optional
+
+run_dir: str = "outputs/speed-bench"
+base_url: Optional[str] = None          # None: the server in run_dir/handle.json (deploy stage)
+model: Optional[str] = None             # served model name; None: the handle's, or (with base_url) what /v1/models lists
+api_key_env: Optional[str] = None       # NAME of the env var holding the API key (never the key)
+platform: Optional[str] = None          # platform id for references and per-GPU numbers; None: from the handle
+scenario_set: str = "smoke"             # a set in params/scenarios
+scenarios: Optional[list] = None        # or a list of scenario ids (overrides scenario_set)
+offline: bool = True                    # no downloads: random becomes random-ids, local tokenizer
+tokenizer: Optional[str] = None         # None + offline: a small local tokenizer is built in run_dir
+command_prefix: Optional[list] = None   # e.g. ["docker", "exec", "sglang"]; None: the bench tool env's python
+bench_python: Optional[str] = None      # interpreter with sglang; None: .venvs/bench (or python3 after a prefix)
+dataset_path: Optional[str] = None      # local ShareGPT json for sharegpt scenarios when offline
+tolerance: float = 0.1                  # regression beyond 10% (direction-aware)
+timeout_s: float = 3600                 # per scenario
+resume: bool = True
+devices: Optional[int] = None           # GPUs behind the server; None: the deployed plan's (manifest), else the recipe's
 """,
     ),
     (
@@ -476,19 +480,21 @@ the other suites still run.
     (
         "parameters",
         """
-run_dir = "outputs/accuracy"
-base_url = None            # server root, e.g. "http://127.0.0.1:30000"; None: run_dir/handle.json (deploy stage)
-model = None               # None: the served model (/v1/models)
-api_key_env = None         # NAME of the env var holding the key (never the key)
-suites = ["toolcall-builtin", "aime25"]   # smoke set; see SUITES below for the rest
-limits = {}                # suite -> problems/requests, e.g. {"aime25": 30}
-published = False          # True: the published settings in full (hours on real hardware)
-k2vv_path = None           # K2-Vendor-Verifier checkout (tool calls; official samples in tool-calls/)
-kvv_path = None            # Kimi-Vendor-Verifier checkout (ocrbench, mmmu-pro)
-datasets = {}              # suite -> staged dataset path for offline sites, e.g. {"gpqa-diamond": "/data/gpqa_diamond.csv"}
-toolcall_samples = None    # None: the official file from k2vv_path, else the project's small CI set
-toolcall_reference = None  # reference results JSONL for the trigger F1 (e.g. the official API's results)
-concurrency = None         # None: the published concurrency (published=True) or a small one
+from typing import Optional
+
+run_dir: str = "outputs/accuracy"
+base_url: Optional[str] = None          # server root, e.g. "http://127.0.0.1:30000"; None: run_dir/handle.json (deploy stage)
+model: Optional[str] = None             # None: the served model (/v1/models)
+api_key_env: Optional[str] = None       # NAME of the env var holding the key (never the key)
+suites: list = ["toolcall-builtin", "aime25"]  # smoke set; see SUITES below for the rest
+limits: dict = {}                       # suite to problems/requests, e.g. {"aime25": 30}
+published: bool = False                 # True: the published settings in full (hours on real hardware)
+k2vv_path: Optional[str] = None         # K2-Vendor-Verifier checkout (tool calls; official samples in tool-calls/)
+kvv_path: Optional[str] = None          # Kimi-Vendor-Verifier checkout (ocrbench, mmmu-pro)
+datasets: dict = {}                     # suite to staged dataset path for offline sites, e.g. {"gpqa-diamond": "/data/gpqa_diamond.csv"}
+toolcall_samples: Optional[str] = None  # None: the official file from k2vv_path, else the project's small CI set
+toolcall_reference: Optional[str] = None  # reference results JSONL for the trigger F1 (e.g. the official API's results)
+concurrency: Optional[int] = None       # None: the published concurrency (with published) or a small one
 """,
     ),
     (
@@ -573,16 +579,18 @@ Executed headlessly (papermill, CI), the notebook prints the default plan as tex
     (
         "parameters",
         """
-platform = "h200"
-model = None            # None: the platform recipe's model
-tp = None
-dp = None
-ep = None
-enable_dp_attention = None
-kv_cache_dtype = None
-context_length = None
-speculative = False
-sglang_version = "0.5.9"
+from typing import Optional
+
+platform: str = "h200"                  # params/platforms id
+model: Optional[str] = None             # None: the platform recipe's model
+tp: Optional[int] = None
+dp: Optional[int] = None
+ep: Optional[int] = None
+enable_dp_attention: Optional[bool] = None
+kv_cache_dtype: Optional[str] = None
+context_length: Optional[int] = None
+speculative: bool = False
+sglang_version: str = "0.5.9"
 """,
     ),
     (
@@ -613,7 +621,10 @@ the feature checks, speed and accuracy against the published references, and the
 Every number says where it came from: measured (with the run id), EMULATED, or reference (with its source).
 """,
     ),
-    ("parameters", "run_dir = None  # the run folder to report on (outputs/<run id>)"),
+    (
+        "parameters",
+        "from typing import Optional\n\nrun_dir: Optional[str] = None  # the run folder to report on (outputs/<run id>)",
+    ),
     (
         "code",
         "from kimi_runbooks import report\n\nreport.setup_notebook()\ndata = report.collect(run_dir)\nreport.show_banner(data)",
