@@ -612,37 +612,36 @@ config = {k: v for k, v in dict(
 
 REPORT_CELLS = [
     (
-        "md",
-        """
-# Run report
-
-What one run did, for a reviewer without Jupyter: the verdict, the platform and plan, the manifest,
-the feature checks, speed and accuracy against the published references, and the warnings.
-Every number says where it came from: measured (with the run id), EMULATED, or reference (with its source).
-""",
-    ),
-    (
         "parameters",
         "from typing import Optional\n\nrun_dir: Optional[str] = None  # the run folder to report on (outputs/<run id>)",
     ),
     (
         "code",
-        "from kimi_runbooks import report\n\nreport.setup_notebook()\ndata = report.collect(run_dir)\nreport.show_banner(data)",
+        "from kimi_runbooks import report\n\nreport.setup_notebook()\ndata = report.collect(run_dir)\nreport.show_top(data)",
     ),
-    ("md", "## Verdict"),
-    ("check", "report.show_verdict(data)"),
-    ("md", "## Warnings (security, skipped cells, regressions)"),
-    ("code", "report.show_warnings(data)"),
-    ("md", "## Platform and plan"),
-    ("code", "report.show_plan(data)"),
-    ("md", "## Manifest (what ran where)"),
-    ("code", "report.show_manifest(data)"),
-    ("md", "## Feature checks (invoke)"),
+    (
+        "md",
+        """
+## Details
+
+Every number says where it came from: measured (with the run id), EMULATED, or a published
+reference (named under each figure). Tables list values with their units; settings and
+transcripts open on click.
+
+### Feature checks (invoke)
+""",
+    ),
     ("code", "report.show_invoke(data)"),
-    ("md", "## Speed against published references"),
+    ("md", "### Speed against published references"),
     ("code", "report.show_speed(data)"),
-    ("md", "## Accuracy against published references"),
+    ("md", "### Accuracy against published references"),
     ("code", "report.show_accuracy(data)"),
-    ("md", "## Stages"),
+    ("md", "### Plan and launch command"),
+    ("code", "report.show_plan(data)"),
+    ("md", "### What ran where (manifest)"),
+    ("code", "report.show_manifest(data)"),
+    ("md", "### Stages"),
     ("code", "report.show_stages(data)"),
+    ("md", "### Verdict as text"),
+    ("check", "report.show_verdict(data)"),
 ]

@@ -31,6 +31,8 @@ class RunHandle(BaseModel):
     emulated: bool = False
     max_total_num_tokens: int | None = None
     run_id: str | None = None
+    time_scale: float | None = None
+    """Emulator only: simulated durations were multiplied by this (1: real time)."""
 
     def api_key(self) -> str:
         """The key from the environment, or "EMPTY" (what SGLang accepts when it has none)."""

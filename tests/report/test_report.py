@@ -155,7 +155,7 @@ def test_render_is_self_contained_small_and_hides_code(copy, monkeypatch):
     assert "<script src=" not in text and 'rel="stylesheet" href="http' not in text
     assert text.count("window.Plotly = Plotly") == 1  # plotly.js inlined exactly once
     assert "plotly-graph-div" in text
-    assert "EMULATED" in text and "Verdict: INCOMPLETE" in text
+    assert "EMULATED" in text and ">INCOMPLETE<" in text and "verdict: INCOMPLETE" in text
     assert "report.show_speed" not in text  # no code cells
     assert (copy / "notebooks" / "report.ipynb").exists()
 

@@ -36,6 +36,8 @@ class ServerHandle:
     pgid: int | None = None
     container: str | None = None
     slurm_job_id: str | None = None
+    time_scale: float | None = None
+    """Emulator only: the factor every simulated duration was multiplied by (speed results are rescaled)."""
     command: list[str] | None = None
     env: dict[str, str] = field(default_factory=dict)
     log_path: Path | None = None
@@ -114,6 +116,7 @@ class ServerHandle:
             container=self.container,
             slurm_job_id=self.slurm_job_id,
             log=str(self.log_path) if self.log_path else None,
+            time_scale=self.time_scale,
         )
 
     def process_record(self) -> dict[str, Any]:

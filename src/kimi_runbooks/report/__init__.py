@@ -12,14 +12,13 @@ from .html import export_html, external_references, redact_notebook, render, str
 from .show import (
     setup_notebook,
     show_accuracy,
-    show_banner,
     show_invoke,
     show_manifest,
     show_plan,
     show_speed,
     show_stages,
+    show_top,
     show_verdict,
-    show_warnings,
 )
 from .tables import summary_text
 from .verdict import Verdict, accuracy_comparison, speed_comparison, verdict, warnings
@@ -37,14 +36,13 @@ __all__ = [
     "render",
     "setup_notebook",
     "show_accuracy",
-    "show_banner",
     "show_invoke",
     "show_manifest",
     "show_plan",
     "show_speed",
     "show_stages",
+    "show_top",
     "show_verdict",
-    "show_warnings",
     "speed_comparison",
     "strip_plotly_mathjax",
     "summary_text",

@@ -17,6 +17,7 @@ import pandas as pd
 from .. import invoke
 from ..rundir import RunFolder, read_jsonl
 from ..speed import load_results
+from ..speed.timescale import rescale
 from ..stages import WORK_STAGES, availability, stage
 
 
@@ -136,6 +137,16 @@ def _load_speed(folder: RunFolder, devices: int | None, problems: list[str]) -> 
         return None
 
 
+def _rescaled(speed: pd.DataFrame | None, handle: dict[str, Any] | None, params: dict[str, Any]) -> pd.DataFrame | None:
+    """An emulated run's speed rows on the latency model's clock (see speed.timescale)."""
+    if speed is None:
+        return None
+    scale = (handle or {}).get("time_scale")
+    if scale is None and params.get("launcher") == "emulator":
+        scale = params.get("time_scale")
+    return rescale(speed, scale)
+
+
 def _devices(plan: dict[str, Any] | None) -> int | None:
     if plan and plan.get("devices_used"):
         return int(plan["devices_used"])
@@ -178,7 +189,7 @@ def collect(run_dir: str | Path) -> RunData:
         manifest=manifest,
         handle=handle,
         invoke=_load_invoke(folder, problems),
-        speed=_load_speed(folder, _devices(plan), problems),
+        speed=_rescaled(_load_speed(folder, _devices(plan), problems), handle, params),
         accuracy=accuracy_rows,
         stages=_stage_states(folder, params),
         problems=problems,

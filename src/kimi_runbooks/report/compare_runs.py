@@ -1,87 +1,183 @@
-"""One HTML across run folders: which platform gives what, on the same scenarios.
+"""One HTML across run folders: which platform or version gives what, on the same scenarios.
 
-`build(run_dirs, out)` reads each folder with report.collect, stacks the speed rows (labelled
-measured/emulated with the run id), adds the published references of the platforms involved,
-and writes a single self-contained page: a runs table (verdicts), the Pareto chart
-(speed.figures.pareto: throughput per GPU vs tok/s per user) and one table per scenario.
-plotly.js is inlined once; nothing is loaded from the network.
+`build(run_dirs, out)` reads each folder with `collect` and writes a single self-contained page
+with the report's own building blocks: one row per run (platform, model, SGLang, verdict, check
+counts), the Pareto chart of every run beside the published references, and for each scenario run
+by two runs or more, one row per run with the delta against the first run. plotly.js is inlined
+once; nothing is loaded from the network.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+import plotly.graph_objects as go
 
 from ..origin import source_label
 from ..rundir import outputs_base, write_redacted
-from ..speed import pareto, reference_frame
+from ..speed import pareto_front, reference_frame
+from .cards import sglang_version
 from .collect import RunData, collect
+from .figures import OTHER_REF, _layout
 from .html import external_references
+from .html_parts import COLOURS, STYLE, Column, badge, esc, fmt_number, fmt_percent, table, wrap
 from .verdict import verdict
 
+RUN_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 SCENARIO_METRICS = (
-    "output_throughput",
-    "output_tok_s_per_gpu",
-    "tok_s_per_user",
-    "median_ttft_ms",
-    "p99_ttft_ms",
-    "median_tpot_ms",
-    "p99_tpot_ms",
+    ("output_throughput", "output tok/s", "higher"),
+    ("output_tok_s_per_gpu", "tok/s/device", "higher"),
+    ("tok_s_per_user", "tok/s/user", "higher"),
+    ("median_ttft_ms", "TTFT p50 (ms)", "lower"),
+    ("median_tpot_ms", "TPOT p50 (ms)", "lower"),
 )
 
 
-def runs_table(runs: list[RunData]) -> pd.DataFrame:
+def _origin(data: RunData) -> str:
+    return f"{data.platform} {source_label(data.emulated, upper=True)} ({data.run_id})"
+
+
+def runs_section(runs: list[RunData]) -> str:
     rows = []
     for data in runs:
         v = verdict(data)
+        counts = {k: sum(r.status == k for r in data.invoke or []) for k in ("pass", "fail")}
+        ok = (
+            0 if data.speed is None or "status" not in data.speed.columns else int((data.speed["status"] == "ok").sum())
+        )
         rows.append(
             {
                 "run": data.run_id,
                 "platform": data.platform,
                 "model": data.model,
-                "source": source_label(data.emulated, upper=True),
+                "sglang": sglang_version(data),
+                "origin": source_label(data.emulated, upper=True),
                 "verdict": v.level,
-                "speed scenarios": 0 if data.speed is None else len(data.speed),
+                "checks": f"{counts['pass']} passed, {counts['fail']} failed" if data.invoke is not None else None,
+                "speed": ok,
             }
         )
-    return pd.DataFrame(rows)
+    columns = [
+        Column("run", "run"),
+        Column("platform", "platform"),
+        Column("model", "model"),
+        Column("sglang", "SGLang"),
+        Column("origin", "origin"),
+        Column("verdict", "verdict", "raw", render=lambda v, r: badge(v, COLOURS.get(v, "#333"))),
+        Column("checks", "invoke checks"),
+        Column("speed", "speed scenarios ok", "int"),
+    ]
+    return table(columns, rows)
 
 
 def speed_rows(runs: list[RunData]) -> pd.DataFrame:
-    """Every run's speed rows, each with platform, run id and origin (measured/emulated + run)."""
+    """Every run's successful speed rows, each with platform, run id and origin."""
     parts = []
-    for data in runs:
+    for i, data in enumerate(runs):
         if data.speed is None or data.speed.empty:
             continue
-        df = data.speed.copy()
-        df["platform"] = data.platform
-        df["run_id"] = data.run_id
-        df["origin"] = [f"{lab} (run {data.run_id})" for lab in df.get("label", [source_label(False)] * len(df))]
+        df = data.speed[data.speed["status"] == "ok"].copy() if "status" in data.speed.columns else data.speed.copy()
+        df["platform"], df["run_id"], df["origin"], df["run_index"] = data.platform, data.run_id, _origin(data), i
         parts.append(df)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def scenario_tables(rows: pd.DataFrame, references: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """scenario -> one row per run or reference with the key metrics and where each came from."""
-    out: dict[str, pd.DataFrame] = {}
-    ok = rows[rows["status"] == "ok"] if not rows.empty and "status" in rows.columns else rows
-    refs = references.copy()
-    if not refs.empty:
-        refs["origin"] = [f"reference: {s}" for s in refs["source"]]
-    for scenario in sorted(set(ok.get("scenario", [])) | set(refs.get("scenario", []) if not ok.empty else [])):
-        parts = [df[df["scenario"] == scenario] for df in (ok, refs) if not df.empty]
-        table = pd.concat(parts, ignore_index=True)
-        cols = ["platform", "origin", "max_concurrency", *[m for m in SCENARIO_METRICS if m in table.columns]]
-        out[scenario] = table[[c for c in cols if c in table.columns]]
-    return out
+def scenario_sections(rows: pd.DataFrame, runs: list[RunData]) -> str:
+    """Scenarios two runs or more share: one row per run, deltas against the first run."""
+    if rows.empty:
+        return '<p class="note">No speed results in these run folders.</p>'
+    shared = [str(s) for s, g in rows.groupby("scenario") if g["run_index"].nunique() >= 2]
+    if not shared:
+        return '<p class="note">No scenario was run by two runs or more.</p>'
+    parts = []
+    for scenario in sorted(shared):
+        group = rows[rows["scenario"] == scenario].copy()
+        group = group.sort_values("run_index")
+        base = group.iloc[0]
+        records: list[dict[str, Any]] = []
+        for _, row in group.iterrows():
+            rec: dict[str, Any] = {"origin": row["origin"], "concurrency": row.get("max_concurrency")}
+            for key, label, _better in SCENARIO_METRICS:
+                rec[label] = row.get(key)
+                if row["run_index"] != base["run_index"] and _num(base.get(key)) and _num(row.get(key)):
+                    rec[label + " Δ"] = float(row[key]) / float(base[key]) - 1
+            records.append(rec)
+        columns = [Column("origin", "run"), Column("concurrency", "concurrency", "int")]
+        for _, label, better in SCENARIO_METRICS:
+            columns.append(Column(label, label, "num"))
+            columns.append(Column(label + " Δ", "Δ vs first", "raw", render=_delta(better)))
+        parts.append(f"<h3>{esc(scenario)}</h3>" + table(columns, records))
+    return "".join(parts)
 
 
-def _frame(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, na_rep="-", float_format=lambda v: f"{v:,.4g}", border=0)
+def _num(value: Any) -> bool:
+    try:
+        return float(value) == float(value) and float(value) != 0
+    except (TypeError, ValueError):
+        return False
+
+
+def _delta(better: str) -> Any:
+    def render(value: Any, row: Any) -> str:
+        if value is None:
+            return "–"
+        good = value > 0.1 if better == "higher" else value < -0.1
+        bad = value < -0.1 if better == "higher" else value > 0.1
+        cls = "ok" if good else "bad" if bad else "meh"
+        return f'<span class="{cls}">{fmt_percent(value, signed=True)}</span>'
+
+    return render
+
+
+def pareto_all(rows: pd.DataFrame, refs: pd.DataFrame, runs: list[RunData]) -> go.Figure:
+    x, y = "tok_s_per_user", "output_tok_s_per_gpu"
+    fig = go.Figure()
+    if not refs.empty and {x, y} <= set(refs.columns):
+        ok = refs[refs["status"] == "ok"].dropna(subset=[x, y]) if "status" in refs.columns else refs
+        for platform, part in ok.groupby("platform"):
+            fig.add_trace(
+                go.Scatter(
+                    x=part[x],
+                    y=part[y],
+                    mode="markers",
+                    name=f"reference ({platform})",
+                    marker={"color": OTHER_REF, "size": 7},
+                    hovertext=part["scenario"],
+                )
+            )
+    for i, data in enumerate(runs):
+        part = rows[rows["run_index"] == i].dropna(subset=[x, y]) if not rows.empty else rows
+        if part.empty:
+            continue
+        colour = RUN_COLOURS[i % len(RUN_COLOURS)]
+        fig.add_trace(
+            go.Scatter(
+                x=part[x],
+                y=part[y],
+                mode="markers",
+                name=_origin(data),
+                legendgroup=str(i),
+                marker={"color": colour, "symbol": "diamond", "size": 9},
+                hovertext=part["scenario"],
+            )
+        )
+        front = pareto_front(part, x, y)
+        fig.add_trace(
+            go.Scatter(
+                x=front[x], y=front[y], mode="lines", line={"color": colour}, showlegend=False, legendgroup=str(i)
+            )
+        )
+    fig.update_xaxes(title_text="tok/s per user (1000 / median TPOT)")
+    fig.update_yaxes(title_text="output tok/s per device")
+    return _layout(
+        fig,
+        f"{len(runs)} run(s) beside the published references",
+        "Pareto: more to the right serves each user faster, higher serves more per device",
+    )
 
 
 def build(run_dirs: Iterable[str | Path], out: str | Path | None = None) -> Path:
@@ -92,34 +188,31 @@ def build(run_dirs: Iterable[str | Path], out: str | Path | None = None) -> Path
     platforms = sorted({d.platform for d in runs if d.platform})
     refs = reference_frame(platforms) if platforms else pd.DataFrame()
     rows = speed_rows(runs)
-    fig = pareto(rows if not rows.empty else None, refs if not refs.empty else None)
-    parts = [
-        f"<h1>Kimi runbooks: {len(runs)} run(s) compared</h1>",
-        f"<p>Written {datetime.now(UTC).isoformat(timespec='seconds')}. Every row says where "
-        "its numbers came from: measured or EMULATED (with the run id) or reference (with its source).</p>",
-    ]
-    if any(d.emulated for d in runs):
-        parts.append(
-            '<div style="background:#ffe08a;border:2px solid #b36b00;padding:8px;font-weight:bold">'
-            "EMULATED runs are included: their figures come from the emulator's latency model, "
-            "not from hardware.</div>"
-        )
-    parts += [
-        "<h2>Runs</h2>",
-        _frame(runs_table(runs)),
-        "<h2>Pareto: throughput per GPU vs tok/s per user</h2>",
-        fig.to_html(full_html=False, include_plotlyjs=True),
-    ]
-    tables = scenario_tables(rows, refs) if not rows.empty else {}
-    parts.append("<h2>Scenarios</h2>")
-    if not tables:
-        parts.append("<p><em>No speed results in these run folders.</em></p>")
-    for scenario, table in tables.items():
-        parts += [f"<h3>{html.escape(scenario)}</h3>", _frame(table)]
+    emulated = any(d.emulated for d in runs)
+    head = (
+        f'<div class="head"><span class="title">{len(runs)} run(s) compared</span>'
+        f'<span class="note">written {esc(datetime.now(UTC).isoformat(timespec="seconds"))}</span>'
+        + (badge("EMULATED runs included", COLOURS["WARN"]) if emulated else "")
+        + "</div>"
+    )
+    body = (
+        STYLE
+        + head
+        + "<h2>Runs</h2>"
+        + runs_section(runs)
+        + "<h2>Same scenario across runs</h2>"
+        + scenario_sections(rows, runs)
+    )
+    figure = pareto_all(rows, refs, runs).to_html(full_html=False, include_plotlyjs=True)
+    sources = sorted({str(s) for s in refs.get("source", [])}) if not refs.empty else []
     page = (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Kimi runbooks comparison</title>"
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{padding:2px 8px;border-bottom:1px solid #ddd}</style></head><body>" + "\n".join(parts) + "</body></html>"
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Kimi runbooks comparison</title></head>"
+        "<body style='margin:24px'>"
+        + wrap(body)
+        + "<h2 style='font-family:sans-serif'>Throughput per device against tok/s per user</h2>"
+        + figure
+        + wrap(f'<p class="note">References: {esc("; ".join(sources) or "none")}</p>')
+        + "</body></html>"
     )
     found = external_references(page)
     if found:
@@ -130,3 +223,6 @@ def build(run_dirs: Iterable[str | Path], out: str | Path | None = None) -> Path
 def report_path() -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return outputs_base() / f"compare-{stamp}.html"
+
+
+__all__ = ["build", "fmt_number", "report_path", "runs_section", "scenario_sections", "speed_rows"]

@@ -128,4 +128,5 @@ class EmulatorLauncher(ProcessGroupLauncher):
         assert isinstance(self.options, EmulatorOptions)
         argv = emulator_argv(ctx.plan, host=ctx.host, port=ctx.port, options=self.options)
         handle.command = argv
+        handle.time_scale = self.options.time_scale
         self.start_process(handle, argv, {**ctx.environ, "PYTHONUNBUFFERED": "1"})

@@ -71,6 +71,7 @@ class SlurmLauncher(Launcher):
         if self.opts.emulate:
             argv = emulator_argv(ctx.plan, host=ctx.host, port=ctx.port, options=self.opts)
             handle.command = argv
+            handle.time_scale = self.opts.time_scale
         else:
             argv, _ = local_command(ctx.plan, ctx.environ)
             handle.command, handle.env = ctx.plan.argv, dict(ctx.plan.env)

@@ -1,0 +1,229 @@
+"""The top of the report: header card, verdict badge, one summary card per stage, what to do next.
+
+A reviewer reads this part in a minute; the detail sections below it are for digging in.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from ..plan import load_catalog
+from .collect import RunData
+from .html_parts import COLOURS, DASH, badge, bullet_list, card, cards, esc, fmt_number, fmt_percent, missing
+from .next_steps import next_steps
+from .verdict import accuracy_comparison, verdict
+
+SPEED_TOLERANCE = 0.10
+"""Beyond this relative difference from a reference a speed number is coloured better or worse."""
+HEADLINE_METRICS = (("output_throughput", "output tok/s", "higher"), ("median_tpot_ms", "median TPOT", "lower"))
+
+
+def _platform_name(platform_id: str | None) -> str:
+    if not platform_id:
+        return "unknown platform"
+    try:
+        return load_catalog().platform(platform_id).name
+    except ValueError:
+        return platform_id
+
+
+def sglang_version(data: RunData) -> str:
+    version = (data.manifest or {}).get("sglang_version")
+    if version:
+        return str(version)
+    planned = ((data.plan or {}).get("config") or {}).get("sglang_version")
+    return f"{planned} (planned)" if planned else DASH
+
+
+def header_card(data: RunData) -> str:
+    launcher = (data.handle or {}).get("launcher") or data.params.get("launcher") or DASH
+    started = (data.manifest or {}).get("started_at") or data.params.get("started_at") or DASH
+    facts = [
+        ("model", data.model or DASH),
+        ("SGLang", sglang_version(data)),
+        ("launcher", launcher),
+        ("run", data.run_id),
+        ("date", str(started).replace("T", " ")[:19]),
+    ]
+    fact_html = "".join(f"<span>{esc(k)} <b>{esc(v)}</b></span>" for k, v in facts)
+    emulated = (
+        badge("EMULATED", COLOURS["WARN"])
+        + ' <span class="note">CPU emulator, no model: numbers rehearse the runbook, not the hardware</span>'
+        if data.emulated
+        else ""
+    )
+    title = f'<span class="title">{esc(_platform_name(data.platform))}</span>'
+    return f'<div class="head">{title}<div class="facts">{fact_html}</div>{emulated}</div>'
+
+
+def verdict_line(data: RunData) -> str:
+    v = verdict(data)
+    reason = v.reasons[0] if len(v.reasons) == 1 else v.headline
+    if len(v.reasons) > 1:
+        reason = f"{v.headline}: {v.reasons[0]}"
+    more = f' <span class="note">(+{len(v.reasons) - 1} more below)</span>' if len(v.reasons) > 1 else ""
+    return (
+        f'<div class="verdict">{badge(v.level, COLOURS.get(v.level, "#333"))}'
+        f"<span>{esc(reason[:300])}{more}</span></div>"
+    )
+
+
+# --------------------------------------------------------------------------- stage cards
+
+
+def _status_line(data: RunData, stage: str) -> str:
+    state = data.stages.get(stage)
+    if state is None:
+        return ""
+    cls = "ok" if state.status == "ok" else "bad" if state.status == "failed" else "meh"
+    took = f" in {state.duration_s:.0f} s" if state.duration_s else ""
+    return f'<p class="{cls}">{esc(state.status)}{esc(took)}</p>'
+
+
+def deploy_card(data: RunData) -> str:
+    handle, manifest = data.handle or {}, data.manifest or {}
+    rows = [
+        ("server", handle.get("base_url")),
+        ("served model", handle.get("model")),
+        ("KV pool (tokens)", fmt_number(manifest.get("max_total_num_tokens"))),
+        ("devices", (data.plan or {}).get("devices_used")),
+    ]
+    body = "".join(f"<div>{esc(k)}: <b>{esc(v if not missing(v) else DASH)}</b></div>" for k, v in rows if v)
+    return card("Deploy", _status_line(data, "deploy") + body)
+
+
+def invoke_card(data: RunData) -> str:
+    if data.invoke is None:
+        return card("Invoke", _status_line(data, "invoke") or '<p class="meh">not run</p>')
+    counts = {k: sum(r.status == k for r in data.invoke) for k in ("pass", "fail", "skip")}
+    summary = (
+        f'<p><b class="ok">{counts["pass"]} passed</b> · <b class="{"bad" if counts["fail"] else "meh"}">'
+        f'{counts["fail"]} failed</b> · <span class="meh">{counts["skip"]} skipped</span></p>'
+    )
+    failed = [f"<b>{esc(r.name)}</b>: {esc(r.reason[:140])}" for r in data.invoke if r.status == "fail"]
+    return card("Invoke", summary + bullet_list(failed, escape=False))
+
+
+def speed_findings(data: RunData, tolerance: float = SPEED_TOLERANCE) -> list[dict[str, Any]]:
+    """Per scenario with a reference: the signed difference of each headline metric, and its class."""
+    from .verdict import speed_comparison
+
+    comparison = speed_comparison(data, tolerance=tolerance)
+    if comparison.empty:
+        return []
+    out = []
+    for scenario, group in comparison.groupby("scenario", sort=False):
+        first_ref = group["reference_id"].iloc[0]
+        group = group[group["reference_id"] == first_ref]
+        row: dict[str, Any] = {
+            "scenario": scenario,
+            "reference": first_ref,
+            "source": group["reference_source"].iloc[0],
+        }
+        for metric, label, better in HEADLINE_METRICS:
+            hit = group[group["metric"] == metric]
+            if hit.empty:
+                continue
+            delta = float(hit["ratio"].iloc[0]) - 1.0
+            good = delta >= -tolerance if better == "higher" else delta <= tolerance
+            clear = abs(delta) > tolerance
+            row[label] = {"delta": delta, "class": ("ok" if good else "bad") if clear else "meh"}
+        out.append(row)
+    return out
+
+
+def speed_card(data: RunData) -> str:
+    if data.speed is None:
+        return card("Speed", _status_line(data, "speed") or '<p class="meh">not run</p>')
+    status = data.speed["status"].value_counts().to_dict() if "status" in data.speed.columns else {}
+    parts = [f"{n} {s}" for s, n in status.items()]
+    body = f"<p>{esc(' · '.join(parts) or 'no scenario')}</p>"
+    findings = speed_findings(data)
+    if findings:
+        items = []
+        for f in findings:
+            cells = [
+                f'{esc(label)} <b class="{f[label]["class"]}">{fmt_percent(f[label]["delta"], signed=True)}</b>'
+                for _, label, _ in HEADLINE_METRICS
+                if label in f
+            ]
+            items.append(f"<b>{esc(f['scenario'])}</b>: " + ", ".join(cells))
+        body += '<p class="note">vs published reference (signed: this run / reference − 1)</p>'
+        body += bullet_list(items, escape=False)
+    else:
+        body += '<p class="note">no published reference covers these scenarios on this platform</p>'
+    if _rescaled(data):
+        body += f'<p class="note">emulated at time scale {_time_scale(data):g}; shown rescaled to time scale 1</p>'
+    return card("Speed", body)
+
+
+def _rescaled(data: RunData) -> bool:
+    return data.speed is not None and "rescaled" in data.speed.columns and bool(data.speed["rescaled"].any())
+
+
+def _time_scale(data: RunData) -> float:
+    if data.speed is not None and "time_scale" in data.speed.columns and len(data.speed):
+        return float(data.speed["time_scale"].iloc[0])
+    return 1.0
+
+
+def accuracy_card(data: RunData) -> str:
+    if data.accuracy is None:
+        return card("Accuracy", _status_line(data, "accuracy") or '<p class="meh">not run</p>')
+    table = accuracy_comparison(data)
+    items = []
+    if table is not None and not table.empty:
+        for _, group in table.groupby("suite", sort=False):
+            with_ref = group[group["ref_rate"].notna()] if "ref_rate" in group.columns else group.iloc[0:0]
+            items.append(_accuracy_item((with_ref if len(with_ref) else group).iloc[0]))
+    not_ok = [r for r in data.accuracy if r.get("status") != "ok"]
+    for r in not_ok:
+        items.append(f'<b>{esc(r.get("suite"))}</b>: <span class="meh">{esc(r.get("status"))}</span>')
+    return card("Accuracy", _status_line(data, "accuracy") + bullet_list(items[:8], escape=False))
+
+
+def _accuracy_item(row: pd.Series) -> str:
+    rate = row.get("rate")
+    interval = (
+        f" [{fmt_number(row['ci_low'], 2)}, {fmt_number(row['ci_high'], 2)}]"
+        if not missing(row.get("ci_low")) and not missing(row.get("ci_high"))
+        else ""
+    )
+    text = f"<b>{esc(row['suite'])}</b> {esc(row['metric'])} {fmt_number(rate, 3)}{interval}"
+    if "n" in row and not missing(row.get("n")):
+        text += f" (n={int(row['n'])})"
+    ref = row.get("ref_rate")
+    if not missing(ref):
+        inside = not missing(row.get("ci_low")) and row["ci_low"] <= ref <= row["ci_high"]
+        cls = "ok" if inside else "bad"
+        text += f' vs published <b class="{cls}">{fmt_number(ref, 3)}</b>'
+    return text
+
+
+def stage_cards(data: RunData) -> str:
+    return cards([deploy_card(data), invoke_card(data), speed_card(data), accuracy_card(data)])
+
+
+def next_steps_html(data: RunData) -> str:
+    steps = next_steps(data)
+    if not steps:
+        return '<p class="ok">Nothing to do: every requested stage ran and every check passed.</p>'
+    items = [f"<b>{esc(s.what)}</b> — {esc(s.fix)}" for s in steps]
+    return bullet_list(items, escape=False)
+
+
+def top(data: RunData) -> str:
+    """Everything above the detail sections, in reading order."""
+    return (
+        header_card(data) + verdict_line(data) + stage_cards(data) + "<h2>What to do next</h2>" + next_steps_html(data)
+    )
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,97 @@
+"""What to do next: every failure and warning of a run, each with the fix a reviewer can act on."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .collect import RunData
+from .verdict import warnings
+
+CHECK_FIXES: dict[str, str] = {
+    "models": "set model / served_model_name to the name the server lists under /v1/models",
+    "chat": "read server.log in the run folder for the request's error; check the server is healthy",
+    "thinking": "start the server with --reasoning-parser kimi_k2 (reasoning must come back in reasoning_content)",
+    "thinking_stream": "start the server with --reasoning-parser kimi_k2; reasoning deltas must come before content",
+    "instant": "instant mode is chat_template_kwargs={'thinking': False}; check the checkpoint's chat template",
+    "tool_call": "start the server with --tool-call-parser kimi_k2 matching the checkpoint",
+    "tool_call_stream": "start the server with --tool-call-parser kimi_k2; streamed argument deltas must reassemble",
+    "tool_result": "check --tool-call-parser kimi_k2 and that the chat template accepts tool messages",
+    "image": "serve a multimodal checkpoint (Kimi-K2.5/K2.6) and check server.log for the image error",
+    "image_content": "the answer did not read the image: check the vision tower loaded (server.log)",
+    "image_tools": "check image input and --tool-call-parser kimi_k2 together",
+    "concurrency": "parallel requests failed: read server.log; lower load or raise --max-running-requests",
+}
+FIX_IN_TEXT = re.compile(r"\bFix:\s*(?P<fix>.+)$", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Step:
+    what: str
+    fix: str
+    kind: str  # failure | warning
+
+
+def _split_fix(text: str, default: str) -> tuple[str, str]:
+    """'<problem>. Fix: <fix>' -> (problem, fix); the default fix when the text names none."""
+    match = FIX_IN_TEXT.search(text)
+    if not match:
+        return text.strip(), default
+    fix = match.group("fix").strip()
+    fix = re.split(r"\.\s+Source:", fix)[0].strip()
+    return text[: match.start()].rstrip(" .;"), fix
+
+
+def next_steps(data: RunData) -> list[Step]:
+    steps: list[Step] = []
+    for error in data.plan_errors:
+        what, fix = _split_fix(error, "change the parameter the rule names")
+        steps.append(Step(what, fix, "failure"))
+    for state in data.stages.values():
+        if state.status == "failed":
+            notebook = f" (run folder: {state.notebook})" if state.notebook else ""
+            what, fix = _split_fix(
+                f"stage {state.name} failed: {state.detail}", f"open the executed notebook{notebook}"
+            )
+            steps.append(Step(what[:400], fix, "failure"))
+    for r in data.invoke or []:
+        if r.status == "fail":
+            steps.append(
+                Step(f"invoke check {r.name}: {r.reason[:300]}", CHECK_FIXES.get(r.name, "read server.log"), "failure")
+            )
+    if data.speed is not None and "status" in data.speed.columns:
+        for _, row in data.speed[data.speed["status"] == "failed"].iterrows():
+            lines = str(row.get("error") or "").strip().splitlines()
+            steps.append(
+                Step(
+                    f"speed scenario {row['scenario']} failed: {lines[0][:300] if lines else ''}",
+                    "read its log in logs/ and rerun the speed stage (finished scenarios are kept)",
+                    "failure",
+                )
+            )
+    for r in data.accuracy or []:
+        if r.get("status") == "error":
+            steps.append(
+                Step(
+                    f"accuracy suite {r.get('suite')} errored",
+                    str(r.get("detail") or "read the tool's log under accuracy/").splitlines()[0][:300],
+                    "failure",
+                )
+            )
+        elif r.get("status") == "skipped":
+            what, fix = _split_fix(str(r.get("detail") or ""), "stage what the suite needs")
+            steps.append(Step(f"accuracy suite {r.get('suite')} skipped: {what[:200]}", fix, "warning"))
+    for w in warnings(data):
+        if w.kind in ("emulated",):
+            continue
+        if w.kind == "skipped" and (w.text.startswith("speed scenario") and "failed" in w.text):
+            continue
+        default = {
+            "regression": "compare the launch flags with the reference's; check clocks and that nothing else "
+            "shares the devices",
+            "skipped": "see the reason; run it where it applies",
+            "security": "set api_key_env, or bind 127.0.0.1",
+        }.get(w.kind, "see the detail")
+        what, fix = _split_fix(w.text, default)
+        steps.append(Step(what[:400], fix, "warning"))
+    return steps

@@ -1,0 +1,190 @@
+"""The report's detail sections as compact, typed HTML tables (units in the headers)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .collect import RunData
+from .html_parts import DASH, Column, details, esc, fmt_number, pre, table, text_cell
+from .tables import stages_table
+from .verdict import accuracy_comparison
+
+INVOKE_COLUMNS = [
+    Column("check", "check"),
+    Column("status", "status", render=lambda v, r: _status(v)),
+    Column("reason", "reason"),
+    Column("latency_ms", "latency (ms)", "num", 0),
+    Column("ttft_ms", "TTFT (ms)", "num", 0),
+    Column("prompt_tokens", "prompt tok", "int"),
+    Column("completion_tokens", "completion tok", "int"),
+    Column("exchange", "exchange", "raw", render=lambda v, r: v or DASH),
+]
+
+SPEED_COLUMNS = [
+    Column("scenario", "scenario"),
+    Column("status", "status", render=lambda v, r: _status(v)),
+    Column("max_concurrency", "concurrency", "int"),
+    Column("completed", "done", "int"),
+    Column("output_throughput", "output tok/s", "num"),
+    Column("output_tok_s_per_gpu", "tok/s/device", "num"),
+    Column("tok_s_per_user", "tok/s/user", "num"),
+    Column("median_ttft_ms", "TTFT p50 (ms)", "num"),
+    Column("p99_ttft_ms", "TTFT p99 (ms)", "num"),
+    Column("median_tpot_ms", "TPOT p50 (ms)", "num"),
+    Column("p99_tpot_ms", "TPOT p99 (ms)", "num"),
+    Column("error", "error"),
+]
+
+ACCURACY_COLUMNS = [
+    Column("suite", "suite"),
+    Column("metric", "metric"),
+    Column("rate", "value", "num", 3),
+    Column("n", "n", "int"),
+    Column("interval", "95% interval", "raw", render=lambda v, r: v or DASH),
+    Column("ref_rate", "published", "num", 3),
+    Column("delta", "Δ", "num", 3),
+    Column("source", "source"),
+    Column("settings", "settings", "raw", render=lambda v, r: v or DASH),
+]
+
+
+def _status(value: Any) -> str:
+    text = str(value or DASH).lower()
+    cls = "ok" if text in ("pass", "ok") else "bad" if text in ("fail", "failed", "error") else "meh"
+    return f'<b class="{cls}">{esc(text)}</b>'
+
+
+def invoke_section(data: RunData) -> str:
+    if data.invoke is None:
+        return '<p class="note">The invoke stage left no results.</p>'
+    rows = []
+    for r in data.invoke:
+        last = r.transcript[-1] if r.transcript else None
+        exchange = details("request / response", pre(json.dumps(last, indent=2, default=str)[:6000])) if last else ""
+        rows.append(
+            {
+                "check": r.name,
+                "status": r.status,
+                "reason": r.reason,
+                "latency_ms": r.latency_ms,
+                "ttft_ms": r.ttft_ms,
+                "prompt_tokens": r.prompt_tokens,
+                "completion_tokens": r.completion_tokens,
+                "exchange": exchange,
+            }
+        )
+    label = "EMULATED" if data.emulated else f"measured (run {data.run_id})"
+    return f'<p class="note">timings: {esc(label)}</p>' + table(INVOKE_COLUMNS, rows)
+
+
+def speed_section(data: RunData) -> str:
+    if data.speed is None:
+        return '<p class="note">The speed stage left no results.</p>'
+    rows = [{str(k): v for k, v in rec.items()} for rec in data.speed.to_dict(orient="records")]
+    label = "EMULATED" if data.emulated else f"measured (run {data.run_id})"
+    note = f"numbers: {label}"
+    if "rescaled" in data.speed.columns and bool(data.speed["rescaled"].any()):
+        note += (
+            f"; the emulator ran at time scale {float(data.speed['time_scale'].iloc[0]):g} and its latencies "
+            "and throughputs are shown rescaled to time scale 1"
+        )
+    return f'<p class="note">{esc(note)}</p>' + table(SPEED_COLUMNS, rows, "no scenario ran")
+
+
+def accuracy_section(data: RunData) -> str:
+    if data.accuracy is None:
+        return '<p class="note">The accuracy stage left no results.</p>'
+    comparison = accuracy_comparison(data)
+    rows: list[dict[str, Any]] = []
+    settings = {r.get("suite"): r.get("settings") for r in data.accuracy}
+    if comparison is not None and not comparison.empty:
+        for raw in comparison.to_dict(orient="records"):
+            rec = {str(k): v for k, v in raw.items()}
+            lo, hi = rec.get("ci_low"), rec.get("ci_high")
+            rec["interval"] = (
+                f"[{fmt_number(lo, 3)}, {fmt_number(hi, 3)}]" if lo is not None and hi is not None and lo == lo else ""
+            )
+            rec["settings"] = details("settings", pre(json.dumps(settings.get(rec["suite"]) or {}, indent=2)))
+            rows.append(rec)
+    for r in data.accuracy:
+        if r.get("status") != "ok":
+            rows.append(
+                {
+                    "suite": r.get("suite"),
+                    "metric": r.get("status"),
+                    "source": r.get("source"),
+                    "settings": text_cell(r.get("detail")),
+                }
+            )
+    return table(ACCURACY_COLUMNS, rows, "no accuracy rows")
+
+
+def plan_section(data: RunData) -> str:
+    if not data.plan:
+        return '<p class="note">No plan recorded in this run folder.</p>'
+    external = (data.handle or {}).get("launcher") == "external"
+    parts = []
+    if external:
+        parts.append(
+            '<p class="note">An external server: nothing was launched by this run; the plan below is '
+            "the platform's recipe, for reference.</p>"
+        )
+    parts.append("<p>Launch command (secrets redacted):</p>" + pre(str(data.plan.get("command"))))
+    if data.plan.get("docker"):
+        parts.append(details("docker form", pre(str(data.plan["docker"]))))
+    config = {k: v for k, v in ((data.plan.get("config") or {}).items()) if v not in (None, [], {}, "")}
+    knobs = table(
+        [Column("knob", "knob"), Column("value", "value")], [{"knob": k, "value": v} for k, v in config.items()]
+    )
+    parts.append(details(f"knobs ({len(config)})", knobs))
+    memory = {k: v for k, v in (data.plan.get("memory") or {}).items() if k not in ("notes",)}
+    mem_rows = [{"item": k, "value": v} for k, v in memory.items()]
+    parts.append(
+        details(
+            "memory and KV cache per device (estimate)",
+            table([Column("item", "item"), Column("value", "value", "num")], mem_rows),
+        )
+    )
+    return "".join(parts)
+
+
+MANIFEST_KEYS = (
+    "run_id",
+    "launcher",
+    "emulated",
+    "base_url",
+    "sglang_version",
+    "max_total_num_tokens",
+    "project_commit",
+    "python",
+    "host_os",
+    "started_at",
+    "ready_at",
+)
+
+
+def manifest_section(data: RunData) -> str:
+    m = data.manifest
+    if m is None:
+        return '<p class="note">No manifest: the deploy stage did not run or did not finish.</p>'
+    rows = [{"item": k, "value": m.get(k)} for k in MANIFEST_KEYS if k in m]
+    packages = {k: v for k, v in (m.get("packages") or {}).items() if v}
+    parts = [table([Column("item", "item"), Column("value", "value")], rows)]
+    parts.append(details(f"packages ({len(packages)})", pre(json.dumps(packages, indent=2))))
+    parts.append(details("tool environments", pre(json.dumps(m.get("tool_envs"), indent=2, default=str))))
+    parts.append(details("hardware", pre(json.dumps(m.get("hardware"), indent=2, default=str))))
+    return "".join(parts)
+
+
+def stages_section(data: RunData) -> str:
+    rows = [{str(k): v for k, v in rec.items()} for rec in stages_table(data).to_dict(orient="records")]
+    return table(
+        [
+            Column("stage", "stage"),
+            Column("status", "status", render=lambda v, r: _status(v)),
+            Column("duration_s", "duration (s)", "num", 1),
+            Column("detail", "detail"),
+        ],
+        rows,
+    )

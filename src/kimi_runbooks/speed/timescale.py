@@ -1,0 +1,49 @@
+"""Emulated results put back on the latency model's clock.
+
+A rehearsal runs the emulator at a time scale (0.05: every simulated duration is slept 20x
+shorter), so its latencies are time_scale x and its throughputs 1/time_scale x what the emulator's
+latency model describes. Compared with a hardware reference as they are, a 20x-fast rehearsal
+would look 20x faster than the hardware. `rescale` divides latencies and multiplies throughputs
+back and marks every row it touched; what the client itself adds (HTTP, parsing: well under a
+millisecond per request here) is scaled up with the rest, so rescaled latencies slightly overstate.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from .results import add_derived
+
+LATENCY_COLUMN = re.compile(r"^(mean|median|std|p\d+(_\d+)?|max|min)_(ttft|tpot|itl|e2e_latency)_ms$")
+THROUGHPUT_COLUMNS = (
+    "request_throughput",
+    "input_throughput",
+    "output_throughput",
+    "total_throughput",
+    "max_output_tokens_per_s",
+)
+DURATION_COLUMNS = ("duration",)
+DERIVED = ("output_tok_s_per_gpu", "total_tok_s_per_gpu", "tok_s_per_user")
+
+
+def rescale(df: pd.DataFrame, time_scale: float | None) -> pd.DataFrame:
+    """The rows as if the emulator had run at time scale 1 (a copy); unchanged when time_scale is 1
+    or unknown. Adds `time_scale` (the scale the run used) and `rescaled` (True where changed)."""
+    out = df.copy()
+    scale = float(time_scale) if time_scale else 1.0
+    out["time_scale"] = scale
+    out["rescaled"] = False
+    if out.empty or scale == 1.0 or scale <= 0:
+        return out
+    mask = out["emulated"].fillna(False).astype(bool) if "emulated" in out.columns else pd.Series(True, out.index)
+    mask &= out["status"].eq("ok") if "status" in out.columns else True
+    for col in out.columns:
+        if LATENCY_COLUMN.match(col) or col in DURATION_COLUMNS:
+            out.loc[mask, col] = pd.to_numeric(out.loc[mask, col], errors="coerce") / scale
+        elif col in THROUGHPUT_COLUMNS:
+            out.loc[mask, col] = pd.to_numeric(out.loc[mask, col], errors="coerce") * scale
+    out.loc[mask, "rescaled"] = True
+    recomputed = add_derived(out.drop(columns=[c for c in DERIVED if c in out.columns]))
+    return recomputed
