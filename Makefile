@@ -6,11 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup tool-envs demo test lint plan notebooks goldens clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml src/kimi_runbooks/kernel.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip
 	$(BIN)/pip install -q -e '.[dev]'
-	$(BIN)/python -m ipykernel install --sys-prefix > /dev/null
+	$(BIN)/python -m kimi_runbooks.kernel install > /dev/null
 	touch $(STAMP)
 
 setup: $(STAMP)

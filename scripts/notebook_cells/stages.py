@@ -220,7 +220,7 @@ still runs. On the emulator, whether the model *read* the image cannot be judged
 results = invoke.run_all(
     target, checks, timeout=timeout, max_tokens_thinking=max_tokens_thinking,
     image_expect=image_expect, image_url=image_url, concurrency=concurrency,
-    progress=invoke.print_progress,
+    progress=invoke.progress_to(run_dir),
 )
 """,
     ),

@@ -25,6 +25,7 @@ from .deploy import teardown_run
 from .notebook_run import execute_notebook
 from .paths import NOTEBOOKS_DIR
 from .plan import LaunchPlan, ParamsError, PlanConfig, plan
+from .progress import ProgressRelay
 from .rundir import RunFolder, new_run_id, now_iso, outputs_base
 from .stages import STAGE_NAMES, availability, stage
 
@@ -208,16 +209,17 @@ def run_stage(
         state = report.StageState(name, "not available", why)
     else:
         params = stage_parameters(name, config, options, folder.path, _declared(source))
-        print(f"[runbook] {name}: running {source.name}", flush=True)
+        print(f"[runbook] {name}: started ({source.name}; {stage(name).does})", flush=True)
         try:
-            execute_notebook(
-                str(source),
-                str(executed),
-                parameters=params,
-                kernel_name=kernel_name,
-                cwd=str(folder.path),
-                progress_bar=False,
-            )
+            with ProgressRelay(folder):
+                execute_notebook(
+                    str(source),
+                    str(executed),
+                    parameters=params,
+                    kernel_name=kernel_name,
+                    cwd=str(folder.path),
+                    progress_bar=False,
+                )
             state = report.StageState(name, "ok", "", str(executed.relative_to(folder.path)))
         except Exception as exc:  # noqa: BLE001 - papermill raises PapermillExecutionError; any failure is recorded
             state = report.StageState(
@@ -231,7 +233,8 @@ def run_stage(
                 report.redact_notebook(folder, executed)
     state.duration_s = round(time.monotonic() - start, 2)
     record_stage(folder, state)
-    print(f"[runbook] {name}: {state.status}" + (f" ({state.detail[:300]})" if state.detail else ""), flush=True)
+    took = f" in {state.duration_s:.1f} s" if state.duration_s is not None else ""
+    print(f"[runbook] {name}: {state.status}{took}" + (f" ({state.detail[:300]})" if state.detail else ""), flush=True)
     return state
 
 

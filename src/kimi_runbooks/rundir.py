@@ -108,6 +108,7 @@ class RunFolder:
     BENCH = "bench.jsonl"
     ACCURACY = "accuracy.jsonl"
     REPORT = "report.html"
+    PROGRESS = "progress.jsonl"
 
     def __init__(self, path: str | Path, secret_envs: Iterable[str | None] = ()) -> None:
         self.path = Path(path)

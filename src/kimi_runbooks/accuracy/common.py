@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
 from ..procs import stop_group
+from ..progress import report_progress
 from ..rundir import RunFolder, read_jsonl
 
 ACCURACY_FILE = RunFolder.ACCURACY
@@ -158,12 +159,12 @@ def run_tool(
         bar = tqdm(desc=desc, total=None, unit="step", leave=True, mininterval=1.0)
         try:
             while proc.poll() is None:
-                _advance(bar, log_path)
+                _advance(bar, log_path, folder)
                 if timeout is not None and time.monotonic() - start > timeout:
                     stop_group(proc)
                     raise SuiteFailed(f"{desc}: gave up after {timeout:.0f}s; log: {log_path}")
                 time.sleep(0.25)
-            _advance(bar, log_path)
+            _advance(bar, log_path, folder)
         except BaseException:
             stop_group(proc, grace_s=0)
             raise
@@ -175,7 +176,7 @@ def run_tool(
     return ToolRun(list(argv), proc.returncode, duration, log_path, clean[-3000:])
 
 
-def _advance(bar: tqdm, log_path: Path) -> None:
+def _advance(bar: tqdm, log_path: Path, folder: RunFolder | None = None) -> None:
     try:
         with log_path.open("rb") as fh:
             fh.seek(max(0, log_path.stat().st_size - 4000))
@@ -189,6 +190,7 @@ def _advance(bar: tqdm, log_path: Path) -> None:
             bar.total = total
             bar.n = done
             bar.refresh()
+            report_progress(folder, "accuracy", f"{bar.desc}: {done}/{total}", key=str(bar.desc))
 
 
 def fail_message(run: ToolRun, what: str, hint: str = "") -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import toolenv
 from ..origin import source_label
+from ..progress import report_progress
 from ..target import RunHandle, fetch_server_info, resolve_target, served_model
 from . import vendor_verifier
 from .common import EvalRow, StageMissing, append_rows, finished_fingerprints, read_rows, settings_fingerprint
@@ -80,6 +81,7 @@ def run_accuracy(cfg: AccuracyConfig) -> list[EvalRow]:
             all_rows += [r for r in read_rows(cfg.run_dir) if r.fingerprint == key]
             continue
         start = time.monotonic()
+        report_progress(ctx.folder, "accuracy", f"{suite}: started ({SUITES[suite][0]})", milestone=True)
         try:
             rows = RUNNERS[suite](ctx, suite)
         except (StageMissing, toolenv.ToolEnvMissing, FileNotFoundError) as exc:
@@ -89,6 +91,13 @@ def run_accuracy(cfg: AccuracyConfig) -> list[EvalRow]:
         for r in rows:
             r.fingerprint = key
         append_rows(ctx.folder, rows)
+        statuses = sorted({r.status for r in rows})
+        report_progress(
+            ctx.folder,
+            "accuracy",
+            f"{suite}: {', '.join(statuses)} in {time.monotonic() - start:.1f} s",
+            milestone=True,
+        )
         for r in rows:
             if r.status != "ok":
                 print(f"{suite}: {r.status.upper()}: {r.detail}")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from ..progress import report_progress
 from ..rundir import now_iso
 from ..target import fetch_server_info
 from .diagnose import diagnose, tail
@@ -91,6 +92,9 @@ def wait_ready(
             now = time.monotonic()
             if progress and (phase != last_phase or now - last_beat >= HEARTBEAT_SECONDS):
                 printer(f"[{elapsed:7.1f}s] {phase}")
+                report_progress(
+                    handle.folder, "deploy", f"{phase} ({elapsed:.0f} s)", key="phase", milestone=phase != last_phase
+                )
                 last_phase, last_beat = phase, now
             if elapsed > timeout:
                 excerpt = handle.folder.redact(tail(handle.log_text()))
@@ -103,8 +107,10 @@ def wait_ready(
                 )
             time.sleep(POLL_INTERVAL)
         handle.ready_at = now_iso()
+        took = time.monotonic() - started
+        report_progress(handle.folder, "deploy", f"ready at {base} after {took:.1f} s", milestone=True)
         if progress:
-            printer(f"[{time.monotonic() - started:7.1f}s] ready at {base}")
+            printer(f"[{took:7.1f}s] ready at {base}")
         handle.server_info = fetch_server_info(base, handle.api_key())
         models = client.get(base + "/v1/models").json().get("data") or []
         if models:

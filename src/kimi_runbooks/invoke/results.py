@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -11,6 +12,7 @@ import pandas as pd
 from pydantic import BaseModel, Field, computed_field
 
 from ..origin import source_label
+from ..progress import report_progress
 from ..rundir import RunFolder
 
 Status = Literal["pass", "fail", "skip"]
@@ -74,6 +76,16 @@ def print_progress(result: CheckResult) -> None:
     source = source_label(result.emulated)
     ms = "" if result.latency_ms is None else f" ({result.latency_ms:.0f} ms {source})"
     print(f"{result.name:<17} {result.status.upper():<4}{ms}  {result.reason}", flush=True)
+
+
+def progress_to(folder: RunFolder | str | Path | None) -> Callable[[CheckResult], None]:
+    """run_all's progress callback: the one-line log, and the same line for the runbook to relay."""
+
+    def show(result: CheckResult) -> None:
+        print_progress(result)
+        report_progress(folder, "invoke", f"{result.name}: {result.status}", milestone=result.status == "fail")
+
+    return show
 
 
 def save(results: list[CheckResult], run_dir: str | Path | RunFolder, api_key_env: str | None = None) -> Path:

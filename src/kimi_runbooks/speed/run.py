@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ import pandas as pd
 from ..plan import MemoryPlan
 from ..plan.catalog import Scenario
 from ..procs import stop_group
+from ..progress import report_progress
 from ..rundir import RunFolder, now_iso, read_jsonl
 from ..toolenv import OFFLINE_ENV, ToolEnvError, make_offline_tokenizer, tool_env
 from .argv import DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
@@ -164,7 +166,7 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
     output_file.unlink(missing_ok=True)  # bench_serving appends; one attempt per file
     t0 = time.monotonic()
     timeout = _timeout_for(scenario, run.timeout_s)
-    code, timed_out = _run_child(folder, argv, log_path, run.child_env, timeout)
+    code, timed_out = _run_child(folder, argv, log_path, run.child_env, timeout, label=scenario.id)
     folder.redact_file(output_file)  # bench_serving embeds /server_info, which can carry the api_key
     metrics, parsed_from = _parse_outputs(output_file, log_path)
     row.update(
@@ -203,21 +205,46 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
 
 
 def _run_child(
-    folder: RunFolder, argv: list[str], log_path: Path, env: dict[str, str], timeout: float
+    folder: RunFolder, argv: list[str], log_path: Path, env: dict[str, str], timeout: float, label: str = ""
 ) -> tuple[int | None, bool]:
-    """Run argv in its own process group, output to log_path (redacted after); (returncode, timed_out)."""
+    """Run argv in its own process group, output to log_path (redacted after); (returncode, timed_out).
+
+    While it runs, the request counter bench_serving prints ("37/80") is reported as progress."""
+    deadline = time.monotonic() + timeout
     with folder.open_log(log_path) as out:
         proc = subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL, start_new_session=True
         )
         try:
-            return proc.wait(timeout=timeout), False
-        except subprocess.TimeoutExpired:
-            stop_group(proc)
-            return proc.returncode, True
+            while True:
+                try:
+                    return proc.wait(timeout=PROGRESS_POLL_S), False
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() > deadline:
+                        stop_group(proc)
+                        return proc.returncode, True
+                    _report_requests(folder, log_path, label)
         except BaseException:
             stop_group(proc, grace_s=0)
             raise
+
+
+REQUESTS_DONE = re.compile(r"(\d+)/(\d+) \[")
+PROGRESS_POLL_S = 1.0
+
+
+def _report_requests(folder: RunFolder, log_path: Path, label: str) -> None:
+    """The latest "done/total [" counter in the client's log, as a progress event."""
+    try:
+        with log_path.open("rb") as fh:
+            fh.seek(max(0, log_path.stat().st_size - 2000))
+            tail = fh.read().decode(errors="replace")
+    except OSError:
+        return
+    found = REQUESTS_DONE.findall(tail)
+    if found:
+        done, total = found[-1]
+        report_progress(folder, "speed", f"{label}: {done}/{total} requests", key=label)
 
 
 def run_scenarios(
@@ -290,12 +317,20 @@ def run_scenarios(
     )
     done = {r["scenario"] for r in read_jsonl(folder.bench) if r.get("status") in FINISHED} if resume else set()
     bar = tqdm(list(scenarios), desc="bench", unit="scenario", disable=not progress)
-    for scenario in bar:
+    for index, scenario in enumerate(bar, 1):
         bar.set_postfix_str(scenario.id)
         if scenario.id in done:
             log.info("%s: already finished in %s, skipped (resume)", scenario.id, folder.bench)
+            report_progress(folder, "speed", f"{scenario.id}: already finished (resume)", milestone=True)
             continue
-        run_one(scenario, run)
+        report_progress(folder, "speed", f"scenario {index}/{len(scenarios)} {scenario.id}: started", milestone=True)
+        row = run_one(scenario, run)
+        report_progress(
+            folder,
+            "speed",
+            f"{scenario.id}: {row.get('status')}" + (f" in {row['duration_s']:.1f} s" if row.get("duration_s") else ""),
+            milestone=True,
+        )
     bar.close()
     df = load_results(folder.bench, devices=devices)
     ids = [s.id for s in scenarios]

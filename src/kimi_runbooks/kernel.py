@@ -1,0 +1,60 @@
+"""The notebooks' Jupyter kernel: ipykernel, without one warning that does not apply on loopback.
+
+`papermill runbooks/<id>.ipynb ...` starts the runbook's own kernel on TCP (the stage notebooks it
+runs use IPC sockets, see notebook_run). ipykernel then logs "Kernel is running over TCP without
+encryption", which is about eavesdropping on a network; on the loopback interface only this
+machine's root could listen. That one warning is dropped when, and only when, the kernel's address
+is loopback; on any other address it stays.
+
+    python -m kimi_runbooks.kernel install   # make the project's python3 kernelspec use this module
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+from .rundir import write_redacted
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+WARNING_TEXT = "running over TCP without encryption"
+
+
+class LoopbackTransportWarning(logging.Filter):
+    """Drops ipykernel's TCP eavesdropping warning for a kernel bound to loopback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if WARNING_TEXT not in record.getMessage():
+            return True
+        from ipykernel.kernelapp import IPKernelApp
+
+        app = IPKernelApp.instance() if IPKernelApp.initialized() else None
+        return app is None or str(getattr(app, "ip", "")) not in LOOPBACK
+
+
+def install(prefix: str = sys.prefix) -> Path:
+    """Install ipykernel's python3 kernelspec into `prefix`, launching this module instead."""
+    from ipykernel.kernelspec import install as install_kernelspec
+
+    folder = Path(install_kernelspec(prefix=prefix))
+    spec_file = folder / "kernel.json"
+    spec = json.loads(spec_file.read_text())
+    spec["argv"] = [a if a != "ipykernel_launcher" else "kimi_runbooks.kernel" for a in spec["argv"]]
+    write_redacted(spec_file, json.dumps(spec, indent=1) + "\n")
+    return spec_file
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["install"]:
+        print(f"installed {install()}")
+        return
+    logging.getLogger("IPKernelApp").addFilter(LoopbackTransportWarning())
+    from ipykernel import kernelapp
+
+    kernelapp.launch_new_instance()
+
+
+if __name__ == "__main__":
+    main()

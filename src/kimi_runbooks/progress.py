@@ -1,0 +1,93 @@
+"""Live progress of a run: stages report what they are doing, the runbook shows it as it happens.
+
+A stage runs inside its own notebook kernel, so its prints reach the runbook only when the stage
+ends (for the speed stage, hours later on hardware). Instead each stage appends short events to
+run_dir/progress.jsonl (`report_progress`), and the runbook tails that file while the stage runs
+(`ProgressRelay`): one line per event in papermill's log and in Jupyter, rate-limited so a
+bench client's request counter does not flood the output.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .rundir import RunFolder, now_iso, read_jsonl
+
+PROGRESS_FILE = RunFolder.PROGRESS
+MIN_INTERVAL_S = 2.0
+"""Between two relayed lines of the same stage and key (milestones are always shown)."""
+
+
+def report_progress(
+    folder: RunFolder | str | Path | None,
+    stage: str,
+    message: str,
+    *,
+    key: str = "",
+    milestone: bool = False,
+    **fields: Any,
+) -> None:
+    """Append one progress event; a no-op without a run folder (a stage run outside a runbook)."""
+    if folder is None:
+        return
+    run = folder if isinstance(folder, RunFolder) else RunFolder(folder)
+    if not run.path.is_dir():
+        return
+    run.append_jsonl(
+        run.file(PROGRESS_FILE),
+        {
+            "at": now_iso(),
+            "t": time.time(),
+            "stage": stage,
+            "message": message,
+            "key": key,
+            "milestone": milestone,
+            **fields,
+        },
+    )
+
+
+class ProgressRelay:
+    """Tails progress.jsonl in a thread and prints new events as `[runbook] <stage>: <message>`."""
+
+    def __init__(
+        self, folder: RunFolder, printer: Callable[[str], None] | None = None, interval_s: float = 0.5
+    ) -> None:
+        self.folder = folder
+        self.path = folder.file(PROGRESS_FILE)
+        self.printer = printer or (lambda line: print(line, flush=True))
+        self.interval_s = interval_s
+        self._seen = len(read_jsonl(self.path))
+        self._last: dict[tuple[str, str], float] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> ProgressRelay:
+        self._thread = threading.Thread(target=self._run, name="progress-relay", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.flush(final=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.flush()
+
+    def flush(self, final: bool = False) -> None:
+        rows = read_jsonl(self.path)
+        new, self._seen = rows[self._seen :], len(rows)
+        for i, row in enumerate(new):
+            slot = (str(row.get("stage")), str(row.get("key") or ""))
+            last_of_slot = not any((str(r.get("stage")), str(r.get("key") or "")) == slot for r in new[i + 1 :])
+            due = time.monotonic() - self._last.get(slot, 0.0) >= MIN_INTERVAL_S
+            if row.get("milestone") or due or (final and last_of_slot):
+                self._last[slot] = time.monotonic()
+                self.printer(f"[runbook] {row.get('stage')}: {row.get('message')}")

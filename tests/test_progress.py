@@ -1,0 +1,29 @@
+"""Stages report progress into the run folder; the runbook relays it live, rate-limited."""
+
+from __future__ import annotations
+
+import time
+
+from kimi_runbooks.progress import ProgressRelay, report_progress
+from kimi_runbooks.rundir import RunFolder
+
+
+def test_relay_prints_milestones_and_rate_limits_counters(tmp_path) -> None:
+    folder = RunFolder.create(tmp_path / "run")
+    lines: list[str] = []
+    with ProgressRelay(folder, printer=lines.append, interval_s=0.05):
+        report_progress(folder, "speed", "scenario 1/2 a: started", milestone=True)
+        for done in range(1, 40):
+            report_progress(folder, "speed", f"a: {done}/40 requests", key="a")
+        report_progress(folder, "speed", "a: ok in 1.0 s", milestone=True)
+        time.sleep(0.3)
+    assert lines[0] == "[runbook] speed: scenario 1/2 a: started"
+    assert "[runbook] speed: a: ok in 1.0 s" in lines
+    counters = [line for line in lines if "requests" in line]
+    assert 1 <= len(counters) <= 3  # not 39 lines: one per interval per key, and the last one
+
+
+def test_no_run_folder_is_a_no_op(tmp_path) -> None:
+    report_progress(None, "invoke", "x")
+    report_progress(tmp_path / "missing", "invoke", "x")
+    assert not (tmp_path / "missing").exists()
