@@ -15,7 +15,19 @@ from kimi_runbooks.plan import Catalog, load_catalog
 from kimi_runbooks.rundir import RunFolder
 from tests.support import FAKES, missing
 
-FAKE_SMI_VARS = ("FAKE_GPU_COUNT", "FAKE_GPU_BUSY", "FAKE_GPU_PROCS", "FAKE_GPU_NAME", "FAKE_SMI_FAIL")
+FAKE_SMI_VARS = (
+    "FAKE_GPU_COUNT",
+    "FAKE_GPU_BUSY",
+    "FAKE_GPU_PROCS",
+    "FAKE_GPU_NAME",
+    "FAKE_SMI_FAIL",
+    "FAKE_GPU_POWER",
+    "FAKE_GPU_POWER_NA",
+    "FAKE_GPU_UTIL",
+    "FAKE_AMD_SHAPE",
+    "FAKE_NPU_CHIPS",
+    "FAKE_NPU_POWER",
+)
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +50,7 @@ def run_folder(tmp_path: Path) -> RunFolder:
 
 @pytest.fixture
 def fake_smi_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """PATH = tests/fakes (nvidia-smi, rocm-smi, npu-smi printing recorded formats) + a folder for
+    """PATH = tests/fakes (nvidia-smi, amd-smi, rocm-smi, npu-smi printing recorded formats) + a folder for
     per-test fakes + system dirs, so no real smi tool is seen. Returns that per-test folder."""
     extra = tmp_path / "bin"
     extra.mkdir()

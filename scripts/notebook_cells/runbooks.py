@@ -72,6 +72,10 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
             f"added to the recipe's {list(recipe.extra_args)}" if recipe.extra_args else "raw extra server arguments",
         ),
         "api_key_env": (None, "NAME of the env var holding the API key (never the key itself)"),
+        "enable_metrics": (
+            True,
+            "adds --enable-metrics so the speed stage sees queueing and the KV pool; False: the recipe exactly",
+        ),
     }
     lines = [
         "from typing import Optional",

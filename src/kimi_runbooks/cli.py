@@ -30,6 +30,9 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-reasoning-parser", action="store_true")
     p.add_argument("--no-tool-call-parser", action="store_true")
     p.add_argument("--speculative", action="store_true", help="EAGLE3 speculative decoding")
+    p.add_argument(
+        "--enable-metrics", action="store_true", help="add SGLang's --enable-metrics (the speed stage reads /metrics)"
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=30000)
     p.add_argument("--api-key-env", help="NAME of the env var holding the API key")
@@ -73,6 +76,7 @@ def config_from_args(args: argparse.Namespace) -> PlanConfig:
             "mem_fraction_static",
             "context_length",
             "speculative",
+            "enable_metrics",
             "host",
             "port",
             "api_key_env",

@@ -232,6 +232,14 @@ class RunFolder:
     def bench_log(self, scenario_id: str) -> Path:
         return self.logs / f"bench-{scenario_id}.log"
 
+    def metrics_series(self, scenario_id: str) -> Path:
+        """The server's /metrics samples taken while one speed scenario ran."""
+        return self.path / "metrics" / f"{scenario_id}.jsonl"
+
+    def telemetry_series(self, scenario_id: str) -> Path:
+        """Device telemetry (power, utilisation, memory, temperature) while one speed scenario ran."""
+        return self.path / "telemetry" / f"{scenario_id}.jsonl"
+
     def node_script(self, role: str, rank: int) -> Path:
         return self.path / f"node-{role}-{rank}.sh"
 

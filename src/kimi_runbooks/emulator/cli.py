@@ -96,6 +96,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
         seed=args.seed,
         launch_args=launch_args,
         strict_sglang=args.strict_sglang,
+        enable_metrics=bool(launch_args.get("enable_metrics", False)),
     )
     return settings, args
 

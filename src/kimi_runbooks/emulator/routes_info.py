@@ -14,6 +14,7 @@ import time
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
+from .errors import RawError
 from .openapi import openapi
 from .server_info import model_info, server_info
 from .state import AppState
@@ -98,7 +99,11 @@ async def flush_cache(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    engine = _state(request).engine
+    state = _state(request)
+    if not state.settings.enable_metrics:
+        # SGLang mounts /metrics only with --enable-metrics (http_server.py): the router's 404
+        raise RawError(404, {"detail": "Not Found"})
+    engine = state.engine
     s = engine.scheduler
     body = engine.metrics.render(s.running, s.queued, s.token_usage, s.used_tokens)
     return PlainTextResponse(body, media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -75,6 +75,9 @@ class EmulatorSettings:
     launch_args: dict[str, Any] = field(default_factory=dict)
     log_startup: bool = True
     strict_sglang: bool = False  # drop even the allowed deviations (deviations.py)
+    enable_metrics: bool = True
+    """Serve /metrics. The CLI sets it from --enable-metrics as SGLang does (off without the flag);
+    in-process emulators (tests) keep it on."""
 
     def __post_init__(self) -> None:
         if isinstance(self.fault, str):

@@ -100,6 +100,9 @@ class Platform(Strict):
     recipe: Recipe
     published_models: list[str]
     hardware: Hardware
+    price_per_device_hour: float | None = None
+    """A published list price in $ per device-hour (default of the cost figures), with its source."""
+    price_source: str | None = None
     notes: list[str] = Field(default_factory=list)
 
     @property
@@ -248,6 +251,8 @@ class Scenario(Strict):
     backend: Literal["sglang", "sglang-oai", "sglang-oai-chat"] = "sglang"
     extra_args: dict[str, ArgValue | None] = Field(default_factory=dict)
     matrix: dict[str, int] | None = None
+    slo: dict[str, float] | None = None
+    """Service-level objectives in ms (ttft_ms, tpot_ms, e2e_ms) for goodput; None: published targets."""
 
 
 class ScenarioSet(Strict):

@@ -42,6 +42,9 @@ class PlanConfig(BaseModel):
     model_path: str | None = None
     draft_model_path: str | None = None
     extra_args: list[str] = Field(default_factory=list)
+    enable_metrics: bool = False
+    """Add SGLang's --enable-metrics (the speed stage samples /metrics: queueing, KV pool). Off by
+    default so a plan reproduces the published command; the runbooks turn it on."""
     env: dict[str, str] = Field(default_factory=dict)
     entrypoint: str = "sglang serve"
     sglang_version: str = DEFAULT_SGLANG_VERSION

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from .catalog import ArgValue, Catalog, Deployment, ParamsError, Platform, Role
 from .config import PlanConfig
-from .knobs import canonical_flag, rule_facts, unknown_allows
+from .knobs import METRICS_FLAG, canonical_flag, rule_facts, unknown_allows
 from .launch_plan import LaunchPlan, NodeCommand
 from .memory import MemoryPlan, plan_memory
 from .rules import RuleResult, check_rules
@@ -141,6 +141,8 @@ def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, de
             values = _placeholder_values(config, role, rank)
             args = _role_args(config, role, rank)
             argv = shlex.split(role.entrypoint) + args_to_argv(args) + list(config.extra_args)
+            if config.enable_metrics and METRICS_FLAG not in argv:
+                argv.append(METRICS_FLAG)
             env = {k: str(_fill(v, values)) for k, v in role_env.items()}
             command = shell_command(argv)
             script = render_script(deployment.host_setup, deployment.unset_env, deployment.source_scripts, env, command)

@@ -118,6 +118,9 @@ def resolve_knobs(config: PlanConfig, platform: Platform, model: Model) -> Resol
     )
 
 
+METRICS_FLAG = "--enable-metrics"
+
+
 def server_args(config: PlanConfig, knobs: ResolvedKnobs, model: Model) -> list[tuple[str, ArgValue | None]]:
     values = {
         "model_path": knobs.model_path,
@@ -140,6 +143,8 @@ def server_args(config: PlanConfig, knobs: ResolvedKnobs, model: Model) -> list[
         draft = config.draft_model_path or (model.draft_model.path if model.draft_model else None)
         args.append(("--speculative-draft-model-path", draft))
     args.append(("--trust-remote-code", config.trust_remote_code))
+    if config.enable_metrics and METRICS_FLAG not in knobs.extra_args:
+        args.append((METRICS_FLAG, True))
     if config.api_key_env:
         args.append(("--api-key", "${" + config.api_key_env + "}"))
     args.extend([("--host", config.host), ("--port", config.port)])

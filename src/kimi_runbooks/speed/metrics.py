@@ -1,0 +1,177 @@
+"""Sample the server's own /metrics beside a benchmark: was it queueing, was the KV pool full?
+
+SGLang exports Prometheus metrics at /metrics when started with --enable-metrics (its metrics
+collector: sglang/srt/observability/metrics_collector.py in 0.5.23). The scheduler's gauges are
+rewritten at prefill batches and every 40th decode iteration, so a 1 s scrape sees repeated values
+while decode runs fast; that is enough to tell queueing, pool pressure and idle devices apart.
+Series carry labels (model_name, engine_type, tp_rank, ..., one series per dp_rank with DP
+attention); counts are summed across them, fractions take their maximum.
+
+The sampler runs in a thread during one scenario, appends every sample to the run folder
+(metrics/<scenario>.jsonl) as it goes, and summarises the scenario when it stops.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from ..rundir import RunFolder
+
+GAUGES_SUMMED = (
+    "num_running_reqs",
+    "num_queue_reqs",
+    "num_used_tokens",
+    "max_total_num_tokens",
+    "gen_throughput",
+    "num_retracted_reqs",
+)
+GAUGES_MAX = ("token_usage", "cache_hit_rate", "spec_accept_length")
+HISTOGRAMS = ("time_to_first_token_seconds", "inter_token_latency_seconds")
+PREFIX = "sglang:"
+METRICS_OFF = "metrics off: the server has no /metrics (start SGLang with --enable-metrics to see queueing)"
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """The series that matter, one number each (see module docstring), from Prometheus text."""
+    sums: dict[str, float] = {}
+    maxima: dict[str, float] = {}
+    hist: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        if not family.name.startswith(PREFIX):
+            continue
+        for sample in family.samples:
+            short = sample.name.removeprefix(PREFIX)
+            if short in GAUGES_SUMMED:
+                sums[short] = sums.get(short, 0.0) + float(sample.value)
+            elif short in GAUGES_MAX:
+                maxima[short] = max(maxima.get(short, float("-inf")), float(sample.value))
+            elif short.endswith(("_sum", "_count")) and short.rsplit("_", 1)[0] in HISTOGRAMS:
+                hist[short] = hist.get(short, 0.0) + float(sample.value)
+    return {**sums, **maxima, **hist}
+
+
+@dataclass
+class MetricsSampler:
+    """Scrapes /metrics every `interval_s` in a thread while a scenario runs (a context manager)."""
+
+    base_url: str
+    folder: RunFolder | None = None
+    scenario: str = "scenario"
+    api_key: str | None = None
+    interval_s: float = 1.0
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    note: str | None = None
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _t0: float = 0.0
+
+    def __enter__(self) -> MetricsSampler:
+        self._t0 = time.monotonic()
+        self.scrape_once()  # the baseline before the first request (histogram counters are cumulative)
+        self._thread = threading.Thread(target=self._run, name=f"metrics-{self.scenario}", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.scrape_once()  # the final counters (histogram sums) after the last request
+
+    def _run(self) -> None:
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        with httpx.Client(timeout=min(5.0, max(self.interval_s, 1.0)), headers=headers) as client:
+            while not self._stop.is_set():
+                if not self.scrape_once(client):
+                    return
+                self._stop.wait(self.interval_s)
+
+    def scrape_once(self, client: httpx.Client | None = None) -> bool:
+        """One sample; False when the server has no usable /metrics (recorded in `note`)."""
+        if self.note:
+            return False
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        try:
+            resp = (
+                client.get(self.base_url.rstrip("/") + "/metrics")
+                if client
+                else httpx.get(self.base_url.rstrip("/") + "/metrics", headers=headers, timeout=5.0)
+            )
+        except httpx.HTTPError as exc:
+            self.samples.append({"t": round(time.monotonic() - self._t0, 3), "error": type(exc).__name__})
+            return True  # a busy server may miss one scrape; keep trying
+        if resp.status_code == 404:
+            self.note = METRICS_OFF
+            return False
+        if resp.status_code != 200:
+            self.note = f"metrics not readable: GET /metrics answered {resp.status_code}"
+            return False
+        try:
+            values = parse_metrics(resp.text)
+        except ValueError as exc:
+            self.note = f"metrics not readable: {exc}"
+            return False
+        row = {"t": round(time.monotonic() - self._t0, 3), **values}
+        self.samples.append(row)
+        if self.folder is not None:
+            self.folder.append_jsonl(self.folder.metrics_series(self.scenario), row)
+        return True
+
+    def summary(self) -> dict[str, Any]:
+        return summarise(self.samples, self.note)
+
+
+def _series(samples: list[dict[str, Any]], key: str) -> list[float]:
+    return [float(s[key]) for s in samples if isinstance(s.get(key), (int, float))]
+
+
+def _histogram_mean_ms(samples: list[dict[str, Any]], name: str) -> float | None:
+    """Mean over the requests observed during the scenario: last printed value minus the first
+    sample's (a histogram SGLang has not printed yet has observed nothing: zero)."""
+    sums, counts = _series(samples, f"{name}_sum"), _series(samples, f"{name}_count")
+    if not sums or not counts or not samples:
+        return None
+    first = samples[0]
+    sum0, count0 = float(first.get(f"{name}_sum", 0.0)), float(first.get(f"{name}_count", 0.0))
+    if counts[-1] - count0 <= 0:
+        return None
+    return 1000.0 * (sums[-1] - sum0) / (counts[-1] - count0)
+
+
+def summarise(samples: list[dict[str, Any]], note: str | None = None) -> dict[str, Any]:
+    """Peak queued, mean and peak running, peak KV usage, cache hit rate, throughput, accept length;
+    `mean_running` over the samples where anything ran (the steady state, not the ramp to zero)."""
+    good = [s for s in samples if "error" not in s]
+    if not good:
+        return {"samples": 0, "note": note or "no /metrics sample was taken"}
+    running = _series(good, "num_running_reqs")
+    busy = [r for r in running if r > 0]
+    out: dict[str, Any] = {
+        "samples": len(good),
+        "peak_running": max(running) if running else None,
+        "mean_running": round(statistics.fmean(busy), 2) if busy else 0.0,
+        "peak_queued": max(_series(good, "num_queue_reqs"), default=None),
+        "peak_token_usage": max(_series(good, "token_usage"), default=None),
+        "peak_used_tokens": max(_series(good, "num_used_tokens"), default=None),
+        "max_total_num_tokens": max(_series(good, "max_total_num_tokens"), default=None),
+        "cache_hit_rate": max(_series(good, "cache_hit_rate"), default=None),
+        "mean_gen_throughput": _mean_positive(_series(good, "gen_throughput")),
+        "spec_accept_length": _mean_positive(_series(good, "spec_accept_length")),
+        "server_mean_ttft_ms": _histogram_mean_ms(good, "time_to_first_token_seconds"),
+        "server_mean_itl_ms": _histogram_mean_ms(good, "inter_token_latency_seconds"),
+    }
+    if note:
+        out["note"] = note
+    return out
+
+
+def _mean_positive(values: list[float]) -> float | None:
+    positive = [v for v in values if v > 0]
+    return round(statistics.fmean(positive), 3) if positive else None

@@ -1,0 +1,129 @@
+"""The /metrics sampler: SGLang's exposition parsed with prometheus_client, summarised per scenario,
+and a clear note (never a crash) for a server without /metrics or with garbage there."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from kimi_runbooks.emulator import EmulatorSettings
+from kimi_runbooks.emulator.testing import run_in_thread
+from kimi_runbooks.rundir import RunFolder
+from kimi_runbooks.speed import metrics
+from tests.support import FIXTURES
+
+
+def test_parse_sums_counts_across_dp_ranks_and_keeps_peak_fractions() -> None:
+    """DP attention prints one series per dp_rank: requests and tokens add up, usage is the worst rank."""
+    values = metrics.parse_metrics((FIXTURES / "sglang_metrics_dp2.txt").read_text())
+    assert values["num_running_reqs"] == 41
+    assert values["num_queue_reqs"] == 23
+    assert values["num_used_tokens"] == 190560 + 178400
+    assert values["max_total_num_tokens"] == 2 * 196448
+    assert values["token_usage"] == 0.97
+    assert values["cache_hit_rate"] == 0.31
+    assert values["time_to_first_token_seconds_sum"] == 23.65
+    assert "prompt_tokens_total" not in values and not any(k.startswith("python") for k in values)
+
+
+def test_parse_reads_the_emulator(emulator_url: str) -> None:
+    values = metrics.parse_metrics(httpx.get(emulator_url + "/metrics").text)
+    assert values["num_running_reqs"] == 0 and "token_usage" in values
+
+
+def test_summary_steady_state_and_histogram_means() -> None:
+    samples = [
+        {
+            "t": 0,
+            "num_running_reqs": 0,
+            "num_queue_reqs": 0,
+            "token_usage": 0.1,
+            "time_to_first_token_seconds_sum": 1.0,
+            "time_to_first_token_seconds_count": 10,
+        },
+        {"t": 1, "num_running_reqs": 40, "num_queue_reqs": 8, "token_usage": 0.96},
+        {"t": 2, "error": "ReadTimeout"},
+        {
+            "t": 3,
+            "num_running_reqs": 30,
+            "num_queue_reqs": 0,
+            "token_usage": 0.5,
+            "time_to_first_token_seconds_sum": 4.0,
+            "time_to_first_token_seconds_count": 20,
+        },
+        {"t": 4, "num_running_reqs": 0, "num_queue_reqs": 0},
+    ]
+    summary = metrics.summarise(samples)
+    assert summary["samples"] == 4  # the failed scrape is not a sample
+    assert summary["mean_running"] == 35.0  # busy samples only
+    assert summary["peak_running"] == 40 and summary["peak_queued"] == 8
+    assert summary["peak_token_usage"] == 0.96
+    assert summary["server_mean_ttft_ms"] == pytest.approx(300.0)  # (4 - 1) s / (20 - 10) requests
+    # a histogram SGLang has not printed yet has observed nothing: counted from zero
+    first_seen = metrics.summarise([{"t": 0, "num_running_reqs": 1}, samples[3]])
+    assert first_seen["server_mean_ttft_ms"] == pytest.approx(200.0)
+
+
+def test_summary_without_samples_keeps_the_note() -> None:
+    assert metrics.summarise([], metrics.METRICS_OFF) == {"samples": 0, "note": metrics.METRICS_OFF}
+
+
+def test_sampler_writes_series_while_requests_run(run_folder: RunFolder) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    url, stop = run_in_thread(EmulatorSettings(port=0, time_scale=1.0, log_startup=False))
+    body = {"text": "hi", "sampling_params": {"max_new_tokens": 40, "ignore_eos": True}}
+    try:
+        with metrics.MetricsSampler(url, folder=run_folder, scenario="c4", interval_s=0.05) as sampler:
+            with ThreadPoolExecutor(4) as pool:
+                answers = list(pool.map(lambda _: httpx.post(url + "/generate", json=body, timeout=30), range(4)))
+            time.sleep(0.1)
+        assert all(a.status_code == 200 for a in answers)
+    finally:
+        stop()
+    rows = run_folder.metrics_series("c4").read_text().splitlines()
+    assert len(rows) == len(sampler.samples) >= 3
+    summary = sampler.summary()
+    assert summary["peak_running"] >= 1
+    assert summary["server_mean_ttft_ms"] is not None
+
+
+def test_server_without_metrics_gets_a_note(run_folder: RunFolder) -> None:
+    url, stop = run_in_thread(EmulatorSettings(port=0, time_scale=0.05, log_startup=False, enable_metrics=False))
+    try:
+        with metrics.MetricsSampler(url, folder=run_folder, interval_s=0.05) as sampler:
+            time.sleep(0.2)
+    finally:
+        stop()
+    assert sampler.summary() == {"samples": 0, "note": metrics.METRICS_OFF}
+    assert "--enable-metrics" in metrics.METRICS_OFF
+    assert not run_folder.metrics_series("scenario").exists()
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        (200, "<html>not prometheus {{", "metrics not readable"),
+        (401, '{"error": "Unauthorized"}', "answered 401"),
+        (503, "", "answered 503"),
+    ],
+)
+def test_garbage_or_refusal_gets_a_note(status: int, body: str, expected: str) -> None:
+    transport = httpx.MockTransport(lambda request: httpx.Response(status, text=body))
+    sampler = metrics.MetricsSampler("http://server")
+    with httpx.Client(transport=transport) as client:
+        assert sampler.scrape_once(client) is False
+    assert expected in str(sampler.note)
+    assert sampler.summary()["samples"] == 0
+
+
+def test_a_missed_scrape_is_kept_trying() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    sampler = metrics.MetricsSampler("http://server")
+    with httpx.Client(transport=httpx.MockTransport(refuse)) as client:
+        assert sampler.scrape_once(client) is True
+    assert sampler.samples == [{"t": sampler.samples[0]["t"], "error": "ConnectError"}]

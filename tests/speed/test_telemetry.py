@@ -1,0 +1,119 @@
+"""Device telemetry from the vendors' tools, driven by fake smi executables printing their formats;
+energy per token checked by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kimi_runbooks.rundir import RunFolder
+from kimi_runbooks.speed import efficiency, telemetry
+from tests.support import FAKES
+
+
+def test_nvidia_smi_devices_and_na_power(fake_smi_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_GPU_POWER_NA", "1")
+    devices = telemetry.read_devices("nvidia-smi")
+    assert len(devices) == 8
+    assert devices[0].power_w is None  # "[N/A]" is missing, never zero
+    assert devices[1] == telemetry.DeviceSample("1", 612.34, 100.0, 0.0, 143771.0, 61.0)
+
+
+@pytest.mark.parametrize("shape", ["gpu_data", "list"])
+def test_amd_smi_both_json_shapes(fake_smi_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str) -> None:
+    monkeypatch.setenv("FAKE_AMD_SHAPE", shape)
+    monkeypatch.setenv("FAKE_GPU_COUNT", "2")
+    devices = telemetry.read_devices("amd-smi")
+    assert devices == [
+        telemetry.DeviceSample("0", 542.0, 87.0, 121344.0, 196592.0, 70.0),
+        telemetry.DeviceSample("1", 542.0, 87.0, 121344.0, 196592.0, 71.0),
+    ]
+
+
+def test_rocm_smi_fallback(fake_smi_path: Path) -> None:
+    devices = telemetry.read_devices("rocm-smi")
+    assert [d.device for d in devices] == ["0", "1", "2", "3"]
+    assert devices[0].power_w == 745.0 and devices[0].util_pct == 93.0
+    assert devices[0].temp_c == 70.0  # junction, since edge is "N/A"
+    assert devices[0].mem_total_mib == pytest.approx(309220868096 / 2**20)
+
+
+def test_amd_platforms_prefer_amd_smi_then_rocm_smi(fake_smi_path: Path, tmp_path: Path) -> None:
+    assert telemetry.find_tool("rocm-smi") == "amd-smi"
+    only_rocm = tmp_path / "only-rocm"
+    only_rocm.mkdir()
+    (only_rocm / "rocm-smi").symlink_to(FAKES / "rocm-smi")
+    assert telemetry.find_tool("rocm-smi", {"PATH": str(only_rocm)}) == "rocm-smi"
+    assert telemetry.find_tool("nvidia-smi", {"PATH": str(only_rocm)}) is None
+
+
+def test_npu_smi_a3_power_on_first_chip_only(fake_smi_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_GPU_COUNT", "2")
+    monkeypatch.setenv("FAKE_NPU_CHIPS", "2")
+    monkeypatch.setenv("FAKE_NPU_POWER", "350.0")
+    devices = telemetry.read_devices("npu-smi")
+    assert [d.device for d in devices] == ["0.0", "0.1", "1.0", "1.1"]
+    assert [d.power_w for d in devices] == [350.0, None, 350.0, None]
+    assert devices[1].util_pct == 37.0 and devices[1].mem_total_mib == 65536.0
+
+
+def test_failing_tool_gives_no_samples(fake_smi_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_SMI_FAIL", "1")
+    assert telemetry.read_devices("nvidia-smi") == []
+    sampler = telemetry.TelemetrySampler("nvidia-smi")
+    sampler.sample_once()
+    assert sampler.summary()["samples"] == 0
+
+
+def test_energy_per_token_by_hand(fake_smi_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """8 devices at 500 W for 3 s (samples at 0, 1, 2, 3 s) is 12 000 J; 4 000 output tokens in
+    those 3 s: 3 J per token, and 1 333.3 tok/s at 4 kW is 333.3 tok/s per kW."""
+    monkeypatch.setenv("FAKE_GPU_POWER", "500")
+    folder = RunFolder.create(tmp_path / "run")
+    sampler = telemetry.TelemetrySampler("nvidia-smi", folder=folder, scenario="c16")
+    for t in range(4):
+        sampler.sample_once(at=float(t))
+    summary = sampler.summary()
+    assert summary["mean_power_w"] == 4000.0
+    assert summary["energy_j"] == pytest.approx(12000, rel=0.01)
+    energy = efficiency.energy(summary, output_tokens=4000, output_throughput=4000 / 3)
+    assert energy["joules_per_output_token"] == pytest.approx(3.0, rel=0.01)
+    assert energy["output_tok_s_per_kw"] == pytest.approx(333.33, rel=0.001)
+    assert "measured board power (nvidia-smi)" == energy["energy_source"]
+    assert len(folder.telemetry_series("c16").read_text().splitlines()) == 4
+
+
+def test_energy_skips_samples_without_power() -> None:
+    samples = [
+        {"t": 0.0, "devices": [{"power_w": 100.0}]},
+        {"t": 1.0, "devices": [{"power_w": None}]},
+        {"t": 2.0, "devices": [{"power_w": 300.0}]},
+    ]
+    assert telemetry.energy_joules(samples) == 400.0  # (100 + 300) / 2 x 2 s
+    assert telemetry.energy_joules(samples[:1]) is None
+
+
+def test_sampler_without_tool_says_so() -> None:
+    with telemetry.TelemetrySampler(None, note="emulated server: no devices to sample") as sampler:
+        pass
+    assert sampler.summary() == {"tool": None, "samples": 0, "note": "emulated server: no devices to sample"}
+
+
+def test_sampler_thread_samples_while_running(fake_smi_path: Path) -> None:
+    import time
+
+    with telemetry.TelemetrySampler("nvidia-smi", interval_s=0.05) as sampler:
+        time.sleep(0.5)
+    summary = sampler.summary()
+    assert summary["samples"] >= 2 and summary["devices"] == 8
+    assert summary["max_temp_c"] == 67.0
+
+
+def test_cost_per_million_tokens() -> None:
+    """8 devices at $2/h = $16/h; 2 000 tok/s = 7.2 M tok/h: $2.2222 per million output tokens."""
+    got = efficiency.cost(2000.0, 8, 2.0, "price parameter")
+    assert got["usd_per_million_output_tokens"] == pytest.approx(16 / 7.2)
+    assert efficiency.cost(2000.0, 8, None, None) == {}
+    assert efficiency.cost(0.0, 8, 2.0, None) == {}
+    assert efficiency.cost(2000.0, 8, 2.0, None)["price_source"] == "from price parameter"
