@@ -25,6 +25,8 @@ ROOT = REPO_ROOT
 DEPLOYMENTS = ROOT / "params" / "deployments"
 SCENARIOS = ROOT / "params" / "scenarios" / "ascend.yaml"
 TARGETS = ROOT / "params" / "references" / "ascend-a3-targets.yaml"
+# the public page every Ascend deployment cites (docs/sources.md)
+ASCEND_BEST_PRACTICE_URL = "https://docs.sglang.io/docs/hardware-platforms/ascend-npus/best_practice/kimi_k2_6"
 FIXTURES = ROOT / "tests" / "fixtures" / "seed_commands" / "ascend"
 SEED = SHARED / "seeds" / "002_78a205449ed7d349.txt"
 # The seeds live in shared/ beside the checkout (CI copies it there); a user clone may lack them.
@@ -247,7 +249,7 @@ def test_deployment_schema_and_placeholders(path: Path):
     assert dep["id"] == path.stem
     assert dep["platform"] == "ascend-a3" and dep["model"] == "kimi-k2.6-w4a8"
     assert dep["mode"] in ("pd-mixed", "pd-disaggregation")
-    assert dep["title"] in dep["source"] and "seed 002" in dep["source"]
+    assert dep["title"] in dep["source"] and ASCEND_BEST_PRACTICE_URL in dep["source"]
     names = [r["name"] for r in dep["roles"]]
     if dep["mode"] == "pd-mixed":
         assert names == ["mixed"] and dep["router"] is None

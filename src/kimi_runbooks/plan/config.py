@@ -11,7 +11,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_SGLANG_VERSION = "0.5.9"
-"""The SGLang version the seeds' recipes were published with; it selects which rules apply."""
+"""The SGLang version the cookbook Kimi-K2.6 page tested its recipes with (5.1, 5.2); it selects which rules apply."""
 
 
 class PlanConfig(BaseModel):

@@ -50,7 +50,7 @@ EAGLE3_ARGS: list[tuple[str, ArgValue]] = [
     ("--speculative-eagle-topk", 1),
     ("--speculative-num-draft-tokens", 4),
 ]
-"""The cookbook's EAGLE3 settings for Kimi-K2.6 (seed 000 section 4.2.5); the draft path comes from the model."""
+"""EAGLE3 settings from the SGLang cookbook Kimi-K2.6 page, 4.2.5 Speculative Decoding (draft path: the model's)."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Memory and KV-cache capacity of a plan, before any server starts.
 
-SGLang sizes the KV pool of an MLA model as (facts.md section 2):
+SGLang sizes the KV pool of an MLA model as (get_cell_size_per_token and profile_max_num_token in
+python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py, sgl-project/sglang):
 
     pool bytes per device = total x mem_fraction_static - weights per device - runtime reserve
     bytes per token       = (kv_lora_rank + qk_rope_head_dim) x num_layers x dtype bytes

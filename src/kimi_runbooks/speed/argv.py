@@ -1,7 +1,7 @@
 """Scenario + target -> the `python3 -m sglang.bench_serving ...` argv.
 
 Kept pure (no I/O) so the exact command a runbook runs can be shown, diffed against the
-seeds' printed commands and unit-tested. The API key never appears here: bench_serving reads
+cookbook pages' printed commands and unit-tested. The API key never appears here: bench_serving reads
 it from $OPENAI_API_KEY, which the runner sets in the child's environment only.
 """
 

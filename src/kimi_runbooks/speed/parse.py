@@ -5,8 +5,8 @@ Two sources, one result: a dict keyed by bench_serving's own JSONL names
 
 * the JSON line `--output-file` appends (preferred): keys come and go between versions and
   older clients write bare `Infinity`/`NaN` tokens, so loading is tolerant;
-* the printed "Serving Benchmark Result" block (fallback, and the only form the seeds
-  publish): lines come and go between versions too, so unknown lines are ignored and missing
+* the printed "Serving Benchmark Result" block (fallback, and the only form the cookbook
+  pages publish): lines come and go between versions too, so unknown lines are ignored and missing
   ones are simply absent.
 
 The printed-label -> key table was checked against SGLang 0.5.6.post1, 0.5.9 and 0.5.23
