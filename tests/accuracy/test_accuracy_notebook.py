@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import nbformat
 import pytest
@@ -24,7 +25,7 @@ def test_source_notebook_is_clean_and_parameterized():
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
     assert all(len(c.source.splitlines()) <= 15 for c in code)
     for name in ("run_dir", "base_url", "model", "suites", "limits", "k2vv_path", "kvv_path", "datasets", "published"):
-        assert f"{name} =" in code[0].source
+        assert re.search(rf"^{name}\s*(:[^=\n]*)?=", code[0].source, re.M), f"no parameter {name}"
 
 
 @pytest.mark.heavy
