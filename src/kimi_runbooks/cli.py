@@ -41,6 +41,13 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--node-ip", action="append", default=[], dest="node_ips")
     p.add_argument("--sglang-version", default=DEFAULT_SGLANG_VERSION)
     p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="one more environment variable for the server (repeatable); the value is passed literally",
+    )
+    p.add_argument(
         "--allow", action="append", default=[], metavar="RULE_ID", help="turn this rule's error into a recorded warning"
     )
     p.add_argument(
@@ -57,6 +64,20 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
         help='predicted speed for scenarios, e.g. "in=1000,out=1000,c=1,16,64" '
         "(keys: in, out, c or rate, prefix, accept; lists multiply)",
     )
+
+
+class CliInputError(ValueError):
+    """A command-line value that cannot become a PlanConfig field; the message says the fix."""
+
+
+def _env_pairs(items: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq:
+            raise CliInputError(f"--env {item!r} has no '='. Fix: pass --env NAME=VALUE, e.g. --env SGLANG_USE_AITER=1")
+        env[name] = value
+    return env
 
 
 def config_from_args(args: argparse.Namespace) -> PlanConfig:
@@ -92,6 +113,8 @@ def config_from_args(args: argparse.Namespace) -> PlanConfig:
         fields["reasoning_parser"] = None
     if args.no_tool_call_parser:
         fields["tool_call_parser"] = None
+    if args.env:
+        fields["env"] = _env_pairs(args.env)
     return PlanConfig(**{k: v for k, v in fields.items() if v is not None})
 
 
@@ -100,9 +123,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         launch = plan(config_from_args(args))
     except ValidationError as exc:
         for detail in exc.errors():
-            print(f"error: {'.'.join(map(str, detail['loc']))}: {detail['msg']}", file=sys.stderr)
+            field = ".".join(map(str, detail["loc"]))
+            print(f"error: {field}: {detail['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         return EXIT_INVALID
-    except ParamsError as exc:
+    except (ParamsError, CliInputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     predictions = None
@@ -139,7 +163,8 @@ def cmd_validate_params(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     print(
         f"params OK: {len(catalog.platforms)} platforms, {len(catalog.models)} models, "
-        f"{len(catalog.rules)} rules, {len(catalog.deployments)} deployments, "
+        f"{len(catalog.rules)} rules (every expression parsed, every fact name known), "
+        f"{len(catalog.deployments)} deployments, "
         f"{len(catalog.scenarios)} scenarios, {len(catalog.references)} references"
     )
     return 0

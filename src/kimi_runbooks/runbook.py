@@ -26,7 +26,7 @@ from .notebook_run import execute_notebook
 from .paths import NOTEBOOKS_DIR
 from .plan import LaunchPlan, ParamsError, PlanConfig, plan
 from .progress import ProgressRelay
-from .rundir import RunFolder, new_run_id, now_iso, outputs_base
+from .rundir import RunFolder, RunFolderError, new_run_id, now_iso, outputs_base
 from .stages import STAGE_NAMES, availability, stage
 
 STAGE_ORDER = STAGE_NAMES
@@ -301,7 +301,10 @@ def run_runbook(
         )
     nb_dir = Path(notebooks_dir) if notebooks_dir else NOTEBOOKS_DIR
     run_id = Path(options.run_dir).name if options.run_dir else new_run_id(config["platform"])
-    folder = RunFolder.create(Path(options.run_dir or outputs_base() / run_id).resolve(), secret_envs=[secret_env])
+    try:
+        folder = RunFolder.create(Path(options.run_dir or outputs_base() / run_id).resolve(), secret_envs=[secret_env])
+    except RunFolderError as exc:
+        raise PlanInvalid(f"{exc} Nothing was started.") from None
     folder.save_json(folder.runbook, {"run_id": run_id, "started_at": now_iso(), **config, **options.model_dump()})
     launch_plan = validate(config, folder)
     print(f"[runbook] {launch_plan.platform.id}: plan valid; run folder {folder.path}", flush=True)

@@ -12,6 +12,7 @@ import pytest
 from kimi_runbooks import deploy
 from kimi_runbooks.deploy import slurm
 from kimi_runbooks.plan import plan as make_plan
+from kimi_runbooks.plan.shell import env_ref
 
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/tester", "KIMI_KEY": "sk-secret-value"}
 
@@ -158,7 +159,7 @@ def test_slurm_sbatch_script(tmp_path: Path) -> None:
         job_name="kimi-runbooks-x",
         run_dir=tmp_path,
         secret_env="KIMI_KEY",
-        command=["sglang", "serve", "--api-key", "${KIMI_KEY}", "--tp", "8"],
+        command=["sglang", "serve", "--api-key", env_ref("KIMI_KEY"), "--tp", "8"],
     )
     assert "#SBATCH --job-name=kimi-runbooks-x" in text and "#SBATCH --export=ALL" in text
     line = next(row for row in text.splitlines() if row.startswith("srun "))

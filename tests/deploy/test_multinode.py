@@ -143,7 +143,7 @@ def test_multinode_sbatch_maps_nodes(tmp_path: Path) -> None:
         job_name="j", run_dir=tmp_path, nodes=plan.nodes, scripts=scripts, router_script=router
     )
     assert f"#SBATCH --nodes={len(plan.nodes)}" in text
-    assert "export PREFILL_IP=" in text and "export DECODE_IP=" in text
+    assert "export PREFILL_IP\n" in text and "export DECODE_IP\n" in text
     for i, script in enumerate(scripts):
         assert f"--relative={i}" in text and str(script) in text
     if router:

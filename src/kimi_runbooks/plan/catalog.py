@@ -10,12 +10,15 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..paths import PARAMS_DIR
+from .expression import expression_problems, template_problems
+from .flags import knob_of, parse_extra_args
+from .shell import is_env_name
 
 GIB = 1024**3
 GB = 1000**3
@@ -27,6 +30,31 @@ class ParamsError(ValueError):
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _env_names(names: Any) -> Any:
+    """Environment names a generated script exports or unsets must be names bash reads as such."""
+    bad = [n for n in names if not is_env_name(str(n))]
+    if bad:
+        raise ValueError(f"{bad} are not environment variable names (letters, digits, _; not starting with a digit)")
+    return names
+
+
+def _facts_only(problems: list[str]) -> None:
+    if problems:
+        raise ValueError("; ".join(problems) + ". Fix: use only the facts of plan/expression.py FACT_NAMES")
+
+
+def _no_knob_flags(args: list[str]) -> list[str]:
+    owned = [(f.flag, owner[1].knob) for f in parse_extra_args(args)[1] if (owner := knob_of(f.flag))]
+    if owned:
+        raise ValueError(f"extra_args set knob flags {owned}. Fix: set those knobs in the recipe instead")
+    return args
+
+
+EnvMap = Annotated[dict[str, str], AfterValidator(_env_names)]
+RuleExpression = Annotated[str, AfterValidator(lambda v: _facts_only(expression_problems(v)) or v)]
+RuleText = Annotated[str, AfterValidator(lambda v: _facts_only(template_problems(v)) or v)]
 
 
 # --------------------------------------------------------------------------- platforms
@@ -43,8 +71,8 @@ class Recipe(Strict):
     mem_fraction_static: float | None = None
     kv_cache_dtype: str | None = None
     context_length: int | None = None
-    env: dict[str, str] = Field(default_factory=dict)
-    extra_args: list[str] = Field(default_factory=list)
+    env: EnvMap = Field(default_factory=dict)
+    extra_args: Annotated[list[str], AfterValidator(_no_knob_flags)] = Field(default_factory=list)
     deployment: str | None = None
     source: str
 
@@ -180,10 +208,10 @@ class Rule(Strict):
     severity: Literal["error", "warning"]
     kind: Literal["rule", "known-issue"] = "rule"
     applies: RuleScope = RuleScope()
-    violation: str
-    message: str
-    fix: str
-    source: str
+    violation: RuleExpression
+    message: RuleText
+    fix: RuleText
+    source: RuleText
 
 
 class RuleFile(Strict):
@@ -199,7 +227,7 @@ class Role(Strict):
     name: Literal["mixed", "prefill", "decode"]
     nodes: int
     entrypoint: str
-    env: dict[str, str] = Field(default_factory=dict)
+    env: EnvMap = Field(default_factory=dict)
     args: dict[str, ArgValue]
 
 
@@ -231,6 +259,8 @@ class Deployment(Strict):
     @classmethod
     def _env_as_strings(cls, value: Any) -> Any:
         return {k: str(v) for k, v in (value or {}).items()}
+
+    _names = field_validator("env", "unset_env")(_env_names)
 
 
 # --------------------------------------------------------------------------- scenarios

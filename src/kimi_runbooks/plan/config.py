@@ -6,9 +6,15 @@ validated `LaunchPlan`.
 
 from __future__ import annotations
 
-import re
+import math
+import shlex
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .flags import knob_of
+from .memory import KV_CACHE_DTYPES
+from .rules import parse_version
+from .shell import is_env_name
 
 DEFAULT_SGLANG_VERSION = "0.5.9"
 """The SGLang version the cookbook Kimi-K2.6 page tested its recipes with (5.1, 5.2); it selects which rules apply."""
@@ -51,7 +57,7 @@ class PlanConfig(BaseModel):
     allow: list[str] = Field(default_factory=list)
     nnodes: int | None = Field(default=None, ge=1)
     node_ips: list[str] = Field(default_factory=list)
-    dist_init_port: int = 5000
+    dist_init_port: int = Field(default=5000, ge=1, le=65535)
     ifname: str | None = None
     prefill_ip: str | None = None
     decode_ip: str | None = None
@@ -59,8 +65,64 @@ class PlanConfig(BaseModel):
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
-        if value and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        if value and not is_env_name(value):
             raise ValueError(
                 f"api_key_env must be the NAME of an environment variable (got '{value}'); never pass the key itself"
             )
         return value or None
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [name for name in value if not is_env_name(name)]
+        if bad:
+            raise ValueError(
+                f"env names {bad} are not environment variable names. Fix: use names of letters, digits "
+                "and underscores that do not start with a digit (e.g. SGLANG_USE_AITER), one entry per variable"
+            )
+        return value
+
+    @field_validator("mem_fraction_static")
+    @classmethod
+    def _finite_fraction(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"mem_fraction_static must be a number in (0, 1), not {value}. Fix: pass e.g. 0.8")
+        return value
+
+    @field_validator("kv_cache_dtype")
+    @classmethod
+    def _known_kv_dtype(cls, value: str | None) -> str | None:
+        if value is not None and value not in KV_CACHE_DTYPES:
+            raise ValueError(
+                f"unknown kv_cache_dtype '{value}'. Fix: use one of {', '.join(KV_CACHE_DTYPES)} "
+                "(SGLang's --kv-cache-dtype choices), or leave it unset for the recipe's"
+            )
+        return value
+
+    @field_validator("sglang_version")
+    @classmethod
+    def _readable_version(cls, value: str) -> str:
+        parse_version(value)  # raises ValueError with the fix
+        return value
+
+    @field_validator("entrypoint")
+    @classmethod
+    def _entrypoint_words(cls, value: str) -> str:
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"entrypoint {value!r} is not a command line ({exc}). Fix: e.g. 'sglang serve'") from None
+        if not words:
+            raise ValueError("entrypoint is empty. Fix: e.g. 'sglang serve' or 'python3 -m sglang.launch_server'")
+        return value
+
+    @field_validator("extra_args")
+    @classmethod
+    def _no_key_on_the_command_line(cls, value: list[str]) -> list[str]:
+        owners = [knob_of(arg.partition("=")[0]) for arg in value]
+        if any(owner is not None and owner[0] == "--api-key" for owner in owners):
+            raise ValueError(
+                "--api-key in extra_args would put the key on the command line and in the run folder. "
+                "Fix: export the key in a variable and pass its NAME as api_key_env (--api-key-env NAME)"
+            )
+        return value

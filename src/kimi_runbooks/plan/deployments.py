@@ -9,21 +9,28 @@ from typing import TypeVar
 
 from .catalog import ArgValue, Catalog, Deployment, ParamsError, Platform, Role
 from .config import PlanConfig
-from .knobs import METRICS_FLAG, canonical_flag, rule_facts, unknown_allows
+from .flags import ExtraFlag, canonical_flag, merge_args, parse_extra_args
+from .knobs import METRICS_FLAG, apply_knob_flags, rule_facts, unknown_allows
 from .launch_plan import LaunchPlan, NodeCommand
 from .memory import MemoryPlan, plan_memory
 from .rules import RuleResult, check_rules
-from .shell import args_to_argv, env_ref, render_script, shell_command
+from .shell import args_to_argv, env_ref, join_word, render_script, shell_command
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 
 def _fill(value: ArgValue, values: dict[str, str]) -> ArgValue:
+    """Placeholders replaced by their values; a generated reference keeps the result a Word."""
     if isinstance(value, list):
         return [_fill(v, values) for v in value]  # type: ignore[misc]
     if isinstance(value, str):
-        filled = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), value)
-        return filled
+        pieces: list[str] = []
+        end = 0
+        for match in _PLACEHOLDER.finditer(value):
+            pieces += [value[end : match.start()], values.get(match.group(1), match.group(0))]
+            end = match.end()
+        pieces.append(value[end:])
+        return join_word(*pieces)
     return value
 
 
@@ -36,20 +43,21 @@ def _placeholder_values(config: PlanConfig, role: Role | None, rank: int) -> dic
         "ifname": config.ifname or env_ref("IFNAME", "IFNAME to the HCCL/Gloo network interface"),
         "prefill_ip": config.prefill_ip or env_ref("PREFILL_IP", "PREFILL_IP to the prefill node address"),
         "decode_ip": config.decode_ip or env_ref("DECODE_IP", "DECODE_IP to the decode node address"),
-        "master_ip": ips[0] if ips else env_ref("NODE0_IP", "NODE0_IP to node 0's address"),
+        "master_ip": ips[0] if ips else env_ref("NODE0_IP", "NODE0_IP to the address of node 0"),
         "node_ip": ips[rank]
         if rank < len(ips)
-        else env_ref(f"NODE{rank}_IP", f"NODE{rank}_IP to node {rank}'s address"),
+        else env_ref(f"NODE{rank}_IP", f"NODE{rank}_IP to the address of node {rank}"),
         "node_rank": str(rank),
         "nnodes": str(role.nodes if role else 1),
     }
     return values
 
 
-def _role_args(config: PlanConfig, role: Role, rank: int) -> list[tuple[str, ArgValue]]:
+def _role_args(config: PlanConfig, role: Role, rank: int, extra: list[ExtraFlag]) -> list[tuple[str, ArgValue | None]]:
+    """The role's flags for node `rank`: placeholders filled, knobs set, extra flags folded in."""
     values = _placeholder_values(config, role, rank)
     overrides = _knob_overrides(config)
-    args: list[tuple[str, ArgValue]] = []
+    args: list[tuple[str, ArgValue | None]] = []
     seen = set()
     for flag, value in role.args.items():
         canon = canonical_flag(flag)
@@ -58,7 +66,7 @@ def _role_args(config: PlanConfig, role: Role, rank: int) -> list[tuple[str, Arg
     for canon, value in overrides.items():
         if canon not in seen:
             args.append((canon, value))
-    return args
+    return merge_args(args, extra)
 
 
 def _knob_overrides(config: PlanConfig) -> dict[str, ArgValue]:
@@ -71,41 +79,51 @@ def _knob_overrides(config: PlanConfig) -> dict[str, ArgValue]:
         "--context-length": config.context_length,
         "--kv-cache-dtype": config.kv_cache_dtype,
     }
-    return {flag: value for flag, value in mapping.items() if value is not None}
+    overrides: dict[str, ArgValue] = {flag: value for flag, value in mapping.items() if value is not None}
+    if config.enable_metrics:
+        overrides[METRICS_FLAG] = True  # the speed stage samples /metrics while it measures
+    return overrides
 
 
 N = TypeVar("N", int, float)
 
 
-def _number(value: ArgValue, kind: type[N]) -> N:
-    """A deployment flag's value as a number (a list or a bare flag there is a params error)."""
-    if isinstance(value, (list, bool)):
-        raise ParamsError(f"deployment flag value {value!r} is not a single number")
+def _number(flag: str, value: ArgValue | None, kind: type[N]) -> N:
+    """A deployment flag's value as a number (knob values arrive validated by PlanConfig, so
+    anything else comes from params/deployments and is a params error)."""
+    if isinstance(value, (list, bool)) or value is None:
+        raise ParamsError(f"deployment flag {flag} value {value!r} is not a single number")
     return kind(value)
 
 
-def _args_lookup(args: list[tuple[str, ArgValue]]) -> dict[str, ArgValue]:
+def _env_value(value: ArgValue) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def _args_lookup(args: list[tuple[str, ArgValue | None]]) -> dict[str, ArgValue | None]:
     return {canonical_flag(f): v for f, v in args}
 
 
 def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, deployment: Deployment) -> LaunchPlan:
     model = catalog.model(config.model or deployment.model)
-    results: list[RuleResult] = []
+    leading, extra = parse_extra_args(config.extra_args)
+    config, extra, refused = apply_knob_flags(config, extra)
+    results: list[RuleResult] = list(refused)
     nodes: list[NodeCommand] = []
     serving_memory: MemoryPlan | None = None
     serve_host = "127.0.0.1"
     for role in deployment.roles:
         role_env = {**deployment.env, **role.env, **config.env}
-        first_args = _role_args(config, role, 0)
-        lookup = _args_lookup(first_args)
-        tp = _number(lookup.get("--tp", 1), int)
-        dp = _number(lookup["--dp"], int) if "--dp" in lookup else None
-        ep = _number(lookup["--ep"], int) if "--ep" in lookup else None
-        dp_attention = bool(lookup.get("--enable-dp-attention", False))
-        mem = _number(lookup.get("--mem-fraction-static", platform.default_mem_fraction_static), float)
+        lookup = _args_lookup(_role_args(config, role, 0, extra))
+        tp = _number("--tp", lookup.get("--tp", 1), int)
+        dp = _number("--dp", lookup["--dp"], int) if "--dp" in lookup else None
+        ep = _number("--ep", lookup["--ep"], int) if "--ep" in lookup else None
+        default_mem = platform.default_mem_fraction_static
+        mem = _number("--mem-fraction-static", lookup.get("--mem-fraction-static", default_mem), float)
+        ctx = _number("--context-length", lookup["--context-length"], int) if "--context-length" in lookup else None
+        dp_attention = lookup.get("--enable-dp-attention", False) not in (None, False)
         kv = lookup.get("--kv-cache-dtype")
-        ctx = _number(lookup["--context-length"], int) if "--context-length" in lookup else None
-        speculative = "--speculative-algorithm" in lookup
+        speculative = lookup.get("--speculative-algorithm") not in (None, False)
         memory = plan_memory(
             platform,
             model,
@@ -139,26 +157,25 @@ def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, de
         results.extend(check_rules(catalog.rules, facts, set(config.allow), role=role.name))
         for rank in range(role.nodes):
             values = _placeholder_values(config, role, rank)
-            args = _role_args(config, role, rank)
-            argv = shlex.split(role.entrypoint) + args_to_argv(args) + list(config.extra_args)
-            if config.enable_metrics and METRICS_FLAG not in argv:
-                argv.append(METRICS_FLAG)
-            env = {k: str(_fill(v, values)) for k, v in role_env.items()}
-            command = shell_command(argv)
-            script = render_script(deployment.host_setup, deployment.unset_env, deployment.source_scripts, env, command)
+            args = _role_args(config, role, rank, extra)
+            argv = shlex.split(role.entrypoint) + args_to_argv(args) + leading
+            env = {k: _env_value(_fill(v, values)) for k, v in role_env.items()}
+            command = shell_command(argv, env)
+            script = render_script(deployment.host_setup, deployment.unset_env, deployment.source_scripts, env, argv)
             nodes.append(NodeCommand(role.name, rank, argv, env, command, script))
     results.extend(unknown_allows(config, catalog))
+    results.sort(key=lambda r: r.severity != "error")
 
     router = None
     if deployment.router:
         values = _placeholder_values(config, None, 0)
-        rargs = [(f, _fill(v, values)) for f, v in deployment.router.args.items()]
+        rargs: list[tuple[str, ArgValue | None]] = [(f, _fill(v, values)) for f, v in deployment.router.args.items()]
         rargv = shlex.split(deployment.router.entrypoint) + args_to_argv(rargs)
         rcommand = shell_command(rargv)
-        router = NodeCommand("router", 0, rargv, {}, rcommand, render_script([], [], [], {}, rcommand))
+        router = NodeCommand("router", 0, rargv, {}, rcommand, render_script([], [], [], {}, rargv))
         serve_host = str(_args_lookup(rargs).get("--host", "127.0.0.1"))
     else:
-        serve_host = str(_args_lookup(_role_args(config, deployment.roles[0], 0)).get("--host", "127.0.0.1"))
+        serve_host = str(_args_lookup(_role_args(config, deployment.roles[0], 0, extra)).get("--host", "127.0.0.1"))
 
     assert serving_memory is not None, f"deployment {deployment.id} has no mixed or decode role"
     first = nodes[0]

@@ -5,26 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
 from .catalog import ArgValue, Catalog, Model, Platform
 from .config import PlanConfig
+from .flags import FLAG_ALIASES, ExtraFlag, canonical_flag, knob_of
 from .memory import MemoryPlan
 from .rules import RuleResult
+from .shell import env_ref, shell_join
 
-FLAG_ALIASES = {
-    "--tp-size": "--tp",
-    "--tensor-parallel-size": "--tp",
-    "--dp-size": "--dp",
-    "--data-parallel-size": "--dp",
-    "--ep-size": "--ep",
-    "--expert-parallel-size": "--ep",
-    "--pp-size": "--pp",
-    "--model": "--model-path",
-}
-"""SGLang accepts several spellings of one flag; comparisons use the canonical one."""
-
-
-def canonical_flag(flag: str) -> str:
-    return FLAG_ALIASES.get(flag, flag)
+__all__ = ["FLAG_ALIASES", "KNOB_FLAGS", "canonical_flag", "resolve_knobs", "rule_facts", "server_args"]
 
 
 KNOB_FLAGS: list[tuple[str, str]] = [
@@ -71,7 +61,6 @@ class ResolvedKnobs:
     reasoning_parser: str | None
     tool_call_parser: str | None
     env: dict[str, str]
-    extra_args: list[str]
     nnodes: int
 
 
@@ -113,7 +102,6 @@ def resolve_knobs(config: PlanConfig, platform: Platform, model: Model) -> Resol
         reasoning_parser=_parser(config.reasoning_parser, "kimi_k2" if model.reasoning else None),
         tool_call_parser=_parser(config.tool_call_parser, "kimi_k2"),
         env={**recipe.env, **config.env},
-        extra_args=[*(recipe.extra_args if same_model else []), *config.extra_args],
         nnodes=config.nnodes or platform.nodes,
     )
 
@@ -143,12 +131,67 @@ def server_args(config: PlanConfig, knobs: ResolvedKnobs, model: Model) -> list[
         draft = config.draft_model_path or (model.draft_model.path if model.draft_model else None)
         args.append(("--speculative-draft-model-path", draft))
     args.append(("--trust-remote-code", config.trust_remote_code))
-    if config.enable_metrics and METRICS_FLAG not in knobs.extra_args:
+    if config.enable_metrics:  # an --extra-arg of the same flag is merged in place of this one
         args.append((METRICS_FLAG, True))
     if config.api_key_env:
-        args.append(("--api-key", "${" + config.api_key_env + "}"))
+        args.append(("--api-key", env_ref(config.api_key_env)))
     args.extend([("--host", config.host), ("--port", config.port)])
     return args
+
+
+# --------------------------------------------------------------------------- knobs given as extra args
+
+EXTRA_ARG_SOURCE = (
+    "SGLang reads --flag=value and --flag value alike and keeps the last occurrence "
+    "(argparse in python/sglang/srt/server_args.py prepare_server_args)"
+)
+
+
+def apply_knob_flags(
+    config: PlanConfig, extra: list[ExtraFlag]
+) -> tuple[PlanConfig, list[ExtraFlag], list[RuleResult]]:
+    """Split the extra flags into knob-owned ones and the rest. Each knob-owned flag is refused
+    (an error naming the knob to use) and its value applied, so the rules judge what SGLang would
+    run; returns (effective config, the other flags, the errors)."""
+    rest: list[ExtraFlag] = []
+    results: list[RuleResult] = []
+    updates: dict[str, Any] = {}
+    base = config.model_dump()
+    for item in extra:
+        owner = knob_of(item.flag)
+        if owner is None:
+            rest.append(item)
+            continue
+        canon, knob = owner
+        value: Any = True if knob.switch else item.value
+        shown = None if knob.switch or not knob.applied else value  # never echo a key or a per-node value
+        results.append(_knob_refusal(item, canon, knob.knob, knob.cli, shown))
+        if not knob.applied:
+            continue
+        try:
+            PlanConfig.model_validate({**base, knob.knob: value})
+        except ValidationError as exc:
+            problem = "; ".join(e["msg"] for e in exc.errors())
+            results.append(_rule("extra-arg-value", f"--extra-arg {item.written}: {problem}", "fix the value"))
+            continue
+        updates[knob.knob] = value
+    effective = PlanConfig.model_validate({**base, **updates}) if updates else config
+    return effective, rest, results
+
+
+def _knob_refusal(item: ExtraFlag, flag: str, knob: str, cli: str | None, value: Any) -> RuleResult:
+    shown = "" if value is None else " " + (shell_join(value) if isinstance(value, list) else shell_join([str(value)]))
+    use = f"{cli}{shown} (knob {knob})" if cli else f"the knob {knob}"
+    written = item.written if value is not None or not item.values else item.flag + " ..."
+    return _rule(
+        "extra-arg-is-knob",
+        f"--extra-arg {written} sets {flag}, which the plan owns through the knob {knob}",
+        f"use {use}, not --extra-arg {written}" + (f" (runbook: -p {knob}{shown})" if value is not None else ""),
+    )
+
+
+def _rule(rule_id: str, message: str, fix: str) -> RuleResult:
+    return RuleResult(id=rule_id, severity="error", kind="rule", message=message, fix=fix, source=EXTRA_ARG_SOURCE)
 
 
 # --------------------------------------------------------------------------- facts for rules

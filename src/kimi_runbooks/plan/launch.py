@@ -5,8 +5,10 @@
 table (`knobs.KNOB_FLAGS`), checks every rule in params/rules/ and returns a `LaunchPlan`: the
 argv and env, the command as one shell string, a `docker run` form, per-node commands for
 multi-node platforms and, for published multi-role deployments (params/deployments/), the
-prefill, decode and router commands (`deployments`). All rule failures are collected; nothing
-raises for a bad configuration, so callers can print every problem at once.
+prefill, decode and router commands (`deployments`). `extra_args` are folded in as SGLang reads
+them (flags.py: the last occurrence wins; a knob's flag is refused with the knob to use, and its
+value is what the rules judge). Every value is quoted literally (shell.py). All rule failures are
+collected; nothing raises for a bad configuration, so callers can print every problem at once.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from typing import Any
 from .catalog import Catalog, Model, Platform, load_catalog
 from .config import PlanConfig
 from .deployments import plan_deployment
-from .knobs import ResolvedKnobs, resolve_knobs, rule_facts, server_args, unknown_allows
+from .flags import canonical_flag, merge_args, parse_extra_args
+from .knobs import ResolvedKnobs, apply_knob_flags, resolve_knobs, rule_facts, server_args, unknown_allows
 from .launch_plan import LaunchPlan, NodeCommand
 from .memory import plan_memory
-from .rules import check_rules
-from .shell import args_to_argv, env_ref, render_script, shell_command
+from .rules import RuleResult, check_rules
+from .shell import Ref, Word, args_to_argv, env_ref, join_word, render_script, shell_command
 
 
 def plan(config: PlanConfig | dict[str, Any], catalog: Catalog | None = None) -> LaunchPlan:
@@ -44,7 +47,13 @@ def plan(config: PlanConfig | dict[str, Any], catalog: Catalog | None = None) ->
 
 
 def _plan_single(config: PlanConfig, catalog: Catalog, platform: Platform, model: Model) -> LaunchPlan:
+    leading, extra = parse_extra_args(config.extra_args)
+    config, extra, refused = apply_knob_flags(config, extra)
+    _, recipe_extra = parse_extra_args(platform.recipe.extra_args if platform.recipe.model == model.id else [])
     knobs = resolve_knobs(config, platform, model)
+    args = merge_args(server_args(config, knobs, model), [*recipe_extra, *extra])
+    lookup = {canonical_flag(f): v for f, v in args}
+    speculative = lookup.get("--speculative-algorithm") not in (None, False)
     dp_ranks = (knobs.dp or 1) if knobs.enable_dp_attention else 1
     memory = plan_memory(
         platform,
@@ -54,7 +63,7 @@ def _plan_single(config: PlanConfig, catalog: Catalog, platform: Platform, model
         mem_fraction_static=knobs.effective_mem_fraction_static,
         kv_cache_dtype=knobs.effective_kv_cache_dtype,
         dp_attention_ranks=dp_ranks,
-        speculative=config.speculative,
+        speculative=speculative,
     )
     facts = rule_facts(
         config=config,
@@ -69,16 +78,16 @@ def _plan_single(config: PlanConfig, catalog: Catalog, platform: Platform, model
         kv_cache_dtype=knobs.kv_cache_dtype,
         mem_fraction_static=knobs.effective_mem_fraction_static,
         context_length=knobs.context_length,
-        speculative=config.speculative,
+        speculative=speculative,
         devices=platform.devices_per_node * knobs.nnodes,
         nnodes=knobs.nnodes,
         memory=memory,
     )
-    results = check_rules(catalog.rules, facts, set(config.allow))
+    results: list[RuleResult] = [*refused, *check_rules(catalog.rules, facts, set(config.allow))]
     results.extend(unknown_allows(config, catalog))
+    results.sort(key=lambda r: r.severity != "error")
 
-    args = server_args(config, knobs, model)
-    server_argv = args_to_argv(args) + list(knobs.extra_args)
+    server_argv = args_to_argv(args) + leading
     argv = shlex.split(config.entrypoint) + server_argv
     nodes: list[NodeCommand] = []
     if knobs.nnodes > 1:
@@ -104,7 +113,7 @@ def _plan_single(config: PlanConfig, catalog: Catalog, platform: Platform, model
 
 
 def _multi_node_commands(config: PlanConfig, knobs: ResolvedKnobs, argv: list[str]) -> list[NodeCommand]:
-    master = config.node_ips[0] if config.node_ips else env_ref("NODE0_IP", "NODE0_IP to node 0's address")
+    master = config.node_ips[0] if config.node_ips else env_ref("NODE0_IP", "NODE0_IP to the address of node 0")
     commands = []
     for rank in range(knobs.nnodes):
         node_argv = argv + [
@@ -113,16 +122,15 @@ def _multi_node_commands(config: PlanConfig, knobs: ResolvedKnobs, argv: list[st
             "--node-rank",
             str(rank),
             "--dist-init-addr",
-            f"{master}:{config.dist_init_port}",
+            join_word(master, f":{config.dist_init_port}"),
         ]
         command = shell_command(node_argv, knobs.env)
-        commands.append(
-            NodeCommand("server", rank, node_argv, dict(knobs.env), command, render_script([], [], [], {}, command))
-        )
+        script = render_script([], [], [], knobs.env, node_argv)
+        commands.append(NodeCommand("server", rank, node_argv, dict(knobs.env), command, script))
     return commands
 
 
-HF_CACHE_MOUNT = "${HOME}/.cache/huggingface:/root/.cache/huggingface"
+HF_CACHE_MOUNT = Word(Ref("HOME"), "/.cache/huggingface:/root/.cache/huggingface")
 
 
 def _docker_argv(
@@ -147,7 +155,7 @@ def _docker_argv(
     argv += ["--ipc=host", "--shm-size", "32g", "-p", f"{config.host}:{config.port}:{config.port}"]
     argv += ["-v", HF_CACHE_MOUNT]
     for key, value in knobs.env.items():
-        argv += ["-e", f"{key}={value}"]
+        argv += ["-e", join_word(f"{key}=", value)]
     if config.api_key_env:
         argv += ["-e", config.api_key_env]
     inner = list(server_argv)

@@ -10,7 +10,7 @@ from .config import PlanConfig
 from .knobs import resolve_knobs
 from .memory import MemoryPlan
 from .rules import RuleResult
-from .shell import expand_env_refs
+from .shell import expand_word
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,14 @@ class LaunchPlan:
         return f"http://{host}:{self.serve_port}"
 
     def resolved_argv(self, environ: dict[str, str]) -> list[str]:
-        """argv with `${VAR}` references (the API key) filled from `environ` for a real launch."""
-        return [expand_env_refs(a, environ) for a in self.argv]
+        """argv with the references the project generated (the API key `${NAME}`, placeholders)
+        filled from `environ` for a launch without a shell; user values stay literal.
+        Raises UnsetVariable (a KeyError) naming a missing variable."""
+        return [expand_word(a, environ) for a in self.argv]
+
+    def resolved_env(self, environ: dict[str, str]) -> dict[str, str]:
+        """The plan's env with its generated references filled from `environ`."""
+        return {k: expand_word(v, environ) for k, v in self.env.items()}
 
     def as_dict(self) -> dict[str, Any]:
         return {

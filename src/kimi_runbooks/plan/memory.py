@@ -20,21 +20,36 @@ from typing import Any
 
 from .catalog import GIB, Model, Platform
 
-KV_DTYPE_BYTES = {"bf16": 2, "auto": 2, "fp16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
+KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "bf16", "bfloat16", "nvfp4", "fp4_mx_block16")
+"""SGLang's `--kv-cache-dtype` choices (0.5.23, python/sglang/srt/server_args.py's CLI); a test
+checks them against the installed SGLang's parser."""
+
+KV_DTYPE_BYTES: dict[str, float] = {
+    "auto": 2,  # the model dtype (bf16); the planner uses the model's default KV dtype for "auto"
+    "bf16": 2,
+    "bfloat16": 2,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "mxfp8": 1 + 1 / 32,  # OCP MX: one E8M0 scale byte per block of 32
+    "nvfp4": 0.5 + 1 / 16,  # NVFP4: one FP8 scale byte per block of 16
+    "fp4_mx_block16": 0.5 + 1 / 16,  # MX FP4 with blocks of 16: one E8M0 scale byte per block
+}
+"""Bytes per KV element, block scales included."""
 
 
-def kv_dtype_bytes(kv_cache_dtype: str) -> int:
+def kv_dtype_bytes(kv_cache_dtype: str) -> float:
     try:
         return KV_DTYPE_BYTES[kv_cache_dtype]
     except KeyError:
-        valid = ", ".join(sorted(KV_DTYPE_BYTES))
-        raise ValueError(f"unknown KV cache dtype '{kv_cache_dtype}'. Valid: {valid}") from None
+        valid = ", ".join(KV_CACHE_DTYPES)
+        raise ValueError(f"unknown KV cache dtype '{kv_cache_dtype}'. Fix: use one of {valid}") from None
 
 
 def kv_bytes_per_token(model: Model, kv_cache_dtype: str) -> int:
-    """Bytes one token of MLA latent KV takes on one device (all layers)."""
+    """Bytes one token of MLA latent KV takes on one device (all layers), rounded up."""
     arch = model.architecture
-    return (arch.kv_lora_rank + arch.qk_rope_head_dim) * arch.num_hidden_layers * kv_dtype_bytes(kv_cache_dtype)
+    elements = (arch.kv_lora_rank + arch.qk_rope_head_dim) * arch.num_hidden_layers
+    return math.ceil(elements * kv_dtype_bytes(kv_cache_dtype))
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,13 @@
 """Evaluate the data-driven launch rules of params/rules/ against a plan's facts.
 
-A rule's `violation` is a small Python-like expression (arithmetic, comparisons, `and/or/not`,
-`in`, str.startswith) over named facts. It is parsed with `ast` and walked by a whitelist, so
-params files can state rules without any code being executed from them.
+A rule's `violation` is an expression over named facts (plan/expression.py: the language, the
+fact names, the static check the catalog loader runs). A rule that still fails to evaluate on a
+plan becomes an error result naming the rule, never a traceback.
 """
 
 from __future__ import annotations
 
-import ast
-import operator
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,83 +15,9 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from .catalog import Rule
+from .expression import RuleExpressionError, evaluate
 
-_BINOPS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-}
-_CMPOPS: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-}
-_STR_METHODS = {"startswith", "endswith"}
-
-
-class RuleExpressionError(ValueError):
-    """A rule's expression uses something the evaluator does not allow, or an unknown fact."""
-
-
-def evaluate(expression: str, facts: dict[str, Any]) -> Any:
-    try:
-        tree = ast.parse(expression, mode="eval")
-    except SyntaxError as exc:
-        raise RuleExpressionError(f"cannot parse '{expression}': {exc.msg}") from None
-    return _eval(tree.body, facts, expression)
-
-
-def _eval(node: ast.AST, facts: dict[str, Any], src: str) -> Any:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        if node.id not in facts:
-            raise RuleExpressionError(f"unknown fact '{node.id}' in '{src}'")
-        return facts[node.id]
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return tuple(_eval(e, facts, src) for e in node.elts)
-    if isinstance(node, ast.BoolOp):
-        if isinstance(node.op, ast.And):
-            return all(_eval(v, facts, src) for v in node.values)
-        return any(_eval(v, facts, src) for v in node.values)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
-        value = _eval(node.operand, facts, src)
-        return (not value) if isinstance(node.op, ast.Not) else -value
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        left, right = _eval(node.left, facts, src), _eval(node.right, facts, src)
-        try:
-            return _BINOPS[type(node.op)](left, right)
-        except ZeroDivisionError:
-            return float("nan")
-    if isinstance(node, ast.Compare):
-        left = _eval(node.left, facts, src)
-        for op, comparator in zip(node.ops, node.comparators):
-            right = _eval(comparator, facts, src)
-            compare = _CMPOPS.get(type(op))
-            if compare is None or not compare(left, right):
-                return False
-            left = right
-        return True
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in _STR_METHODS
-        and not node.keywords
-    ):
-        target = _eval(node.func.value, facts, src)
-        args = [_eval(a, facts, src) for a in node.args]
-        if not isinstance(target, str):
-            return False
-        return getattr(target, node.func.attr)(*args)
-    raise RuleExpressionError(f"'{ast.unparse(node)}' is not allowed in a rule ('{src}')")
+__all__ = ["RuleExpressionError", "RuleResult", "check_rules", "evaluate", "parse_version", "rule_applies"]
 
 
 def parse_version(text: str) -> Version:
@@ -174,13 +97,13 @@ def check_rules(
 ) -> list[RuleResult]:
     """Every rule that fires, errors first; allowed errors become warnings marked as such."""
     fired: list[RuleResult] = []
+    shown = _Facts({k: _show(v) for k, v in facts.items()})
     for rule in rules:
-        if not rule_applies(rule, facts) or not evaluate(rule.violation, facts):
-            continue
-        shown = _Facts({k: _show(v) for k, v in facts.items()})
-        allowed = rule.severity == "error" and rule.id in allow
-        fired.append(
-            RuleResult(
+        try:
+            if not rule_applies(rule, facts) or not evaluate(rule.violation, facts):
+                continue
+            allowed = rule.severity == "error" and rule.id in allow
+            result = RuleResult(
                 id=rule.id,
                 severity="warning" if allowed else rule.severity,
                 kind=rule.kind,
@@ -190,9 +113,23 @@ def check_rules(
                 allowed=allowed,
                 role=role,
             )
-        )
+        except (RuleExpressionError, TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as exc:
+            result = _broken(rule, exc, role)
+        fired.append(result)
     fired.sort(key=lambda r: r.severity != "error")
     return fired
+
+
+def _broken(rule: Rule, exc: Exception, role: str | None) -> RuleResult:
+    return RuleResult(
+        id="rule-cannot-be-evaluated",
+        severity="error",
+        kind="rule",
+        message=f"rule {rule.id} cannot be evaluated on this plan ({type(exc).__name__}: {exc})",
+        fix=f"correct rule {rule.id} in params/rules, then run `kimi-runbooks validate-params`",
+        source="params/rules",
+        role=role,
+    )
 
 
 def _show(value: Any) -> Any:

@@ -15,14 +15,14 @@ if TYPE_CHECKING:
 
 
 def local_command(plan: LaunchPlan, environ: dict[str, str]) -> tuple[list[str], dict[str, str]]:
-    """argv (the key filled in from `environ`) and the full child env for launcher='local'."""
+    """argv (the key filled in from `environ`) and the full child env for launcher='local'.
+    Only references the plan generated are filled; every user value reaches SGLang as typed."""
     try:
         argv = plan.resolved_argv(environ)
+        env = plan.resolved_env(environ)
     except KeyError as exc:
-        raise DeployError(
-            f"cannot launch: {exc.args[0]}. Fix: export {plan.config.api_key_env}=... (the API key) before launching."
-        ) from None
-    return argv, {**environ, **plan.env}
+        raise DeployError(f"cannot launch: {exc.args[0]}. Fix: export it before launching.") from None
+    return argv, {**environ, **env}
 
 
 @register

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from ...plan import LaunchPlan
 from ...rundir import RunFolder
@@ -30,6 +30,14 @@ class SlurmOptions(EmulatorOptions):
     sbatch_options: list[str] = Field(default_factory=list)
     """Extra `#SBATCH` lines, e.g. ["--partition=gpu", "--time=02:00:00"]."""
     emulate: bool = False
+
+    @field_validator("sbatch_options")
+    @classmethod
+    def _one_line_each(cls, value: list[str]) -> list[str]:
+        bad = [opt for opt in value if "\n" in opt or "\r" in opt or not opt.startswith("-")]
+        if bad:
+            raise ValueError(f"sbatch_options {bad!r}: each is one sbatch option on one line, e.g. '--time=02:00:00'")
+        return value
 
 
 @register
@@ -68,23 +76,24 @@ class SlurmLauncher(Launcher):
             self._start_multinode(ctx, handle)
             return
         secret_env = handle.api_key_env
+        env: dict[str, str] = {}
         if self.opts.emulate:
-            argv = emulator_argv(ctx.plan, host=ctx.host, port=ctx.port, options=self.opts)
-            handle.command = argv
+            command = emulator_argv(ctx.plan, host=ctx.host, port=ctx.port, options=self.opts)
+            handle.command = command
             handle.time_scale = self.opts.time_scale
         else:
-            argv, _ = local_command(ctx.plan, ctx.environ)
-            handle.command, handle.env = ctx.plan.argv, dict(ctx.plan.env)
-        # keep the key out of the script: the job inherits it from the environment (--export=ALL)
-        command = [
-            a if not (secret_env and a == ctx.environ.get(secret_env)) else "${" + secret_env + "}" for a in argv
-        ]
+            local_command(ctx.plan, ctx.environ)  # refuses now when a referenced variable is unset
+            # the plan's argv keeps the key as the reference "${NAME}": the job reads it from the
+            # environment it inherits (--export=ALL), so the script never holds the key
+            command, env = ctx.plan.argv, dict(ctx.plan.env)
+            handle.command, handle.env = command, env
         script = ctx.folder.save_text(
             ctx.folder.sbatch,
             slurm.sbatch_script(
                 job_name=f"kimi-runbooks-{handle.run_id}",
                 run_dir=ctx.folder.path.resolve(),
                 command=command,
+                env=env,
                 secret_env=secret_env,
                 extra_sbatch=list(self.opts.sbatch_options),
             ),

@@ -1,0 +1,153 @@
+"""Issue 13 case 8: bad input exits 2 with the field and the fix, never a traceback; rules are
+checked when params/ loads, and a rule that still fails on a plan never crashes `plan`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from kimi_runbooks.paths import PARAMS_DIR
+from kimi_runbooks.plan import PlanConfig, plan
+from kimi_runbooks.plan.catalog import Rule, load_catalog
+from kimi_runbooks.plan.expression import FACT_NAMES, expression_problems
+from kimi_runbooks.plan.rules import check_rules
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kimi_runbooks.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--mem-fraction-static", "nan"], "mem_fraction_static"),
+        (["--mem-fraction-static", "inf"], "mem_fraction_static"),
+        (["--mem-fraction-static=-inf"], "mem_fraction_static"),
+        (["--kv-cache-dtype", "fp16"], "kv_cache_dtype"),
+        (["--kv-cache-dtype", "int3"], "kv_cache_dtype"),
+        (["--sglang-version", "banana"], "sglang_version"),
+        (["--env", "A B=1"], "env"),
+        (["--env", "NOEQUALS"], "--env"),
+    ],
+)
+def test_bad_values_exit_2_with_the_field_and_the_fix(args: list[str], field: str) -> None:
+    proc = cli("plan", "--platform", "h200", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert field in proc.stderr and "Fix" in proc.stderr
+
+
+def test_plan_config_refuses_non_finite_fractions_and_unknown_kv_dtypes() -> None:
+    for value in (float("nan"), float("inf")):
+        with pytest.raises(ValidationError, match="must be a number in"):
+            PlanConfig(platform="h200", mem_fraction_static=value)
+    with pytest.raises(ValidationError, match="fp8_e4m3"):
+        PlanConfig(platform="h200", kv_cache_dtype="int3")
+
+
+@pytest.mark.parametrize("dtype", ["auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2"])
+def test_every_accepted_kv_dtype_plans(dtype: str) -> None:
+    launch = plan({"platform": "h200", "kv_cache_dtype": dtype})
+    assert launch.memory.kv_bytes_per_token > 0
+
+
+def test_fp4_kv_needs_fp4_hardware() -> None:
+    assert "fp4-kv-needs-fp4" in {e.id for e in plan({"platform": "h200", "kv_cache_dtype": "nvfp4"}).errors}
+    b200 = plan({"platform": "b200", "kv_cache_dtype": "nvfp4"})
+    assert b200.ok and "kv-dtype-mla-unverified" in {w.id for w in b200.warnings}
+    fp8 = plan({"platform": "b200", "kv_cache_dtype": "fp8_e4m3"}).memory
+    assert b200.memory.kv_bytes_per_token < fp8.kv_bytes_per_token
+
+
+def _params_with_rule(tmp_path: Path, rule: dict[str, object]) -> Path:
+    params = tmp_path / "params"
+    shutil.copytree(PARAMS_DIR, params)
+    extra = {"rules": [{"severity": "error", "message": "m", "fix": "f", "source": "s", **rule}]}
+    (params / "rules" / "zz-broken.yaml").write_text(yaml.safe_dump(extra))
+    return params
+
+
+@pytest.mark.parametrize(
+    ("rule", "problem"),
+    [
+        ({"id": "typo-fact", "violation": "tpp > 1"}, "unknown fact 'tpp'"),
+        ({"id": "no-parse", "violation": "tp >"}, "cannot parse"),
+        ({"id": "not-allowed", "violation": "__import__('os')"}, "is not allowed"),
+        ({"id": "bad-placeholder", "violation": "tp > 64", "message": "tp is {tpp}"}, "unknown fact '{tpp}'"),
+    ],
+)
+def test_validate_params_checks_every_rule_expression_and_fact(
+    tmp_path: Path, rule: dict[str, object], problem: str
+) -> None:
+    params = _params_with_rule(tmp_path, rule)
+    proc = cli("validate-params", "--params-dir", str(params))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "zz-broken.yaml" in proc.stderr and problem in proc.stderr
+    proc = cli("plan", "--platform", "h200", env={"KIMI_RUNBOOKS_PARAMS": str(params)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and problem in proc.stderr
+
+
+def test_a_rule_that_fails_on_a_plan_is_an_error_result_not_a_crash() -> None:
+    catalog = load_catalog()
+    broken = Rule(
+        id="compares-text-to-number",
+        severity="warning",
+        violation="kv_cache_dtype > 3",
+        message="m",
+        fix="f",
+        source="s",
+    )
+    launch = plan({"platform": "h200"})
+    facts = {name: None for name in FACT_NAMES} | {"vendor": "nvidia", "arch": "hopper", "platform": "h200"}
+    facts |= {"model": "kimi-k2.6", "sglang_version": "0.5.9", "kv_cache_dtype": "auto"}
+    (result,) = check_rules([broken], facts)
+    assert result.id == "rule-cannot-be-evaluated" and result.severity == "error"
+    assert "compares-text-to-number" in result.message and "validate-params" in result.fix
+    assert launch.ok and catalog.rules
+
+
+def test_the_fact_names_are_the_facts_the_planner_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kimi_runbooks.plan import knobs
+
+    seen: list[set[str]] = []
+    original = knobs.rule_facts
+
+    def spy(**kwargs: object) -> dict[str, object]:
+        facts = original(**kwargs)  # type: ignore[arg-type]
+        seen.append(set(facts))
+        return facts
+
+    monkeypatch.setattr("kimi_runbooks.plan.launch.rule_facts", spy)
+    monkeypatch.setattr("kimi_runbooks.plan.deployments.rule_facts", spy)
+    plan({"platform": "h200"})
+    plan({"platform": "ascend-a3"})
+    assert seen and all(names == set(FACT_NAMES) for names in seen)
+
+
+def test_every_shipped_rule_passes_the_static_check() -> None:
+    for rule in load_catalog().rules:
+        assert expression_problems(rule.violation) == [], rule.id
+
+
+def test_a_recipe_extra_arg_that_sets_a_knob_fails_at_load(tmp_path: Path) -> None:
+    params = tmp_path / "params"
+    shutil.copytree(PARAMS_DIR, params)
+    path = params / "platforms" / "rtx-pro-6000.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["recipe"]["extra_args"] += ["--tp-size", "4"]
+    path.write_text(yaml.safe_dump(data))
+    proc = cli("validate-params", "--params-dir", str(params))
+    assert proc.returncode == 2 and "rtx-pro-6000.yaml" in proc.stderr and "('--tp-size', 'tp')" in proc.stderr
