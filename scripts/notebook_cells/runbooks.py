@@ -74,10 +74,11 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
         "base_url = None  # for launcher external: the URL of the running server",
         "stages = ['deploy', 'invoke', 'speed', 'accuracy', 'report']",
         "scenario_set = 'smoke'  # params/scenarios: smoke (CI) or a published set",
-        "eval_suites = None  # accuracy suites; None: the accuracy stage's smoke defaults",
+        "eval_suites = None  # accuracy suites (the accuracy notebook's `suites`); None: its smoke defaults",
         "run_dir = None  # None: outputs/<run id> (or $KIMI_RUNBOOKS_OUTPUTS/<run id>)",
         f"time_scale = {CI_TIME_SCALE!r}  # emulator only: <1 runs its latency model faster",
         "fail_on_error = True  # raise after the report when a stage or check failed",
+        "force = False  # True: reuse a run_dir holding another configuration's results (moved to superseded/)",
         "stage_overrides = {}  # extra parameters per stage notebook, e.g. {'invoke': {'timeout': 60}}",
     ]
     return lines
