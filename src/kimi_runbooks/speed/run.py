@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..plan import MemoryPlan
 from ..plan.catalog import Scenario
-from ..procs import stop_group
+from ..procs import start_session, stop_group
 from ..rundir import RunFolder, now_iso, read_jsonl
 from ..toolenv import OFFLINE_ENV, ToolEnvError, make_offline_tokenizer, tool_env
 from .argv import DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
@@ -207,9 +207,7 @@ def _run_child(
 ) -> tuple[int | None, bool]:
     """Run argv in its own process group, output to log_path (redacted after); (returncode, timed_out)."""
     with folder.open_log(log_path) as out:
-        proc = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL, start_new_session=True
-        )
+        proc = start_session(argv, stdout=out, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL)
         try:
             return proc.wait(timeout=timeout), False
         except subprocess.TimeoutExpired:
