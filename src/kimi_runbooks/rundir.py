@@ -396,9 +396,9 @@ class RunFolder:
             held = read_json(self.path / self.LOCK_HOLDER) or {}
             raise RunFolderBusy(
                 f"run folder {self.path} is in use by another run (pid {held.get('pid', '?')}, started "
-                f"{held.get('started_at', '?')}): two runs in one folder would stop each other's servers and "
-                "mix their results. Fix: wait for that run to end, stop it (kimi-runbooks teardown "
-                f"{self.path}), or pass another run_dir."
+                f"{held.get('started_at', '?')}, watchdog pid {held.get('watchdog_pid', '-')}): two runs in "
+                "one folder would stop each other's servers and mix their results. Fix: wait for that run "
+                f"to end, stop it (kimi-runbooks teardown {self.path}), or pass another run_dir."
             ) from None
         try:
             self.save_json(self.LOCK_HOLDER, holder)
