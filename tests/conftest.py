@@ -30,6 +30,24 @@ FAKE_SMI_VARS = (
 )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_server_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The suite's servers are registered in a folder of its own, never in the user's
+    ~/.cache/kimi-runbooks/servers (whose orphans a test run must not stop, nor add to)."""
+    import os
+
+    from kimi_runbooks.deploy.registry import REGISTRY_ENV
+
+    folder = tmp_path_factory.mktemp("server-registry")
+    saved = os.environ.get(REGISTRY_ENV)
+    os.environ[REGISTRY_ENV] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop(REGISTRY_ENV, None)
+    else:
+        os.environ[REGISTRY_ENV] = saved
+
+
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
     return load_catalog()

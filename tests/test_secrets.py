@@ -23,3 +23,64 @@ def test_secret_fields_in_structures_and_explicit_environ():
     out = redact(doc, ["KIMI_KEY"], environ={"KIMI_KEY": "s3cr3t-value-x"})
     assert out["server_info"] == {"api_key": REDACTED, "tp_size": 8}
     assert out["log"] == [f"key={REDACTED}"]
+
+
+# --------------------------------------------------------------------------- issue 13, case 9
+
+
+def test_a_configured_key_is_never_skipped_however_short(monkeypatch):
+    monkeypatch.setenv("SHORT_RUN_KEY", "ab")
+    assert redact("key=ab; tab", ["SHORT_RUN_KEY"]) == f"key={REDACTED}; t{REDACTED}"
+
+
+def test_a_short_key_is_refused_at_start_with_the_fix(monkeypatch, tmp_path):
+    import pytest
+
+    from kimi_runbooks import runbook
+    from kimi_runbooks.rundir import RunFolder
+    from kimi_runbooks.secrets import MIN_KEY_LENGTH, SecretError, require_redactable
+
+    monkeypatch.setenv("SHORT_RUN_KEY", "ab")
+    with pytest.raises(SecretError, match=r"2 characters.*openssl rand"):
+        require_redactable("SHORT_RUN_KEY")
+    with pytest.raises(SecretError):
+        RunFolder.create(tmp_path / "run", secret_envs=["SHORT_RUN_KEY"])
+    with pytest.raises(runbook.PlanInvalid, match="SHORT_RUN_KEY is 2 characters"):
+        runbook.run_runbook({"platform": "h200", "api_key_env": "SHORT_RUN_KEY", "run_dir": str(tmp_path / "r2")})
+    assert not (tmp_path / "r2").exists()  # refused before the run folder was made
+    monkeypatch.setenv("SHORT_RUN_KEY", "x" * MIN_KEY_LENGTH)
+    require_redactable("SHORT_RUN_KEY")
+
+
+def test_html_is_redacted_in_its_text_only_with_a_visible_marker():
+    from kimi_runbooks.secrets import REDACTED_HTML, redact_html
+
+    page = '<table class="dataframe"><tr><td>dataframe</td></tr></table><script>var dataframe=1;</script>'
+    out = redact_html(page, ["WORD_KEY"], environ={"WORD_KEY": "dataframe"})
+    assert out == (
+        f'<table class="dataframe"><tr><td>{REDACTED_HTML}</td></tr></table><script>var dataframe=1;</script>'
+    )
+    assert REDACTED_HTML == "&lt;redacted&gt;"
+
+
+def test_a_notebook_html_output_keeps_its_markup(monkeypatch):
+    from kimi_runbooks.secrets import redact_notebook
+
+    nb = {
+        "cells": [
+            {
+                "source": "print('dataframe')",
+                "outputs": [
+                    {"data": {"text/html": ['<table class="dataframe">\n', "<td>dataframe</td></table>"]}},
+                    {"text": "dataframe\n"},
+                ],
+            }
+        ]
+    }
+    monkeypatch.setenv("WORD_KEY", "dataframe")
+    out = redact_notebook(nb, ["WORD_KEY"])
+    cell = out["cells"][0]
+    assert cell["source"] == f"print('{REDACTED}')"
+    html_out = "".join(cell["outputs"][0]["data"]["text/html"])
+    assert html_out == '<table class="dataframe">\n<td>&lt;redacted&gt;</td></table>'
+    assert cell["outputs"][1]["text"] == f"{REDACTED}\n"

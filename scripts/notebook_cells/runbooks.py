@@ -98,6 +98,7 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
         "run_dir: Optional[str] = None  # None: outputs/<run id> (or $KIMI_RUNBOOKS_OUTPUTS/<run id>)",
         f"time_scale: float = {CI_TIME_SCALE!r}  # emulator only: below 1 runs its latency model faster",
         "fail_on_error: bool = True  # raise after the report when a stage or check failed",
+        "force: bool = False  # True: reuse a run_dir holding another configuration's results (moved to superseded/)",
         "stage_overrides: dict = {}  # extra parameters per stage notebook, e.g. {'invoke': {'timeout': 60}}",
     ]
     return lines

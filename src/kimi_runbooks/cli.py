@@ -170,6 +170,36 @@ def cmd_validate_params(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_teardown(args: argparse.Namespace) -> int:
+    """Stop what runs left running: the named run folders', or every orphan the registry knows."""
+    from .deploy import registry
+    from .deploy.teardown import orphan_report, stop_orphans, teardown_run
+    from .rundir import RunFolder, RunFolderError
+
+    if args.run_dirs:
+        code = 0
+        for run_dir in args.run_dirs:
+            try:
+                done = teardown_run(RunFolder(run_dir))
+            except RunFolderError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                code = EXIT_INVALID
+                continue
+            print(f"{run_dir}: " + ("; ".join(done) if done else "nothing left running"))
+        return code
+    if args.all:
+        stopped = stop_orphans(include_detached=True)
+        print(orphan_report(stopped) if stopped else "no orphaned or detached servers to stop")
+    live = registry.entries()
+    if live:
+        print(f"{len(live)} server(s) still registered (their runs are still going, or pass the run folder):")
+        for entry in live:
+            print(f"  - {entry.describe()}")
+    elif not args.all:
+        print("no servers registered. Usage: kimi-runbooks teardown RUN_DIR [...] | --all")
+    return 0
+
+
 def cmd_emulator(argv: list[str]) -> int:
     from .emulator.cli import main as emulator_main
 
@@ -185,6 +215,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_val = sub.add_parser("validate-params", help="load and validate every file under params/")
     p_val.add_argument("--params-dir")
     p_val.set_defaults(func=cmd_validate_params)
+    p_down = sub.add_parser(
+        "teardown",
+        help="stop what a run left running (RUN_DIR), or every orphaned server the registry knows (--all)",
+    )
+    p_down.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="run folder(s) whose server to stop")
+    p_down.add_argument(
+        "--all", action="store_true", help="stop every registered server whose run has ended (orphans, detached)"
+    )
+    p_down.set_defaults(func=cmd_teardown)
     sub.add_parser("emulator", help="run the SGLang emulator (see `kimi-runbooks emulator --help`)", add_help=False)
     sub.add_parser(
         "report",

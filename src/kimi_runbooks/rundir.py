@@ -21,14 +21,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from .secrets import redact
+from .secrets import redact, redact_html, redact_notebook, require_redactable
 
 OUTPUTS_ENV = "KIMI_RUNBOOKS_OUTPUTS"
 SECRET_NAMES_FILE = ".secret-env-names"
+HTML_SUFFIXES = (".html", ".htm")
 
 
 class RunFolderError(ValueError):
     """The run folder cannot be used (a file, not writable, outside the folder)."""
+
+
+class RunFolderBusy(RunFolderError):
+    """Another run holds this folder's lock."""
 
 
 def outputs_base() -> Path:
@@ -77,7 +82,8 @@ def write_redacted(path: str | Path, text: str, secret_envs: Iterable[str | None
     """Write `text` with every secret replaced; for files outside a run folder (comparison pages)."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(redact(text, list(secret_envs)), encoding="utf-8")
+    clean = redact_html if out.suffix.lower() in HTML_SUFFIXES else redact
+    out.write_text(clean(text, list(secret_envs)), encoding="utf-8")
     return out
 
 
@@ -109,6 +115,9 @@ class RunFolder:
     ACCURACY = "accuracy.jsonl"
     REPORT = "report.html"
     PROGRESS = "progress.jsonl"
+    FINGERPRINT = "fingerprint.json"
+    LOCK = ".lock"
+    LOCK_HOLDER = ".lock.json"
 
     def __init__(self, path: str | Path, secret_envs: Iterable[str | None] = ()) -> None:
         self.path = Path(path)
@@ -139,6 +148,8 @@ class RunFolder:
             ) from None
         if not os.access(folder.path, os.W_OK):
             raise RunFolderError(f"run folder {folder.path} is not writable. Fix: choose a writable run_dir.")
+        for name in folder._names:
+            require_redactable(name)
         folder._save_names()
         return folder
 
@@ -275,6 +286,7 @@ class RunFolder:
     def add_secret_env(self, name: str | None) -> None:
         """Record one more secret env NAME (later stages opening this folder redact it too)."""
         if name and name not in self._names:
+            require_redactable(name)
             self._names.add(name)
             self._save_names()
 
@@ -303,7 +315,16 @@ class RunFolder:
         return p
 
     def save_text(self, path: str | Path, text: str, *, executable: bool = False) -> Path:
+        """Text with secrets replaced; an HTML file in its text nodes only (see secrets.redact_html)."""
+        if Path(path).suffix.lower() in HTML_SUFFIXES:
+            return self._write(path, redact_html(text, self.secret_envs), executable)
         return self._write(path, self.redact(text), executable)
+
+    def save_notebook(self, path: str | Path, nb: dict[str, Any]) -> Path:
+        """A notebook (as JSON, e.g. json.loads(nbformat.writes(nb))) with its HTML outputs redacted
+        as HTML, the rest as text; written as nbformat writes it."""
+        clean = redact_notebook(nb, self.secret_envs)
+        return self._write(path, json.dumps(clean, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
     def save_json(self, path: str | Path, doc: Any) -> Path:
         """The structure is redacted value by value, then serialised (redacting the JSON text itself
@@ -367,6 +388,42 @@ class RunFolder:
         p = self._inside(path)
         with p.open("a", encoding="utf-8") as fh:
             yield _RedactingWriter(fh, self.secret_envs)
+
+    @contextmanager
+    def lock(self, holder: dict[str, Any]) -> Iterator[int]:
+        """Hold this folder for one run (flock on .lock; the kernel drops it when every holder of
+        the descriptor is gone, however they died). Yields the descriptor, to hand to a helper
+        that must keep the folder locked after this process (the watchdog). RunFolderBusy when
+        another run holds it."""
+        import fcntl
+
+        fd = os.open(self._inside(self.LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            held = read_json(self.path / self.LOCK_HOLDER) or {}
+            raise RunFolderBusy(
+                f"run folder {self.path} is in use by another run (pid {held.get('pid', '?')}, started "
+                f"{held.get('started_at', '?')}, watchdog pid {held.get('watchdog_pid', '-')}): two runs in "
+                "one folder would stop each other's servers and mix their results. Fix: wait for that run "
+                f"to end, stop it (kimi-runbooks teardown {self.path}), or pass another run_dir."
+            ) from None
+        try:
+            self.save_json(self.LOCK_HOLDER, holder)
+            yield fd
+        finally:
+            os.close(fd)
+
+    def set_aside(self, names: Iterable[str], label: str) -> Path | None:
+        """Move these entries of the folder into superseded/<label>/ (kept, never mixed in)."""
+        present = [n for n in names if (self.path / n).exists()]
+        if not present:
+            return None
+        dest = self.mkdir(self.path / "superseded" / label)
+        for name in present:
+            os.replace(self._inside(name), dest / name)
+        return dest
 
     def mkdir(self, path: str | Path) -> Path:
         """A sub-folder of the run folder, created."""

@@ -4,29 +4,56 @@ Keys come from environment variables whose NAMES are parameters (`api_key_env`).
 is written to a run folder (logs, manifest, transcripts, notebooks, HTML) passes through
 `redact()`, which replaces the values of those variables, and of any variable that looks like a
 secret (HF_TOKEN, OPENAI_API_KEY, ...), with `<redacted>`.
+
+A key named as the run's key is redacted whatever its length: it is never skipped. A key shorter
+than MIN_KEY_LENGTH is refused when a run starts (`require_redactable`), because such a string
+turns up in ordinary text (a 2-letter key in words, numbers and ids) and replacing it everywhere
+would garble every log and report while protecting almost nothing. HTML is redacted in its text
+only (`redact_html`), never in tags or attributes, with a marker a browser shows.
 """
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from collections.abc import Iterable
 from typing import Any
 
 REDACTED = "<redacted>"
+REDACTED_HTML = html.escape(REDACTED)
+"""The marker as HTML text: `<redacted>` itself would be read as an (unknown, invisible) tag."""
 # Names that end like a credential (HF_TOKEN, OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY, DB_PASSWORD);
 # not MAX_TOKENS or TOKENIZERS_PARALLELISM, whose values are ordinary words and numbers.
 SECRET_NAME = re.compile(r"(^|_)(API_KEY|ACCESS_KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
-MIN_NAMED_LENGTH = 4  # a variable named as the key (api_key_env): always redacted
+MIN_KEY_LENGTH = 8  # a run's named key shorter than this is refused at start
 MIN_GUESSED_LENGTH = 8  # a variable that only looks secret: long values only, to spare short words
 SECRET_FIELDS = {"api_key", "api-key", "apikey", "authorization", "hf_token"}
+_API_KEY_FLAG = re.compile(r"(--api-key[ =])(?!\"?\$\{)(\S+)")
+
+
+class SecretError(ValueError):
+    """The run's key cannot be kept out of the run folder reliably; nothing was started."""
+
+
+def require_redactable(name: str | None, environ: dict[str, str] | None = None) -> None:
+    """Refuse a named key whose value is set but shorter than MIN_KEY_LENGTH (see the module doc)."""
+    env = os.environ if environ is None else environ
+    value = env.get(name or "", "")
+    if name and value and len(value) < MIN_KEY_LENGTH:
+        raise SecretError(
+            f"the key in ${name} is {len(value)} characters long; keys shorter than {MIN_KEY_LENGTH} "
+            "cannot be kept out of logs and reports (such a string occurs in ordinary text, and "
+            f"redacting it everywhere would garble them). Fix: use a longer key, e.g. "
+            f"export {name}=$(openssl rand -hex 16)."
+        )
 
 
 def secret_values(extra_env_names: Iterable[str | None] = (), environ: dict[str, str] | None = None) -> list[str]:
     """Values of the named env vars plus those of env vars whose name looks like a credential."""
     env = os.environ if environ is None else environ
     named = {n for n in extra_env_names if n}
-    values = {env[n] for n in named if len(env.get(n, "")) >= MIN_NAMED_LENGTH}
+    values = {env[n] for n in named if env.get(n)}
     values |= {v for n, v in env.items() if SECRET_NAME.search(n) and len(v) >= MIN_GUESSED_LENGTH}
     return sorted(values, key=len, reverse=True)
 
@@ -38,11 +65,15 @@ def redact(value: Any, extra_env_names: Iterable[str | None] = (), environ: dict
     return _redact(value, secrets)
 
 
+def _redact_text(value: str, secrets: list[str], marker: str = REDACTED) -> str:
+    for secret in secrets:
+        value = value.replace(secret, marker)
+    return _API_KEY_FLAG.sub(lambda m: m.group(1) + marker, value)
+
+
 def _redact(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
-        return re.sub(r"(--api-key[ =])(?!\"?\$\{)(\S+)", r"\1" + REDACTED, value)
+        return _redact_text(value, secrets)
     if isinstance(value, dict):
         return {k: (REDACTED if _is_secret_field(k, v) else _redact(v, secrets)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -52,3 +83,55 @@ def _redact(value: Any, secrets: list[str]) -> Any:
 
 def _is_secret_field(key: Any, value: Any) -> bool:
     return isinstance(key, str) and key.lower() in SECRET_FIELDS and isinstance(value, str) and bool(value)
+
+
+# --------------------------------------------------------------------------- HTML and notebooks
+
+_MARKUP = re.compile(
+    r"(<!--.*?-->|<script\b.*?</script\s*>|<style\b.*?</style\s*>|<[A-Za-z/!?][^>]*>)", re.DOTALL | re.IGNORECASE
+)
+"""Comments, script and style elements (not text), and tags with their attributes."""
+
+
+def redact_html(text: str, extra_env_names: Iterable[str | None] = (), environ: dict[str, str] | None = None) -> str:
+    """Redact an HTML document in its text nodes only: a key equal to a word used in markup
+    (`table`) cannot break a tag, and the marker is escaped so a browser shows it."""
+    secrets = secret_values(extra_env_names, environ)
+    return _redact_html(text, secrets)
+
+
+def _redact_html(text: str, secrets: list[str]) -> str:
+    variants = sorted({s for secret in secrets for s in (secret, html.escape(secret))}, key=len, reverse=True)
+    parts = _MARKUP.split(text)
+    # re.split with one group: text, markup, text, markup, ... ; only the text parts change
+    return "".join(p if i % 2 else _redact_text(p, variants, REDACTED_HTML) for i, p in enumerate(parts))
+
+
+HTML_MIME = "text/html"
+
+
+def redact_notebook(nb: dict[str, Any], extra_env_names: Iterable[str | None] = ()) -> dict[str, Any]:
+    """A notebook (as JSON) with secrets replaced: HTML outputs through `redact_html`, the rest
+    (sources, streams, plain text, parameters) as plain text."""
+    secrets = secret_values(extra_env_names)
+    clean: dict[str, Any] = _redact_nb(nb, secrets)
+    return clean
+
+
+def _redact_nb(value: Any, secrets: list[str], key: str | None = None) -> Any:
+    if key == HTML_MIME:
+        if isinstance(value, str):
+            return _redact_html(value, secrets)
+        if isinstance(value, list):
+            return _redact_html_lines(value, secrets)
+    if isinstance(value, dict):
+        return {k: (REDACTED if _is_secret_field(k, v) else _redact_nb(v, secrets, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_nb(v, secrets) for v in value]
+    return _redact(value, secrets)
+
+
+def _redact_html_lines(lines: list[Any], secrets: list[str]) -> list[str]:
+    """An HTML output stored as a list of lines: redacted as one document, split back into lines."""
+    joined = _redact_html("".join(str(x) for x in lines), secrets)
+    return joined.splitlines(keepends=True)

@@ -199,3 +199,17 @@ def test_compare_runs_builds_one_page(run_folder, copy, tmp_path):
     assert report_cli.main([str(run_folder), str(copy), "-o", str(tmp_path / "cli.html")]) == 0
     assert (tmp_path / "cli.html").exists()
     assert report_cli.main([str(tmp_path / "missing")]) == 2
+
+
+def test_a_key_equal_to_a_markup_word_leaves_the_report_intact_and_shows_the_marker(copy, monkeypatch):
+    """Issue 13 case 9: redaction in report.html touches text, never tags or attributes, and the
+    marker is visible (escaped), not swallowed as an unknown tag."""
+    monkeypatch.setenv("MARKUP_WORD_KEY", "verdict")  # the report's verdict block carries class="verdict"
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["warnings"] = [*manifest.get("warnings", []), "the key verdict leaked into this warning"]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    text = report.render(copy, secret_env="MARKUP_WORD_KEY").read_text()
+    assert 'class="verdict"' in text  # markup untouched
+    assert text.count("<table") == text.count("</table>") > 0
+    assert "the key &lt;redacted&gt; leaked into this warning" in text
+    assert "key verdict leaked" not in text and "<redacted>" not in text

@@ -22,7 +22,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
-from ..procs import stop_group
+from ..procs import start_session, stop_group
 from ..progress import report_progress
 from ..rundir import RunFolder, read_jsonl
 
@@ -147,14 +147,8 @@ def run_tool(
     with folder.open_log(log_path) as log:
         log.write("$ " + " ".join(folder.redact(list(argv))) + "\n")
         log.flush()
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=full_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
+        proc = start_session(
+            list(argv), cwd=cwd, env=full_env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
         bar = tqdm(desc=desc, total=None, unit="step", leave=True, mininterval=1.0)
         try:

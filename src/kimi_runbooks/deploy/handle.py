@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..plan import LaunchPlan
+from ..procs import start_ticks
 from ..rundir import RunFolder, now_iso
 from ..target import RunHandle
-from . import live
+from . import live, registry
 from .preflight import PreflightReport
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ class ServerHandle:
         if self.driver is not None:
             self.driver.stop(self)
         self.stopped = True
+        registry.forget(self.run_dir)
         self.folder.update_json(self.folder.process, stopped_at=now_iso())
 
     def detach(self) -> None:
@@ -125,6 +127,7 @@ class ServerHandle:
             "launcher": self.launcher,
             "pid": self.pid,
             "pgid": self.pgid,
+            "pgid_ticks": start_ticks(self.pgid) if self.pgid else None,
             "container": self.container,
             "slurm_job_id": self.slurm_job_id,
             "base_url": self.base_url,

@@ -18,14 +18,16 @@ from pydantic import BaseModel
 
 from ..plan import LaunchPlan, PlanConfig, plan
 from ..plan.shell import shell_command
+from ..procs import RUN_TOKEN_ENV
 from ..rundir import RunFolder, now_iso
 from ..target import write_handle
-from . import live
+from . import live, registry
 from . import manifest as manifest_mod
 from .errors import DeployError, PlanError, PreflightError
 from .handle import ServerHandle
 from .launchers import LaunchContext, get_launcher, launcher_class, served_name
 from .preflight import PreflightReport
+from .teardown import orphan_report, stop_orphans, teardown_run
 
 DEFAULT_STARTUP_TIMEOUT = 1800.0
 
@@ -63,6 +65,7 @@ def launch(
         else RunFolder.create(run_dir, label=plan.platform.id, secret_envs=[secret_env])
     )
     folder.add_secret_env(secret_env)
+    _stop_leftovers(folder, progress)
     warnings = [str(w) for w in plan.warnings]
     for w in warnings:
         print(f"WARNING: {w}")
@@ -96,7 +99,8 @@ def launch(
         if handle.owns:
             live.register(handle)
         if handle.owns or handle.pid or handle.slurm_job_id:
-            folder.save_json(folder.process, handle.process_record())
+            folder.save_json(folder.process, {**handle.process_record(), "previous": _previous_records(folder)})
+            registry.record(handle, run_token=env.get(RUN_TOKEN_ENV))
     except BaseException:
         handle.stop()
         raise
@@ -108,6 +112,28 @@ def launch(
             handle.stop()
             raise
     return handle
+
+
+def _stop_leftovers(folder: RunFolder, progress: bool) -> None:
+    """Before a new server: stop orphans of earlier runs (their owner is gone) and any server an
+    earlier launch left running in THIS folder, whose process.json is about to be replaced."""
+    lines = stop_orphans()
+    if lines and progress:
+        print(orphan_report(lines), flush=True)
+    old = folder.read_json(folder.process) if folder.process.exists() else None
+    if isinstance(old, dict) and not old.get("stopped_at"):
+        done = teardown_run(folder, folder_token=False)
+        if done and progress:
+            print(f"stopped the server an earlier launch left in {folder.path}: {'; '.join(done)}", flush=True)
+
+
+def _previous_records(folder: RunFolder) -> list[dict[str, Any]]:
+    """Earlier servers of this folder (each with its stopped_at), so a rerun forgets none."""
+    old = folder.read_json(folder.process) if folder.process.exists() else None
+    if not isinstance(old, dict):
+        return []
+    earlier = old.pop("previous", None) or []
+    return [*earlier, old][-10:]
 
 
 def record(handle: ServerHandle, environ: dict[str, str] | None = None) -> None:
@@ -187,6 +213,8 @@ def finish(handle: ServerHandle, keep_running: bool) -> str:
     """End of the deploy stage: leave the server up for later stages, or stop it now."""
     if keep_running and handle.owns:
         handle.detach()
+        if not os.environ.get(registry.OWNER_ENV):  # no runbook around: left running on purpose
+            registry.detach(handle.run_dir)
         return (
             f"server left running at {handle.base_url} (pid group {handle.pgid or '-'}, "
             f"container {handle.container or '-'}, slurm job {handle.slurm_job_id or '-'}); "

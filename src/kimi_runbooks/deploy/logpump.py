@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..plan.shell import shell_word
+from ..procs import die_with_parent
 from ..rundir import RunFolder
 
 MODULE = "kimi_runbooks.deploy.logpump"
@@ -61,7 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     with folder.redacting_writer(args.log) as log:
         try:
             child = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=die_with_parent,  # a pump killed with SIGKILL still takes its server down
             )
         except OSError as exc:
             log.write(f"cannot start {shell_word(command[0])}: {exc}\n")

@@ -1,34 +1,114 @@
-"""Stop a server a previous notebook or runbook left running, from what its run folder recorded."""
+"""Stop what a run left running: its server (from process.json or the registry) and every process
+that still carries the run's token (bench client, tool runs, stage kernels)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from ..procs import RUN_TOKEN_ENV, processes_with_token, stop_processes
 from ..rundir import RunFolder, now_iso
+from . import registry
 from .launchers import LAUNCHERS
 
+SWEEP_GRACE_SECONDS = 5.0
 
-def teardown_run(run_dir: str | Path | RunFolder) -> list[str]:
-    """Stop the server recorded in `run_dir` (process.json / handle.json); idempotent.
 
-    Returns what it did ("stopped process group N", "docker rm -f NAME", "scancel ID").
+def teardown_run(
+    run_dir: str | Path | RunFolder, *, tokens: list[str] | None = None, folder_token: bool = True
+) -> list[str]:
+    """Stop the server recorded in `run_dir` (process.json / handle.json) and the processes of
+    the run (its token, from the registry, `tokens` and, with `folder_token`, runbook.json);
+    idempotent.
+
+    Returns what it did ("stopped process group N", "docker rm -f NAME", "scancel ID",
+    "stopped 2 processes of the run (pids ...)").
     """
     folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
     info: dict[str, Any] = {}
     for path in (folder.handle, folder.process):
         data = folder.read_json(path) if path.exists() else None
         if isinstance(data, dict):
-            info.update({k: v for k, v in data.items() if v is not None})
+            info.update({k: v for k, v in data.items() if v is not None and k != "previous"})
+    entry = registry.get(folder.path)
     if info.get("launcher") == "external":
+        registry.forget(folder.path)
         return ["external server: not ours to stop"]
+    done = stop_record(folder, info)
+    if entry is not None:
+        for action in stop_record(folder, entry.record()):  # the registry may know a newer server
+            if action not in done:
+                done.append(action)
+    done += sweep(_tokens(folder if folder_token else None, entry, tokens))
+    registry.forget(folder.path)
+    if info and folder.path.is_dir():
+        folder.update_json(folder.process, stopped_at=now_iso())
+    return done
+
+
+def stop_record(folder: RunFolder, info: dict[str, Any]) -> list[str]:
+    """Each launcher stops what it recorded; the record may predate a launcher change, so every
+    launcher whose resource is named in it gets its turn (a pgid, a container, a job id)."""
     done: list[str] = []
-    # Each launcher stops what it recorded; the record may predate a launcher change, so every
-    # launcher whose resource is named in it gets its turn (a pgid, a container, a job id).
+    if info.get("launcher") == "external":
+        return done
     for cls in LAUNCHERS.values():
         for action in cls.stop_recorded(folder, info):
             if action not in done:
                 done.append(action)
-    if info:
-        folder.update_json(folder.process, stopped_at=now_iso())
     return done
+
+
+def _tokens(folder: RunFolder | None, entry: registry.Entry | None, extra: list[str] | None) -> list[str]:
+    found = list(extra or [])
+    params = folder.read_json(folder.runbook) if folder is not None and folder.runbook.exists() else None
+    if isinstance(params, dict) and params.get("run_token"):
+        found.append(str(params["run_token"]))
+    if entry is not None and entry.run_token:
+        found.append(entry.run_token)
+    return sorted(set(found))
+
+
+def sweep(tokens: list[str], grace: float = SWEEP_GRACE_SECONDS) -> list[str]:
+    """Stop every process (of this user) whose environment carries one of the run tokens."""
+    pids = sorted({p for t in tokens for p in processes_with_token(t)})
+    if not pids:
+        return []
+    stopped = stop_processes(pids, grace=grace)
+    return [f"stopped {len(stopped)} process(es) of the run carrying its {RUN_TOKEN_ENV} (pids {stopped})"]
+
+
+def stop_orphans(*, include_detached: bool = False) -> list[str]:
+    """Stop every registered server whose owner is gone (and, with `include_detached`, those
+    left running on purpose); entries of servers already gone are dropped. Returns one line per
+    server stopped."""
+    stopped = []
+    for entry in registry.entries():
+        if entry.owner_alive() or (entry.detached and not include_detached):
+            continue
+        folder = RunFolder(entry.run_dir) if Path(entry.run_dir).is_dir() else None
+        if folder is not None:  # only the orphan's own token: a new run may already use the folder
+            done = teardown_run(folder, folder_token=False)
+        else:  # the run folder was deleted: the registry alone says what to stop
+            done = stop_record(RunFolder(registry.registry_dir()), entry.record())
+            done += sweep([entry.run_token] if entry.run_token else [])
+            registry.forget(entry.run_dir)
+        done = [d for d in done if not d.startswith("external")]
+        if done:
+            stopped.append(f"{entry.describe()}: {'; '.join(done)}")
+            if folder is not None:
+                folder.append_jsonl(
+                    folder.stages,
+                    {
+                        "stage": "teardown",
+                        "status": "ok",
+                        "detail": "orphaned (its owner is gone); stopped later: " + "; ".join(done),
+                        "finished_at": now_iso(),
+                    },
+                )
+    return stopped
+
+
+def orphan_report(lines: list[str]) -> str:
+    """The line a run prints after `stop_orphans`."""
+    return f"stopped {len(lines)} orphaned server(s) from earlier runs:\n" + "\n".join(f"  - {x}" for x in lines)

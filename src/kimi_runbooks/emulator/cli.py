@@ -259,13 +259,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     import uvicorn
 
     from .app import create_app
+    from .limits import bind_warning, bounded_protocol, connection_budget, install_throttle
 
     log.warning("latency profile: %s", settings.profile)
-    uvicorn.run(
+    warning = bind_warning(settings)
+    if warning:
+        log.warning(warning)
+    budget = connection_budget()
+    config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
         port=settings.port,
         log_level=str(args.log_level).lower(),
         access_log=False,
+        http=bounded_protocol(budget),  # idle connections cannot exhaust the file limit
     )
+    install_throttle()  # after uvicorn.Config set up its loggers' handlers
+    uvicorn.Server(config).run()
     return 0

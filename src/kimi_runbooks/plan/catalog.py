@@ -1,9 +1,6 @@
-"""Load and validate everything under params/.
-
-The YAML files are the single source of truth for hardware, checkpoints, rules, published
-deployments, scenarios and references. Each kind has a pydantic model here so that a typo in a
-params file fails at load time with the file name and the field, not deep inside a launch.
-"""
+"""Load and validate everything under params/: the single source of truth for hardware,
+checkpoints, rules, published deployments, scenarios and references. Each kind has a pydantic
+model here so a typo in a params file fails at load time with the file name and the field."""
 
 from __future__ import annotations
 
@@ -128,8 +125,7 @@ class Platform(Strict):
     recipe: Recipe
     published_models: list[str]
     hardware: Hardware
-    price_per_device_hour: float | None = None
-    """A published list price in $ per device-hour (default of the cost figures), with its source."""
+    price_per_device_hour: float | None = None  # published $/device-hour (cost figures' default)
     price_source: str | None = None
     notes: list[str] = Field(default_factory=list)
 

@@ -2,7 +2,8 @@
 
 `collect(run_dir)` reads plan, manifest, handle, invoke.json, bench.jsonl, accuracy.jsonl and
 stages.jsonl (file names from `RunFolder`, the stage table from `stages`); missing pieces stay
-None and are shown as not run, never filled in.
+None and are shown as not run, never filled in. A stage whose notebook ran to the end takes the
+status its results give (outcome.py): failed work is never shown as "ok".
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from ..rundir import RunFolder, read_jsonl
 from ..speed import load_results
 from ..speed.timescale import rescale
 from ..stages import WORK_STAGES, availability, stage
+from .outcome import Outcome, stage_outcomes
 
 
 @dataclass
 class StageState:
-    """What one stage did in this run; `status` is ok, failed, skipped, not run or not available."""
+    """What one stage did in this run; `status` is ok, degraded, failed, interrupted, running,
+    skipped, not run or not available."""
 
     name: str
     status: str
@@ -46,6 +49,7 @@ class RunData:
     accuracy: list[dict[str, Any]] | None
     stages: dict[str, StageState]
     problems: list[str] = field(default_factory=list)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
 
     @property
     def platform(self) -> str | None:
@@ -97,19 +101,28 @@ def _stage_rows(folder: Path) -> dict[str, dict[str, Any]]:
     return latest
 
 
-def _stage_states(folder: RunFolder, params: dict[str, Any]) -> dict[str, StageState]:
+def _stage_states(
+    folder: RunFolder, params: dict[str, Any], outcomes: dict[str, Outcome] | None = None
+) -> dict[str, StageState]:
     recorded = _stage_rows(folder.path)
     requested = params.get("stages")
+    outcomes = outcomes or {}
     states = {}
     for name in WORK_STAGES:
         result_file = stage(name).result_file or ""
         row = recorded.get(name)
+        derived = outcomes.get(name)
         if row:
             states[name] = StageState(
                 name, row.get("status", "unknown"), row.get("detail") or "", row.get("notebook"), row.get("duration_s")
             )
+            if states[name].status == "ok" and derived is not None and derived.status != "ok":
+                states[name].status, states[name].detail = derived.status, derived.reason
         elif folder.file(result_file).exists():
-            states[name] = StageState(name, "ok", "results found in the run folder")
+            if derived is not None and derived.status != "ok":
+                states[name] = StageState(name, derived.status, derived.reason)
+            else:
+                states[name] = StageState(name, "ok", "results found in the run folder")
         elif requested is not None and name not in requested:
             states[name] = StageState(name, "not run", "not requested (stages parameter)")
         else:
@@ -180,6 +193,9 @@ def collect(run_dir: str | Path) -> RunData:
     run_id = str(
         params.get("run_id") or (manifest or {}).get("run_id") or (handle or {}).get("run_id") or folder.run_id
     )
+    invoke_results = _load_invoke(folder, problems)
+    speed = _rescaled(_load_speed(folder, _devices(plan), problems), handle, params)
+    outcomes = stage_outcomes(invoke_results, speed, accuracy_rows)
     return RunData(
         run_dir=folder.path,
         run_id=run_id,
@@ -188,9 +204,10 @@ def collect(run_dir: str | Path) -> RunData:
         plan_errors=[e if isinstance(e, str) else str(e.get("text", e)) for e in plan_errors],
         manifest=manifest,
         handle=handle,
-        invoke=_load_invoke(folder, problems),
-        speed=_rescaled(_load_speed(folder, _devices(plan), problems), handle, params),
+        invoke=invoke_results,
+        speed=speed,
         accuracy=accuracy_rows,
-        stages=_stage_states(folder, params),
+        stages=_stage_states(folder, params, outcomes),
         problems=problems,
+        outcomes=outcomes,
     )

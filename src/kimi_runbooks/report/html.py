@@ -65,7 +65,7 @@ def export_html(
         embed_images=True,
     )
     body, _ = exporter.from_notebook_node(nb)
-    body = folder.redact(strip_plotly_mathjax(body))
+    body = strip_plotly_mathjax(body)  # save_text redacts it, in its text nodes only
     found = external_references(body)
     if found:
         raise RuntimeError(
@@ -87,8 +87,7 @@ def redact_notebook(folder: RunFolder, path: str | Path) -> None:
     import nbformat
 
     nb = nbformat.read(str(path), as_version=4)
-    clean = folder.redact(json.loads(nbformat.writes(nb)))
-    folder.save_text(path, nbformat.writes(nbformat.from_dict(clean)))
+    folder.save_notebook(path, json.loads(nbformat.writes(nb)))
 
 
 def render(

@@ -100,25 +100,25 @@ def warnings(data: RunData) -> list[Warning_]:
 
 
 def verdict(data: RunData) -> Verdict:
-    """INVALID (plan refused), FAIL (a stage or check failed), INCOMPLETE (a requested stage did
-    not run), WARN (regressions vs references on a measured run), else PASS."""
+    """INVALID (plan refused), FAIL (a stage or any unit of its work failed), INCOMPLETE (a
+    requested stage did not run), WARN (part of a stage's work failed, or regressions vs
+    references on a measured run), else PASS: never PASS with a failure counted anywhere."""
     if data.plan_errors:
         return Verdict("INVALID", "the plan failed validation; no server was started", list(data.plan_errors))
-    failed = [f"stage {s.name} failed: {s.detail}" for s in data.stages.values() if s.status == "failed"]
-    failed += [f"invoke check {r.name} failed: {r.reason}" for r in data.invoke or [] if r.status == "fail"]
-    if data.speed is not None and "status" in data.speed.columns:
-        failed += [f"speed scenario {s} failed" for s in data.speed.loc[data.speed["status"] == "failed", "scenario"]]
-    failed += [
-        f"accuracy suite {r.get('suite')} errored: {str(r.get('detail') or '')[:200]}"
-        for r in data.accuracy or []
-        if r.get("status") == "error"
+    derived = data.outcomes
+    failed = [
+        f"stage {s.name} failed: {s.detail}"
+        for s in data.stages.values()
+        if s.status == "failed" and not (s.name in derived and s.detail == derived[s.name].reason)
     ]
+    for outcome in derived.values():
+        failed += outcome.failures
     if failed:
         return Verdict("FAIL", f"{len(failed)} failure(s)", failed)
     missing = [
         f"stage {s.name}: {s.status} ({s.detail})"
         for s in data.stages.values()
-        if s.status != "ok" and s.detail != "not requested (stages parameter)"
+        if s.status not in ("ok", "degraded") and s.detail != "not requested (stages parameter)"
     ]
     missing += [
         f"accuracy suite {r.get('suite')} skipped: {str(r.get('detail') or '')[:200]}"
@@ -128,6 +128,9 @@ def verdict(data: RunData) -> Verdict:
     suffix = " (EMULATED: a rehearsal, not a hardware result)" if data.emulated else ""
     if missing:
         return Verdict("INCOMPLETE", "not every requested stage ran" + suffix, missing)
+    partial = [p for o in derived.values() for p in o.partial]
+    if partial:
+        return Verdict("WARN", f"{len(partial)} stage result(s) with failed requests" + suffix, partial)
     regressions = [w.text for w in warnings(data) if w.kind == "regression"]
     if regressions and not data.emulated:
         return Verdict("WARN", f"{len(regressions)} regression(s) against published references", regressions)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..plan import MemoryPlan
 from ..plan.catalog import Scenario
-from ..procs import stop_group
+from ..procs import start_session, stop_group
 from ..progress import report_progress
 from ..rundir import RunFolder, now_iso, read_jsonl
 from ..toolenv import OFFLINE_ENV, ToolEnvError, make_offline_tokenizer, tool_env
@@ -212,9 +212,7 @@ def _run_child(
     While it runs, the request counter bench_serving prints ("37/80") is reported as progress."""
     deadline = time.monotonic() + timeout
     with folder.open_log(log_path) as out:
-        proc = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL, start_new_session=True
-        )
+        proc = start_session(argv, stdout=out, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL)
         try:
             while True:
                 try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...procs import cmdline, group_alive, kill_group
+from ...procs import cmdline, group_alive, kill_group, start_ticks
 from ...rundir import RunFolder
 from ..logpump import is_pump, start_pumped
 from .base import Launcher
@@ -31,7 +31,11 @@ class ProcessGroupLauncher(Launcher):
         if not pgid:
             return []
         leader = cmdline(int(pgid))
-        if (leader is None and not group_alive(int(pgid))) or (leader is not None and not is_pump(leader)):
+        ticks = record.get("pgid_ticks")
+        recycled = leader is not None and (
+            not is_pump(leader) or (ticks is not None and start_ticks(int(pgid)) not in (None, int(ticks)))
+        )
+        if (leader is None and not group_alive(int(pgid))) or recycled:
             return []  # gone, or the pid was recycled by an unrelated process
         if not group_alive(int(pgid)):
             return []

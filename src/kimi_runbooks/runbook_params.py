@@ -1,0 +1,293 @@
+"""A runbook's parameters, every one checked before anything starts.
+
+A parameter the runbook does not know (`-p bogus_knob 3`), a list passed as text (`-p stages
+"[...]"`), an unknown launcher, scenario set or accuracy suite, or a `stage_overrides` name the
+stage notebook does not declare would otherwise surface only after the server is up (a full weight
+load on hardware) or never. `split_params` and `check_before_start` refuse each with the nearest
+valid name and the fix; `stage_parameters` then hands each stage notebook only names it declares.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import types
+import typing
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .plan import PlanConfig
+from .secrets import SecretError, require_redactable
+from .stages import STAGE_NAMES, availability, stage
+
+STAGE_ORDER = STAGE_NAMES
+SHARED_PARAMS = ("run_dir", "api_key_env", "platform", "launcher", "time_scale", "scenario_set")
+"""What every later stage may receive. `model` and `base_url` go to deploy only: in the invoke and
+speed notebooks `model` is the *served* name and `base_url` an external server, read from handle.json."""
+STAGE_RENAMES = {"accuracy": {"eval_suites": "suites"}}
+"""Runbook option -> the stage notebook's own name for it (the accuracy notebook says `suites`)."""
+NOTEBOOK_NAMES = frozenset({"params", "result", "Optional"})
+"""Names the runbook notebook itself assigns or imports (its parameters cell imports `Optional`
+for the typed parameters; a rerun of its cells finds them all in globals)."""
+
+
+class PlanInvalid(ValueError):
+    """The plan or a parameter failed validation; nothing was started. The message says the fix."""
+
+
+class RunbookOptions(BaseModel):
+    """The runbook's own parameters (everything that is not a knob of plan.PlanConfig)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    launcher: str = "emulator"
+    base_url: str | None = None
+    stages: list[str] = Field(default_factory=lambda: list(STAGE_ORDER))
+    scenario_set: str | None = "smoke"
+    eval_suites: list[str] | None = None
+    run_dir: str | None = None
+    time_scale: float = Field(default=1.0, gt=0)
+    fail_on_error: bool = True
+    force: bool = False
+    """Reuse a run folder that holds another configuration's results (they are moved aside)."""
+    stage_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Extra parameters for one stage notebook, e.g. {"invoke": {"timeout": 60}}."""
+
+    @field_validator("stages")
+    @classmethod
+    def _known_stages(cls, value: list[str]) -> list[str]:
+        unknown = [s for s in value if s not in STAGE_ORDER]
+        if unknown:
+            raise ValueError(
+                f"unknown stage(s) {[_nearest(s, STAGE_ORDER) for s in unknown]}; valid: {list(STAGE_ORDER)}"
+            )
+        return [s for s in STAGE_ORDER if s in value]  # always run in the documented order
+
+
+PARAMETER_NAMES = (*PlanConfig.model_fields, *RunbookOptions.model_fields)
+
+
+def _nearest(name: str, valid: Iterable[str]) -> str:
+    """`'name'` plus ` (did you mean 'x'?)` when difflib finds a close valid name."""
+    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+    return f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+
+
+def _is_container(annotation: Any) -> bool:
+    """True for list/dict fields (also inside `X | None`)."""
+    origin = typing.get_origin(annotation)
+    if origin in (list, dict, tuple, set):
+        return True
+    return any(_is_container(a) for a in typing.get_args(annotation)) if origin is not None else False
+
+
+def _text_for_container(params: dict[str, Any]) -> list[str]:
+    fields = {**PlanConfig.model_fields, **RunbookOptions.model_fields}
+    return sorted(
+        k for k, v in params.items() if isinstance(v, str) and k in fields and _is_container(fields[k].annotation)
+    )
+
+
+def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], RunbookOptions]:
+    """Runbook parameters -> (PlanConfig fields, RunbookOptions); unknown names fail clearly."""
+    plan_fields = set(PlanConfig.model_fields)
+    option_fields = set(RunbookOptions.model_fields)
+    unknown = sorted(set(params) - plan_fields - option_fields)
+    if unknown:
+        raise PlanInvalid(
+            f"unknown runbook parameter(s) {', '.join(_nearest(u, PARAMETER_NAMES) for u in unknown)}. "
+            f"Nothing was started. Fix: use the knobs of plan.PlanConfig ({', '.join(sorted(plan_fields))}) "
+            f"or the runbook options ({', '.join(sorted(option_fields))})."
+        )
+    as_text = _text_for_container(params)
+    if as_text:
+        example = "; ".join(f"{k}: {params[k]}" for k in as_text)
+        raise PlanInvalid(
+            f"parameter(s) {as_text} arrived as text ({example!r}): papermill's -p passes every value as "
+            "a string or number. Nothing was started. Fix: pass lists and dicts as YAML with -y, e.g. "
+            'papermill runbooks/h200.ipynb out.ipynb -y "stages: [deploy, invoke, report]".'
+        )
+    config = {k: v for k, v in params.items() if k in plan_fields}
+    try:
+        options = RunbookOptions.model_validate({k: v for k, v in params.items() if k in option_fields})
+    except ValidationError as exc:
+        raise PlanInvalid(validation_text(exc) + ". Nothing was started.") from None
+    return config, options
+
+
+def validation_text(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+
+
+def declared_parameters(notebook: Path) -> set[str]:
+    """Names assigned in the notebook's `parameters` cell (read with ast: papermill's own
+    inspector drops lines whose comments contain quotes)."""
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "parameters" in cell.metadata.get("tags", []):
+            tree = ast.parse(cell.source)
+            return {
+                t.id
+                for node in tree.body
+                if isinstance(node, (ast.Assign, ast.AnnAssign))
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                if isinstance(t, ast.Name)
+            }
+    return set()
+
+
+def check_before_start(config: dict[str, Any], options: RunbookOptions, notebooks_dir: Path) -> None:
+    """Everything that can be known wrong before a server starts; all problems in one PlanInvalid."""
+    problems = _launcher_problems(options) + _key_problems(config)
+    problems += _stage_override_problems(options, notebooks_dir)
+    if "speed" in options.stages:
+        problems += _scenario_problems(options)
+    if "accuracy" in options.stages and options.eval_suites is not None:
+        problems += _suite_problems(options.eval_suites)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise PlanInvalid(f"{len(problems)} runbook parameter problem(s); nothing was started:\n{lines}")
+
+
+def _launcher_problems(options: RunbookOptions) -> list[str]:
+    from .deploy import LAUNCHERS
+
+    if options.launcher not in LAUNCHERS:
+        return [f"launcher {_nearest(options.launcher, LAUNCHERS)} is not known. Fix: one of {', '.join(LAUNCHERS)}."]
+    if options.launcher == "external" and not options.base_url:
+        return ["launcher 'external' needs base_url (the running server). Fix: -p base_url http://HOST:PORT."]
+    return []
+
+
+def _key_problems(config: dict[str, Any]) -> list[str]:
+    try:
+        require_redactable(config.get("api_key_env"))
+    except SecretError as exc:
+        return [str(exc)]
+    return []
+
+
+def _stage_override_problems(options: RunbookOptions, notebooks_dir: Path) -> list[str]:
+    problems = []
+    for name, values in options.stage_overrides.items():
+        if name not in STAGE_ORDER:
+            problems.append(
+                f"stage_overrides names stage {_nearest(name, STAGE_ORDER)}. Fix: one of {list(STAGE_ORDER)}."
+            )
+            continue
+        if availability(name, notebooks_dir):
+            continue  # reported as "not available" when the stage comes
+        declared = declared_parameters(notebooks_dir / stage(name).notebook)
+        for key in sorted(set(values) - declared):
+            problems.append(
+                f"stage_overrides[{name!r}] names {_nearest(key, declared)}, which the {name} notebook does "
+                f"not declare. Fix: use its parameters: {sorted(declared)}."
+            )
+    return problems
+
+
+def _scenario_problems(options: RunbookOptions) -> list[str]:
+    from .plan import load_catalog
+
+    catalog = load_catalog()
+    chosen = options.stage_overrides.get("speed", {}).get("scenarios")
+    if chosen:
+        unknown = [s for s in chosen if s not in catalog.scenarios]
+        return [
+            f"stage_overrides['speed']['scenarios'] names unknown scenario {_nearest(s, catalog.scenarios)}. "
+            "Fix: an id from params/scenarios."
+            for s in unknown
+        ]
+    if options.scenario_set is None or options.scenario_set in catalog.scenario_sets:
+        return []
+    return [
+        f"scenario_set {_nearest(options.scenario_set, catalog.scenario_sets)} is not known. "
+        f"Fix: one of {', '.join(sorted(catalog.scenario_sets))} (params/scenarios/)."
+    ]
+
+
+def _suite_problems(suites: list[str]) -> list[str]:
+    from .accuracy.config import SUITES
+
+    return [
+        f"eval_suites names unknown suite {_nearest(s, SUITES)}. Fix: one of {', '.join(SUITES)}."
+        for s in suites
+        if s not in SUITES
+    ]
+
+
+def stage_parameters(
+    stage_name: str, config: dict[str, Any], options: RunbookOptions, folder: Path, declared: set[str]
+) -> dict[str, Any]:
+    """What to inject into a stage notebook: only names its parameters cell declares."""
+    values: dict[str, Any] = {
+        "run_dir": str(folder),
+        "api_key_env": config.get("api_key_env"),
+        "platform": config.get("platform"),
+        "launcher": options.launcher,
+        "time_scale": options.time_scale,
+        "scenario_set": options.scenario_set,
+    }
+    allowed = set(SHARED_PARAMS)
+    for option, name in STAGE_RENAMES.get(stage_name, {}).items():
+        if getattr(options, option) is not None:
+            values[name] = getattr(options, option)
+            allowed.add(name)
+    if stage_name == "deploy":
+        values.update(config)
+        values.update(
+            run_dir=str(folder),
+            launcher=options.launcher,
+            base_url=options.base_url,
+            time_scale=options.time_scale,
+            config=dict(config),
+            plan_config=dict(config),
+            keep_running=True,
+        )  # later stages need the server; the runbook tears it down
+        if options.launcher == "emulator":
+            values.pop("port", None)  # the emulator takes a free port, so runs never collide
+        allowed = set(values)
+    chosen = {k: v for k, v in values.items() if k in declared and k in allowed}
+    extra = options.stage_overrides.get(stage_name, {})
+    unknown = sorted(set(extra) - declared)
+    if unknown:
+        raise PlanInvalid(
+            f"stage_overrides[{stage_name!r}] names {unknown}, which the {stage_name} notebook does "
+            f"not declare. Fix: use its parameters: {sorted(declared)}."
+        )
+    return {**chosen, **extra}
+
+
+def collect_parameters(namespace: dict[str, Any]) -> dict[str, Any]:
+    """The runbook parameters out of a notebook's globals (after papermill's injected cell).
+
+    Any other name there came from papermill's injected cell (`-p bogus_knob 3`): refused, with
+    the nearest valid name, instead of being silently ignored."""
+    hidden: set[str] = set()
+    shell = namespace.get("get_ipython")
+    if callable(shell):
+        try:
+            hidden = set(getattr(shell(), "user_ns_hidden", {}) or {})
+        except Exception:  # noqa: BLE001 - outside IPython there is nothing hidden
+            hidden = set()
+    stray = sorted(
+        name
+        for name, value in namespace.items()
+        if not name.startswith("_")
+        and name not in PARAMETER_NAMES
+        and name not in hidden
+        and name not in NOTEBOOK_NAMES
+        and name not in {"In", "Out", "get_ipython", "exit", "quit", "open"}
+        and not isinstance(value, types.ModuleType)
+    )
+    if stray:
+        raise PlanInvalid(
+            f"unknown runbook parameter(s) {', '.join(_nearest(s, PARAMETER_NAMES) for s in stray)}. "
+            "Nothing was started. Fix: use a name from the parameters cell (PlanConfig knobs and runbook options)."
+        )
+    return {name: namespace[name] for name in PARAMETER_NAMES if name in namespace}

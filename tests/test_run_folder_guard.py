@@ -1,0 +1,116 @@
+"""Issue 13 case 5: a run folder resumes only the configuration that made it, and one run at a time.
+
+A folder copied from an H200 run and reused for B200 is refused (its H200 rows would be reported
+as the B200 run), unless force=True sets the earlier results aside; two runbooks on one run_dir
+cannot both run (they would stop each other's servers)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kimi_runbooks import deploy, runbook
+from kimi_runbooks.procs import group_alive
+from kimi_runbooks.rundir import RunFolder, RunFolderBusy, read_jsonl
+
+DEPLOY_ONLY = {"platform": "h200", "stages": ["deploy"], "time_scale": 0.05, "fail_on_error": False}
+
+
+@pytest.fixture(scope="module")
+def h200_run(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("guard") / "h200"
+    runbook.run_runbook({**DEPLOY_ONLY, "run_dir": str(run)})
+    return run
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_copied_folder_reused_for_another_platform_is_refused(h200_run, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(h200_run, copy)
+    before = _snapshot(copy)
+    with pytest.raises(runbook.PlanInvalid) as err:
+        runbook.run_runbook({**DEPLOY_ONLY, "platform": "b200", "model": "kimi-k2-instruct", "run_dir": str(copy)})
+    text = str(err.value)
+    assert "another configuration" in text and "platform 'h200' -> 'b200'" in text
+    assert "new run_dir" in text and "force=True" in text
+    after = _snapshot(copy)
+    assert {k: v for k, v in after.items() if not k.startswith(".lock")} == {
+        k: v for k, v in before.items() if not k.startswith(".lock")
+    }
+
+
+def test_force_sets_the_earlier_results_aside(h200_run, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(h200_run, copy)
+    runbook.run_runbook({**DEPLOY_ONLY, "platform": "b200", "run_dir": str(copy), "force": True})
+    aside = list((copy / "superseded").iterdir())
+    assert len(aside) == 1 and (aside[0] / RunFolder.HANDLE).exists()
+    assert json.loads((aside[0] / RunFolder.FINGERPRINT).read_text())["platform"] == "h200"
+    assert json.loads((copy / RunFolder.FINGERPRINT).read_text())["platform"] == "b200"
+    assert json.loads((copy / RunFolder.HANDLE).read_text())["platform"] == "b200"
+
+
+def test_a_folder_with_results_and_no_fingerprint_is_refused(h200_run, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(h200_run, copy)
+    (copy / RunFolder.FINGERPRINT).unlink()
+    with pytest.raises(runbook.PlanInvalid, match="no fingerprint"):
+        runbook.run_runbook({**DEPLOY_ONLY, "run_dir": str(copy)})
+
+
+def test_the_same_configuration_resumes(h200_run, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(h200_run, copy)
+    result = runbook.run_runbook({**DEPLOY_ONLY, "run_dir": str(copy)})
+    assert result.stages["deploy"].status == "ok"
+    assert not (copy / "superseded").exists()
+
+
+SLOW_RUN = """
+import sys
+from kimi_runbooks import runbook
+runbook.run_runbook({"platform": "h200", "stages": ["deploy", "invoke"], "run_dir": sys.argv[1],
+                     "time_scale": 1.0, "fail_on_error": False,
+                     "stage_overrides": {"invoke": {"timeout": 600, "max_tokens_thinking": 100000}}})
+"""
+
+
+def _deploy_finished(folder: Path) -> bool:
+    return any(r.get("stage") == "deploy" and r.get("status") == "ok" for r in read_jsonl(folder / RunFolder.STAGES))
+
+
+def test_two_runbooks_cannot_share_a_run_folder(tmp_path):
+    folder = tmp_path / "run"
+    first = subprocess.Popen(
+        [sys.executable, "-c", SLOW_RUN, str(folder)],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not _deploy_finished(folder):
+            assert first.poll() is None, "the first runbook ended before its deploy stage finished"
+            assert time.monotonic() < deadline, "deploy stage did not finish"
+            time.sleep(0.5)
+        pgid = json.loads((folder / RunFolder.PROCESS).read_text())["pgid"]
+        with pytest.raises(RunFolderBusy, match=rf"in use by another run \(pid {first.pid}"):
+            runbook.run_runbook({**DEPLOY_ONLY, "run_dir": str(folder)})
+        assert group_alive(pgid), "the refused run stopped the first run's server"
+        assert first.poll() is None
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGTERM)
+            first.wait(timeout=60)
+        deploy.teardown_run(folder)

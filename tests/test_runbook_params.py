@@ -1,0 +1,104 @@
+"""Issue 13 case 7: every runbook parameter is checked before anything starts, with the nearest
+valid name and the fix; nothing is silently ignored."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import papermill as pm
+import pytest
+
+from kimi_runbooks import runbook
+from kimi_runbooks.paths import NOTEBOOKS_DIR, REPO_ROOT
+from kimi_runbooks.rundir import RunFolder
+from tests.support import run_notebook
+
+RUNBOOKS = REPO_ROOT / "runbooks"
+STARTED = (RunFolder.STAGES, RunFolder.PROCESS, RunFolder.HANDLE, RunFolder.SERVER_LOG, RunFolder.MANIFEST)
+
+
+def _nothing_started(run: Path) -> None:
+    for name in STARTED:
+        assert not (run / name).exists(), f"{name} exists: something started"
+
+
+def test_an_unknown_papermill_parameter_stops_the_runbook_before_anything_starts(tmp_path):
+    run = tmp_path / "run"
+    with pytest.raises(pm.PapermillExecutionError) as err:
+        run_notebook(
+            str(RUNBOOKS / "h200.ipynb"),
+            str(tmp_path / "out.ipynb"),
+            parameters={"bogus_knob": 3, "scenario_sett": "smoke", "run_dir": str(run)},
+            cwd=str(tmp_path),
+            progress_bar=False,
+        )
+    assert err.value.ename == "PlanInvalid"
+    assert "'bogus_knob'" in err.value.evalue
+    assert "'scenario_sett' (did you mean 'scenario_set'?)" in err.value.evalue
+    _nothing_started(run)
+
+
+def test_unknown_names_in_a_parameter_dict_get_the_nearest_valid_name():
+    with pytest.raises(runbook.PlanInvalid, match=r"'time_scal' \(did you mean 'time_scale'\?\)"):
+        runbook.split_params({"platform": "h200", "time_scal": 0.1})
+    with pytest.raises(runbook.PlanInvalid, match=r"'invok' \(did you mean 'invoke'\?\)"):
+        runbook.split_params({"platform": "h200", "stages": ["deploy", "invok"]})
+
+
+def test_a_list_given_as_text_is_explained_with_the_yaml_fix():
+    with pytest.raises(runbook.PlanInvalid, match=r"arrived as text.*-y") as err:
+        runbook.split_params({"platform": "h200", "stages": "['deploy', 'invoke']"})
+    assert "stages" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"scenario_set": "smok"}, r"scenario_set 'smok' \(did you mean 'smoke'\?\) is not known"),
+        ({"stage_overrides": {"invoke": {"timout": 60}}}, r"'timout' \(did you mean 'timeout'\?\)"),
+        ({"stage_overrides": {"invok": {"timeout": 60}}}, r"names stage 'invok' \(did you mean 'invoke'\?\)"),
+        ({"stage_overrides": {"speed": {"scenarios": ["smoke-random-ids-c5"]}}}, r"unknown scenario"),
+        ({"launcher": "emulater"}, r"launcher 'emulater' \(did you mean 'emulator'\?\) is not known"),
+        ({"launcher": "external"}, r"needs base_url"),
+        ({"eval_suites": ["aime24"]}, r"unknown suite 'aime24' \(did you mean 'aime25'\?\)"),
+    ],
+)
+def test_late_found_mistakes_are_refused_before_the_deploy_stage(tmp_path, params, expected):
+    run = tmp_path / "run"
+    start = time.monotonic()
+    with pytest.raises(runbook.PlanInvalid, match=expected):
+        runbook.run_runbook({"platform": "h200", "run_dir": str(run), **params})
+    assert time.monotonic() - start < 30  # no server was waited for
+    _nothing_started(run)
+
+
+def test_every_problem_is_listed_at_once(tmp_path):
+    with pytest.raises(runbook.PlanInvalid, match="3 runbook parameter problem") as err:
+        runbook.run_runbook(
+            {
+                "platform": "h200",
+                "run_dir": str(tmp_path / "run"),
+                "scenario_set": "nope",
+                "launcher": "nope",
+                "eval_suites": ["nope"],
+            }
+        )
+    assert "scenario_set" in str(err.value) and "launcher" in str(err.value) and "eval_suites" in str(err.value)
+
+
+def test_eval_suites_reach_the_accuracy_notebook_under_its_own_name():
+    config, options = runbook.split_params({"platform": "h200", "eval_suites": ["toolcall-builtin"]})
+    declared = runbook.declared_parameters(NOTEBOOKS_DIR / "accuracy.ipynb")
+    values = runbook.stage_parameters("accuracy", config, options, Path("/tmp/x"), declared)
+    assert values["suites"] == ["toolcall-builtin"]
+    config, options = runbook.split_params({"platform": "h200"})
+    assert "suites" not in runbook.stage_parameters("accuracy", config, options, Path("/tmp/x"), declared)
+
+
+def test_the_notebook_globals_are_checked_too():
+    namespace = {"platform": "h200", "run_dir": None, "bogus_knob": 3, "__builtins__": {}}
+    with pytest.raises(runbook.PlanInvalid, match="bogus_knob"):
+        runbook.collect_parameters(namespace)
+    del namespace["bogus_knob"]
+    assert runbook.collect_parameters({**namespace, "runbook": runbook}) == {"platform": "h200", "run_dir": None}
