@@ -180,11 +180,17 @@ def hints_from(convo: Conversation) -> Hints:
         topic = topic_of(text, 6)
         if topic:
             query = f"{query}: {topic}"
-    extras: dict[str, str] = {}
+    extras = quoted_values(text)
     for _, result in convo.results_since_user:  # a value an earlier tool returned, reused by key
         data = _json_object(result)
         extras.update({k.lower(): v for k, v in (data or {}).items() if isinstance(v, str)})
     return Hints(text=text, location=find_location(text), query=query, extras=extras, document=json_document(text))
+
+
+def quoted_values(text: str) -> dict[str, str]:
+    """'with path "notes/a.json"' -> {"path": "notes/a.json"}: values the user spelled out (fences skipped)."""
+    prose = re.sub(r"```.*?```", " ", text, flags=re.S)
+    return {k.lower(): v for k, v in re.findall(r"\b([A-Za-z_]\w*)\s+\"([^\"\n]{1,200})\"", prose)}
 
 
 def json_document(text: str) -> dict[str, Any] | None:
