@@ -61,6 +61,8 @@ def test_notebook_runs_against_the_emulator_from_the_run_folder(tmp_path, monkey
     assert {r["name"] for r in doc["results"] if r["status"] == "skip"} == {"image_content", "image_url"}
     text = _outputs(nbformat.read(run / "invoke.ipynb", as_version=4))
     assert "0 failed" in text and "EMULATED" in text and "wrote" in text
+    assert "agentic: 20 of 20 cases passed (emulated)" in text and "multi_turn_stream" in text
+    assert {r["suite"] for r in doc["results"]} == {"feature", "agentic"}
     assert key not in text and key not in (run / "invoke.json").read_text()
 
 
