@@ -282,3 +282,21 @@ def test_run_diagnosis_reads_the_run_folder_only_for_a_failed_deployment(tmp_pat
     assert "zq-diag-secret-991" not in str(found)
     empty = run_diagnosis(tmp_path / "empty", "failed")
     assert empty["kind"] == "unknown" and "log is empty" in empty["sentence"]
+
+
+def test_the_report_shows_the_diagnosis_of_a_failed_deployment_first(tmp_path, monkeypatch):
+    from kimi_runbooks import report
+    from kimi_runbooks.report import show
+
+    shown: list[str] = []
+    monkeypatch.setattr(show, "_show", lambda obj: shown.append(getattr(obj, "data", str(obj))))
+    folder = RunFolder.create(tmp_path / "run")
+    folder.save_text(folder.server_log, NOISE + "\n" + EXCERPTS["host-oom-kill"])
+    folder.append_jsonl(folder.stages, {"stage": "deploy", "status": "failed", "detail": "exited"})
+    report.show_banner(report.collect(folder.path))
+    assert "The deployment failed." in shown[0] and "dmesg -T" in shown[0]
+    assert 'href="https://github.com/sgl-project/sglang/pull/21898"' in shown[0]
+    folder.append_jsonl(folder.stages, {"stage": "deploy", "status": "ok"})
+    shown.clear()
+    report.show_banner(report.collect(folder.path))
+    assert not any("deployment failed" in s for s in shown)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kimi_runbooks import invoke
+from kimi_runbooks import invoke, report
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.settings import TOOL_FAULT_KINDS
 from kimi_runbooks.emulator.testing import run_in_thread
@@ -19,6 +19,7 @@ from kimi_runbooks.invoke.agentic_judge import (
     leak_problems,
     unique_id_problems,
 )
+from kimi_runbooks.report import show
 
 MODEL = "moonshotai/Kimi-K2.6"
 FAST = dict(timeout=20.0, max_tokens_thinking=4096, concurrency=3)
@@ -120,7 +121,7 @@ def _run(fault=None, names=None):
         stop()
 
 
-def test_every_agentic_case_passes_on_the_emulator_and_records_what_it_saw(emulator_url, tmp_path):
+def test_every_agentic_case_passes_on_the_emulator_and_records_what_it_saw(emulator_url, tmp_path, monkeypatch):
     results = invoke.run_agentic(emulator_url, model=MODEL, **FAST)
     by = {r.name: r for r in results}
     assert list(by) == AGENTIC
@@ -143,6 +144,11 @@ def test_every_agentic_case_passes_on_the_emulator_and_records_what_it_saw(emula
     assert card["source"] == "emulated"
     saved = invoke.load((invoke.save(results, tmp_path)).parent)
     assert [r.observed for r in saved] == [r.observed for r in results]
+    shown: list[str] = []  # the report's card for the suite (report/show.py)
+    monkeypatch.setattr(show, "_show", lambda obj: shown.append(getattr(obj, "data", str(obj))))
+    report.show_invoke(report.collect(tmp_path))
+    n = len(AGENTIC)
+    assert any(f"Agentic tool calling (emulated): {n} of {n} cases passed" in h and "multi_turn" in h for h in shown)
 
 
 FEATURE_TOOL = {"tool_call", "tool_call_stream", "image_tools"}

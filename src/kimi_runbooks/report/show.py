@@ -8,6 +8,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..deploy.diagnose import run_diagnosis
+from ..invoke import agentic_card
 from ..speed import compare_wide
 from .collect import RunData
 from .tables import (
@@ -68,6 +70,21 @@ _COLORS = {"PASS": "#1b7a1b", "WARN": "#b36b00", "FAIL": "#b00020", "INCOMPLETE"
 
 
 def show_banner(data: RunData) -> None:
+    """The EMULATED banner, and for a failed deployment the diagnosis from its server log."""
+    deploy = data.stages.get("deploy")
+    found = run_diagnosis(data.run_dir, deploy.status if deploy else None)
+    if found:
+        sources = ", ".join(
+            f'<a href="{html.escape(s["url"])}">{html.escape(s["label"])}</a>' for s in found["sources"]
+        )
+        _show(
+            _html(
+                '<div style="border:2px solid #b00020;padding:10px"><b>The deployment failed.</b> '
+                f"{html.escape(found['sentence'])}<br><b>Fix:</b> {html.escape(found['fix'])}"
+                + (f"<br>Source: {sources}" if sources else "")
+                + f"<pre>{html.escape(found['excerpt'])}</pre></div>"
+            )
+        )
     if data.emulated:
         _show(
             _html(
@@ -130,6 +147,15 @@ def show_invoke(data: RunData) -> None:
     c = invoke_counts(data) or {}
     print(f"invoke checks: {c.get('pass', 0)} passed, {c.get('fail', 0)} failed, {c.get('skip', 0)} skipped")
     _show(_html(_frame_html(table, "no checks")))
+    card = agentic_card(data.invoke)
+    if card:
+        rows = pd.DataFrame(card["rows"]).set_index("case")
+        _show(
+            _html(
+                f"<h4>{html.escape(card['title'])} ({html.escape(card['source'])}): {card['passed']} of "
+                f"{card['cases']} cases passed</h4>" + _frame_html(rows, "no cases")
+            )
+        )
 
 
 def show_speed(data: RunData) -> None:
