@@ -280,8 +280,17 @@ def test_run_diagnosis_reads_the_run_folder_only_for_a_failed_deployment(tmp_pat
     assert found["kind"] == "cuda-illegal-memory" and "CUDA_LAUNCH_BLOCKING=1" in found["fix"]
     assert {s["url"] for s in found["sources"]} >= {"https://github.com/sgl-project/sglang/issues/13308"}
     assert "zq-diag-secret-991" not in str(found)
+    assert found["logs"] == ["server.log"]
     empty = run_diagnosis(tmp_path / "empty", "failed")
-    assert empty["kind"] == "unknown" and "log is empty" in empty["sentence"]
+    assert empty["kind"] == "unknown" and "log is empty" in empty["sentence"] and empty["logs"] == []
+    nodes = RunFolder.create(tmp_path / "multi")  # a multi-node run keeps one log per node
+    nodes.save_text(nodes.node_log("prefill", 0), NOISE)
+    nodes.save_text(nodes.node_log("decode", 0), EXCERPTS["ascend-transfer-engine"])
+    multi = run_diagnosis(nodes.path, "failed")
+    assert multi["kind"] == "ascend-transfer-engine" and multi["logs"] == [
+        "server-decode-0.log",
+        "server-prefill-0.log",
+    ]
 
 
 def test_the_report_shows_the_diagnosis_of_a_failed_deployment_first(tmp_path, monkeypatch):

@@ -138,8 +138,10 @@ def diagnose(
 
 
 def _read_logs(folder: RunFolder) -> str:
-    paths = [folder.server_log, *sorted(folder.logs.glob("*.log"))] if folder.logs.is_dir() else [folder.server_log]
+    """server.log, and the per-node logs of a multi-node run (server-<role>-<rank>.log)."""
+    nodes = sorted(folder.path.glob("server-*-*.log")) if folder.path.is_dir() else []
     parts = []
+    paths = [folder.server_log, *nodes]
     for path in paths:
         if path.is_file():
             with path.open("rb") as fh:
@@ -169,5 +171,5 @@ def run_diagnosis(run_dir: str | Path, deploy_status: str | None) -> dict[str, A
         "sources": [{"label": s.label, "url": s.url} for s in sig.sources] if sig else [],
         "also_found": [folder.redact(f.as_dict()) for f in findings(log) if f.signature.id != diag.kind],
         "excerpt": folder.redact(diag.excerpt),
-        "log": "server.log" if folder.server_log.is_file() else "(no server log in the run folder)",
+        "logs": [p.name for p in [folder.server_log, *sorted(folder.path.glob("server-*-*.log"))] if p.is_file()],
     }
