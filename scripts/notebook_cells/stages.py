@@ -175,7 +175,7 @@ base_url: Optional[str] = None          # or a running server, e.g. "http://127.
 model: Optional[str] = None             # served model name; None: the handle's, or (with base_url) what /v1/models lists
 api_key_env: Optional[str] = None       # NAME of the env var holding the API key (never the key itself)
 timeout: float = 300.0                  # seconds per request, streamed or not
-checks: Optional[list] = None           # list of check names, or None for all
+checks: Optional[list] = None           # list of check / agentic case names, or None for all of both
 max_tokens_thinking: int = 8192         # max_tokens for every generation (Kimi thinks by default)
 image_expect: Optional[str] = None      # text the receipt answer must mention; None: the drawn item name
 image_url: Optional[str] = None         # optional image URL for servers with internet access
@@ -212,6 +212,16 @@ plus a `search_product` tool), and `concurrency` (parallel requests all succeed)
 Each check is isolated: a timeout or HTTP error fails that check with the reason, and the next one
 still runs. On the emulator, whether the model *read* the image cannot be judged, so
 `image_content` is reported as `SKIP` with the reason instead of a pass.
+
+Then the **agentic suite**, multi-turn tool calling the way agents drive Kimi, streamed and not:
+`multi_turn` (call -> result -> call over three tools, ids `functions.<name>:<calls so far>` unique
+across the conversation), `parallel_calls` (two tools in one turn, both results answered together),
+`long_arguments` (~4 KB of nested unicode JSON, reassembled exactly from the stream), `tool_names`
+(a hyphenated name), `no_parameters`, `tool_choice_auto` / `required` / `none` / `named`,
+`thinking_then_call` and `instant_then_call`, `follow_up` (the answer after the tool result must not
+be empty), `leaks` (no tool-call markers or `<think>` tags in `content` or `reasoning_content`) and
+`truncated_call` (`max_tokens` inside a call: finish_reason `length`, no broken call). Each case
+records what was expected, what each turn showed, the verdict and the reason.
 """,
     ),
     (
@@ -239,6 +249,28 @@ project's emulator (they then only show the emulator's latency model), `measured
 counts = invoke.counts(results)
 print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
 invoke.summary_table(results)
+""",
+    ),
+    (
+        "md",
+        """
+## Agentic tool calling
+
+One row per case: what SGLang with the `kimi_k2` parsers returns (`expected`), the verdict and why.
+""",
+    ),
+    (
+        "code",
+        """
+import pandas as pd
+from IPython.display import display
+
+card = invoke.agentic_card(results)
+if card is None:
+    print("the agentic suite did not run (checks names no agentic case)")
+else:
+    print(f"agentic: {card['passed']} of {card['cases']} cases passed ({card['source']})")
+    display(pd.DataFrame(card["rows"]).set_index("case"))
 """,
     ),
     (

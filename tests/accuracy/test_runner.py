@@ -7,6 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from kimi_runbooks.accuracy import AccuracyConfig, read_rows, run_accuracy
+from kimi_runbooks.accuracy.toolcall_samples import ci_samples
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.rundir import read_jsonl
 from kimi_runbooks.target import RunHandle, write_handle
@@ -55,7 +56,7 @@ def test_suites_run_skip_and_resume(tmp_path):
     missing = "no.csv" if _has_tool_env("inspect") else "setup_tool_env.sh inspect"
     assert by_suite["gpqa-diamond"][0].status == "skipped" and missing in by_suite["gpqa-diamond"][0].detail
     tool = {r.metric: r for r in by_suite["toolcall-builtin"]}
-    assert tool["success"].value == tool["success"].n == 12 and tool["success"].emulated
+    assert tool["success"].value == tool["success"].n == len(ci_samples()) and tool["success"].emulated
     assert tool["tool_call_f1"].settings["samples_kind"] == "ci-generated"
     # second call: toolcall-builtin is finished with the same settings, only the skipped ones are retried
     appended = read_jsonl(run / "accuracy.jsonl")[lines_after_first:]
@@ -89,7 +90,7 @@ def test_k2vv_smoke_runs_the_limit_at_the_smoke_budget_and_setting_changes_rerun
     from kimi_runbooks.accuracy.toolcall_samples import write_ci_samples
 
     checkout = _checkout_with_python(tmp_path / "K2VV", vv.K2VV_MARKER, K2VV_RECORDING_STAND_IN)
-    write_ci_samples(checkout / "tool-calls" / "samples.jsonl")  # 12 requests
+    write_ci_samples(checkout / "tool-calls" / "samples.jsonl")  # 16 requests
     run = tmp_path / "run"
     run.mkdir()
     with emulator_server(time_scale=0.01, log_startup=False) as url:
@@ -98,7 +99,7 @@ def test_k2vv_smoke_runs_the_limit_at_the_smoke_budget_and_setting_changes_rerun
         rows = run_accuracy(cfg)
         calls = read_jsonl(run / "accuracy" / "k2vv" / "calls.jsonl")
         assert [r.status for r in rows][:1] == ["ok"], rows[0].detail
-        assert len(calls) == 1 and calls[0]["samples"] == 2  # SMOKE_LIMIT requests, not all 12
+        assert len(calls) == 1 and calls[0]["samples"] == 2  # SMOKE_LIMIT requests, not all 16
         argv = calls[0]["argv"]
         assert argv[argv.index("--max-tokens") + 1] == "2048"  # not the published 64000
         assert rows[0].settings["limit"] == 2 and rows[0].settings["max_tokens"] == 2048

@@ -8,10 +8,19 @@ import json
 import pytest
 
 from kimi_runbooks.accuracy import toolcall_eval as tc
-from kimi_runbooks.accuracy.toolcall_samples import PROMPTS, TOOLS, write_ci_samples
+from kimi_runbooks.accuracy.toolcall_samples import (
+    MULTI_TURN,
+    PROMPTS,
+    TOOLS,
+    ci_samples,
+    expected_triggers,
+    write_ci_samples,
+)
+from kimi_runbooks.accuracy.toolcall_turns import is_multi_turn, kimi_id_counts
 from kimi_runbooks.emulator.testing import emulator_server
 
 MODEL = "moonshotai/Kimi-K2.6"
+N = len(PROMPTS) + len(MULTI_TURN)  # the CI set: single-turn samples, then multi-turn ones
 WEATHER = [t for t in TOOLS if t["function"]["name"] == "get_weather"]
 
 
@@ -137,7 +146,7 @@ def test_summary_metrics_use_reference_names_and_denominators():
 def test_samples_loader_applies_k2vv_rules(tmp_path):
     path = write_ci_samples(tmp_path / "samples.jsonl", tmp_path / "expected.jsonl")
     samples = tc.load_samples(path, model="other-model")
-    assert [s.data_index for s in samples] == list(range(1, len(PROMPTS) + 1))
+    assert [s.data_index for s in samples] == list(range(1, N + 1))
     assert all(s.request["model"] == "other-model" and s.request["stream"] for s in samples)
     assert all(m["role"] != "_input" for s in samples for m in s.request["messages"])
     assert "_input" in path.read_text()  # the file itself keeps K2VV's role name
@@ -162,7 +171,7 @@ def test_builtin_eval_against_the_emulator_writes_k2vv_files(tmp_path):
             reference_path=tmp_path / "expected.jsonl",
         )
     results = tc.read_results(run.results_path)  # the K2VV results parser on our file
-    assert len(results) == len(PROMPTS) and run.sent == len(PROMPTS)
+    assert len(results) == N and run.sent == N
     assert set(results[0]) >= {
         "data_index",
         "request",
@@ -174,16 +183,16 @@ def test_builtin_eval_against_the_emulator_writes_k2vv_files(tmp_path):
     }
     summary = tc.read_summary(run.summary_path)  # the K2VV summary parser on our file
     assert summary == json.loads(json.dumps(tc.summarize(results, model=MODEL)))
-    expected_triggers = sum(p[3] for p in PROMPTS)
-    assert summary["success_count"] == len(PROMPTS)
-    assert summary["finish_tool_calls"] + summary["finish_stop"] + summary["finish_others"] == len(PROMPTS)
+    triggers = sum(expected_triggers())
+    assert summary["success_count"] == N
+    assert summary["finish_tool_calls"] + summary["finish_stop"] + summary["finish_others"] == N
     for r in results:
         if r["finish_reason"] == "tool_calls":
             calls = r["response"]["choices"][0]["message"]["tool_calls"]
             assert calls and calls[0]["id"].startswith("functions.")
             assert r["tool_calls_valid"] == all(tc.validate_tool_call(c, r["request"]["tools"]) for c in calls)
-    assert run.f1["n"] == len(PROMPTS)
-    assert run.f1["tp"] + run.f1["fn"] == expected_triggers
+    assert run.f1["n"] == N
+    assert run.f1["tp"] + run.f1["fn"] == triggers
 
 
 def test_bad_tool_json_is_counted_as_schema_errors(tmp_path):
@@ -218,11 +227,11 @@ def test_rerun_skips_finished_requests_and_resends_failed_ones(tmp_path):
         second = tc.run_toolcall_eval(
             samples, base_url=url + "/v1", model=MODEL, results_path=out, concurrency=4, max_tokens=2048
         )
-    assert second.skipped == 4 and second.sent == len(PROMPTS) - 4
+    assert second.skipped == 4 and second.sent == N - 4
     indices = [json.loads(x)["data_index"] for x in out.read_text().splitlines()]
-    assert sorted(set(indices)) == list(range(1, len(PROMPTS) + 1))
-    assert indices.count(2) == 2 and len(indices) == len(PROMPTS) + 1
-    assert second.summary["success_count"] == len(PROMPTS) and second.summary["failure_count"] == 0
+    assert sorted(set(indices)) == list(range(1, N + 1))
+    assert indices.count(2) == 2 and len(indices) == N + 1
+    assert second.summary["success_count"] == N and second.summary["failure_count"] == 0
 
 
 def test_failed_requests_are_rows_not_exceptions(tmp_path):
@@ -238,3 +247,63 @@ def test_failed_requests_are_rows_not_exceptions(tmp_path):
     )
     assert run.summary["failure_count"] == 2 and run.summary["success_count"] == 0
     assert all("error" in r["response"] for r in tc.read_results(run.results_path))
+
+
+# --- multi-turn samples -----------------------------------------------------------------------
+
+
+def test_multi_turn_samples_are_recognised_and_their_ids_checked():
+    single, multi = ci_samples()[0], ci_samples()[-1]
+    assert not is_multi_turn(single) and is_multi_turn(multi) and not is_multi_turn(None)
+    history = [{"role": "assistant", "tool_calls": [_call("get_weather", "{}"), _call("calculate", "{}")]}]
+    good = {"id": "functions.send_email:2", "function": {"name": "send_email", "arguments": "{}"}}
+    restarted = {"id": "functions.send_email:0", "function": {"name": "send_email", "arguments": "{}"}}
+    rows = [
+        {"request": {"messages": history}, "response": {"choices": [{"message": {"tool_calls": [good]}}]}},
+        {"request": {"messages": history}, "response": {"choices": [{"message": {"tool_calls": [restarted]}}]}},
+        {"request": {"messages": history}, "response": {"error": "x"}},
+    ]
+    assert kimi_id_counts(rows) == {"tool_calls_returned": 2, "kimi_ids_in_sequence": 1}
+
+
+def _eval(tmp_path, name, multi_turn):
+    samples = write_ci_samples(tmp_path / f"{name}.jsonl", tmp_path / f"{name}-expected.jsonl", multi_turn=multi_turn)
+    with emulator_server(time_scale=0.01, log_startup=False) as url:
+        return tc.run_toolcall_eval(
+            samples,
+            base_url=url + "/v1",
+            model=MODEL,
+            results_path=tmp_path / f"{name}-results.jsonl",
+            concurrency=4,
+            max_tokens=2048,
+            reference_path=tmp_path / f"{name}-expected.jsonl",
+        )
+
+
+def test_multi_turn_samples_are_counted_and_single_turn_metrics_stay_the_same(tmp_path):
+    only_single = _eval(tmp_path, "single", multi_turn=False)
+    mixed = _eval(tmp_path, "mixed", multi_turn=True)
+    old_keys = {"model", *tc.SUMMARY_KEYS, "finish_others_detail", "schema_accuracy"}
+    assert set(only_single.summary) == old_keys  # a single-turn file: the summary K2VV writes, nothing added
+    single_part = {k: v for k, v in only_single.summary.items() if k != "model"}
+    assert mixed.summary["single_turn"] == single_part  # the same numbers on the same samples
+    multi = mixed.summary["multi_turn"]
+    assert multi["success_count"] == len(MULTI_TURN)
+    assert multi["finish_tool_calls"] == sum(m[2] for m in MULTI_TURN) == 2
+    assert multi["successful_tool_call_count"] == 2 and multi["schema_accuracy"] == 1.0
+    assert multi["tool_calls_returned"] == multi["kimi_ids_in_sequence"] == 2
+    for key in tc.SUMMARY_KEYS:  # K2VV's totals count every sample
+        assert mixed.summary[key] == only_single.summary[key] + multi[key]
+    ids = [
+        c["id"]
+        for r in tc.read_results(mixed.results_path)
+        if is_multi_turn(r["request"]) and r["finish_reason"] == "tool_calls"
+        for c in r["response"]["choices"][0]["message"]["tool_calls"]
+    ]
+    assert sorted(ids) == ["functions.search_web:1", "functions.send_email:2"]
+    old_rows = tc.summary_metrics(only_single.summary, only_single.f1)
+    assert not any(r["metric"].startswith("multi_turn") for r in old_rows)
+    rows = {r["metric"]: r for r in tc.summary_metrics(mixed.summary, mixed.f1)}
+    assert (rows["multi_turn_samples"]["value"], rows["multi_turn_samples"]["n"]) == (len(MULTI_TURN), N)
+    assert (rows["multi_turn_kimi_ids"]["value"], rows["multi_turn_kimi_ids"]["n"]) == (2, 2)
+    assert mixed.f1["tool_call_f1"] == only_single.f1["tool_call_f1"] == 1.0  # the emulator triggers as expected

@@ -95,6 +95,60 @@ TOOL_RESULT_TURN: list[dict[str, Any]] = [
     {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": '{"temp_c": 30}'},
 ]
 
+# Agentic shapes (issue 17): parallel calls in one turn, the next call of a chain after a result,
+# a hyphenated tool name, a long nested argument document, tool_choice required/named/none.
+USER_PARALLEL: list[dict[str, Any]] = [
+    {"role": "user", "content": "At the same time, get the weather and the local time in Paris."}
+]
+CHAIN_AFTER_RESULT: list[dict[str, Any]] = [
+    {"role": "user", "content": "First get the weather in Paris, then get the local time in Paris."},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "functions.get_weather:0",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"location": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": '{"temp_c": 21}'},
+]
+HYPHEN_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "geo-lookup_v2",
+        "description": "Look up the coordinates of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+SAVE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "save_document",
+        "description": "Save a JSON document to a file",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "document": {"type": "object"}},
+            "required": ["path", "document"],
+        },
+    },
+}
+LONG_DOCUMENT = {
+    "title": 'Réunion "Q3" — notes',
+    "items": [{"id": i, "text": f"point {i}: naïve café \\ {{braces}} ✓", "tags": ["a", "b"]} for i in range(30)],
+    "meta": {"nested": {"deeper": {"ok": True, "ratio": 0.25}}},
+}
+USER_SAVE: list[dict[str, Any]] = [
+    {
+        "role": "user",
+        "content": "Call save_document to store this at notes/q3.json:\n```json\n"
+        + json.dumps(LONG_DOCUMENT, ensure_ascii=False)
+        + "\n```",
+    }
+]
+
 
 @dataclass(frozen=True)
 class Case:
@@ -123,7 +177,7 @@ def _chat(**extra: Any) -> dict[str, Any]:
 
 
 def _tools(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    return {"model": MODEL, "messages": messages, "tools": [WEATHER_TOOL, TIME_TOOL], "max_tokens": 400, **extra}
+    return {"model": MODEL, "messages": messages, "tools": [WEATHER_TOOL, TIME_TOOL], "max_tokens": 400} | extra
 
 
 USAGE = {"stream_options": {"include_usage": True}}
@@ -139,6 +193,37 @@ CASES: list[Case] = [
     Case("chat-tool-call", "chat", "POST", "/v1/chat/completions", _tools(USER_WEATHER)),
     Case("chat-tool-call-history", "chat", "POST", "/v1/chat/completions", _tools(HISTORY)),
     Case("chat-tool-result", "chat", "POST", "/v1/chat/completions", _tools(TOOL_RESULT_TURN)),
+    Case("chat-parallel-calls", "chat", "POST", "/v1/chat/completions", _tools(USER_PARALLEL)),
+    Case("chat-chain-next-call", "chat", "POST", "/v1/chat/completions", _tools(CHAIN_AFTER_RESULT)),
+    Case(
+        "chat-hyphen-name",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _tools(USER_HELLO, tools=[HYPHEN_TOOL], tool_choice="required"),
+    ),
+    Case(
+        "chat-tool-choice-named",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _tools(USER_WEATHER, tool_choice={"type": "function", "function": {"name": "get_time"}}),
+    ),
+    Case("chat-tool-choice-none", "chat", "POST", "/v1/chat/completions", _tools(USER_WEATHER, tool_choice="none")),
+    Case(
+        "chat-long-arguments",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _tools(USER_SAVE, tools=[SAVE_TOOL], max_tokens=4000),
+    ),
+    Case(
+        "chat-long-arguments-cut",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _tools(USER_SAVE, tools=[SAVE_TOOL], max_tokens=120, chat_template_kwargs={"thinking": False}),
+    ),
     # ---- /v1/chat/completions, streamed
     Case("chat-stream", "chat-stream", "POST", "/v1/chat/completions", _chat(stream=True)),
     Case("chat-stream-usage", "chat-stream", "POST", "/v1/chat/completions", _chat(stream=True, **USAGE)),
@@ -163,6 +248,34 @@ CASES: list[Case] = [
         _tools(USER_WEATHER, stream=True, **USAGE),
     ),
     Case("chat-stream-tool-call-history", "chat-stream", "POST", "/v1/chat/completions", _tools(HISTORY, stream=True)),
+    Case(
+        "chat-stream-parallel-calls",
+        "chat-stream",
+        "POST",
+        "/v1/chat/completions",
+        _tools(USER_PARALLEL, stream=True, **USAGE),
+    ),
+    Case(
+        "chat-stream-chain-next-call",
+        "chat-stream",
+        "POST",
+        "/v1/chat/completions",
+        _tools(CHAIN_AFTER_RESULT, stream=True),
+    ),
+    Case(
+        "chat-stream-long-arguments",
+        "chat-stream",
+        "POST",
+        "/v1/chat/completions",
+        _tools(USER_SAVE, tools=[SAVE_TOOL], max_tokens=4000, stream=True, **USAGE),
+    ),
+    Case(
+        "chat-stream-long-arguments-cut",
+        "chat-stream",
+        "POST",
+        "/v1/chat/completions",
+        _tools(USER_SAVE, tools=[SAVE_TOOL], max_tokens=120, stream=True, chat_template_kwargs={"thinking": False}),
+    ),
     # ---- /v1/completions
     Case(
         "completion-basic",

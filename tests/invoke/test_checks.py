@@ -207,7 +207,8 @@ def _statuses(results):
 def test_every_check_passes_on_the_emulator(emulator_url):
     results = invoke.run_all(emulator_url, model=MODEL, **FAST)
     statuses = _statuses(results)
-    assert list(statuses) == [
+    assert [r.name for r in results if r.suite == "agentic"] == list(invoke.AGENTIC_CASES)  # after the features
+    assert list(statuses)[: -len(invoke.AGENTIC_CASES)] == [
         "models",
         "chat",
         "thinking",
@@ -249,9 +250,10 @@ def test_every_check_passes_on_the_emulator(emulator_url):
     ],
 )
 def test_faults_fail_exactly_the_matching_checks(fault, failing, words):
+    """The feature checks (the agentic suite under these faults: test_agentic.py)."""
     url, stop = run_in_thread(EmulatorSettings(port=0, time_scale=0.01, log_startup=False, fault=fault))
     try:
-        results = invoke.run_all(url, model=MODEL, **FAST)
+        results = invoke.run_all(url, list(invoke.CHECKS), model=MODEL, **FAST)
     finally:
         stop()
     statuses = _statuses(results)

@@ -10,6 +10,7 @@ import pytest
 
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
+from kimi_runbooks.invoke import AGENTIC_CASES
 from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.target import RunHandle, write_handle
 from tests.support import run_notebook
@@ -61,6 +62,9 @@ def test_notebook_runs_against_the_emulator_from_the_run_folder(tmp_path, monkey
     assert {r["name"] for r in doc["results"] if r["status"] == "skip"} == {"image_content", "image_url"}
     text = _outputs(nbformat.read(run / "invoke.ipynb", as_version=4))
     assert "0 failed" in text and "EMULATED" in text and "wrote" in text
+    n = len(AGENTIC_CASES)
+    assert f"agentic: {n} of {n} cases passed (emulated)" in text and "multi_turn_stream" in text
+    assert {r["suite"] for r in doc["results"]} == {"feature", "agentic"}
     assert key not in text and key not in (run / "invoke.json").read_text()
 
 

@@ -8,6 +8,9 @@ finish_others, schema_validation_error_count, successful_tool_call_count``. This
 same with the same definitions, so its files are interchangeable with the tool's, and adds the
 "ToolCall-Trigger Similarity" F1 the tool's README defines but its script does not compute.
 
+Multi-turn samples count in those totals as K2VV counts them; the summary also splits them out
+(``single_turn`` / ``multi_turn``, toolcall_turns.py).
+
 Resumable: results are appended as they finish; a rerun skips data_index values that already
 succeeded (like the tool's ``--incremental``) and re-sends failed ones; the newest line wins.
 """
@@ -30,6 +33,7 @@ from jsonschema.exceptions import SchemaError
 from tqdm import tqdm
 
 from ..rundir import RunFolder, read_jsonl
+from .toolcall_turns import is_multi_turn, kimi_id_counts, multi_turn_metrics
 
 T = TypeVar("T")
 
@@ -121,26 +125,37 @@ def latest_by_index(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def summarize(results: Iterable[dict[str, Any]], model: str | None = None) -> dict[str, Any]:
-    """summary.json exactly as K2VV's compute_summary builds it (one result per data_index)."""
-    summary: dict[str, Any] = {"model": model, **{k: 0 for k in SUMMARY_KEYS}, "finish_others_detail": {}}
-    for r in latest_by_index(results):
-        summary["success_count" if r.get("status") == "success" else "failure_count"] += 1
+    """summary.json as K2VV's compute_summary builds it (one result per data_index), plus the split by turns."""
+    rows = latest_by_index(results)
+    summary: dict[str, Any] = {"model": model, **_counts(rows)}
+    single = [r for r in rows if not is_multi_turn(r.get("request"))]
+    multi = [r for r in rows if is_multi_turn(r.get("request"))]
+    if multi:
+        summary["single_turn"] = _counts(single)
+        summary["multi_turn"] = {**_counts(multi), **kimi_id_counts(multi)}
+    return summary
+
+
+def _counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    counts: dict[str, Any] = {**{k: 0 for k in SUMMARY_KEYS}, "finish_others_detail": {}}
+    for r in rows:
+        counts["success_count" if r.get("status") == "success" else "failure_count"] += 1
         finish = r.get("finish_reason")
         if finish == "stop":
-            summary["finish_stop"] += 1
+            counts["finish_stop"] += 1
         elif finish == "tool_calls":
-            summary["finish_tool_calls"] += 1
+            counts["finish_tool_calls"] += 1
             if r.get("tool_calls_valid"):
-                summary["successful_tool_call_count"] += 1
+                counts["successful_tool_call_count"] += 1
             else:
-                summary["schema_validation_error_count"] += 1
+                counts["schema_validation_error_count"] += 1
         elif finish:
-            summary["finish_others"] += 1
-            detail = summary["finish_others_detail"]
+            counts["finish_others"] += 1
+            detail = counts["finish_others_detail"]
             detail[finish] = detail.get(finish, 0) + 1
-    triggered = summary["finish_tool_calls"]
-    summary["schema_accuracy"] = summary["successful_tool_call_count"] / triggered if triggered else None
-    return summary
+    triggered = counts["finish_tool_calls"]
+    counts["schema_accuracy"] = counts["successful_tool_call_count"] / triggered if triggered else None
+    return counts
 
 
 def trigger_f1(results: Iterable[dict[str, Any]], reference: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -386,6 +401,7 @@ def summary_metrics(summary: dict[str, Any], f1: dict[str, Any] | None = None) -
         {"metric": "finish_stop", "value": summary["finish_stop"], "n": total, "kind": "count"},
         {"metric": "finish_others", "value": summary["finish_others"], "n": total, "kind": "count"},
     ]
+    out += multi_turn_metrics(summary, total)  # none without multi-turn samples; the rows above: all samples
     if f1 is not None:
         out += [
             {"metric": "tool_call_f1", "value": f1["tool_call_f1"], "n": f1["n"], "kind": "rate"},

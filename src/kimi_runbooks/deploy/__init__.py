@@ -3,10 +3,11 @@
 `launch(plan, launcher, run_dir, options=...)` -> `ServerHandle`; launchers are registered by name
 in launchers/ (emulator, local, docker, slurm, multi-node, external). preflight checks the machine
 before anything starts, readiness waits and shows start-up phases, diagnose explains a failed
-start, manifest records what ran, teardown_run stops what a run folder recorded.
+start from the catalogue in params/diagnosis (signatures), manifest records what ran,
+teardown_run stops what a run folder recorded.
 """
 
-from .diagnose import Diagnosis, diagnose
+from .diagnose import Diagnosis, Finding, diagnose, findings, run_diagnosis
 from .errors import DeployError, DeployTimeout, PlanError, PreflightError
 from .handle import ServerHandle
 from .launch import finish, launch, notebook_options, plan_from_params, record, require_valid, run_preflight
@@ -27,6 +28,7 @@ from .launchers import (
 from .live import stop_all
 from .preflight import PreflightReport
 from .readiness import current_phase, wait_ready
+from .signatures import Signature, load_signatures
 from .teardown import teardown_run
 
 __all__ = [
@@ -34,27 +36,32 @@ __all__ = [
     "DeployError",
     "DeployTimeout",
     "EmulatorOptions",
+    "Finding",
     "LAUNCHERS",
     "Launcher",
     "PlanError",
     "PreflightError",
     "PreflightReport",
     "ServerHandle",
+    "Signature",
     "SlurmOptions",
     "current_phase",
     "diagnose",
     "docker_command",
     "emulator_argv",
+    "findings",
     "finish",
     "free_port",
     "get_launcher",
     "launch",
+    "load_signatures",
     "local_command",
     "multinode_steps",
     "notebook_options",
     "plan_from_params",
     "record",
     "require_valid",
+    "run_diagnosis",
     "run_preflight",
     "served_name",
     "stop_all",

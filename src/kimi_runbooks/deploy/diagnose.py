@@ -1,18 +1,28 @@
-"""Read a failed server's log and say in one sentence why it did not start.
+"""Read a server's log and say in one sentence why it did not start (or what went wrong serving).
 
 A start-up failure of SGLang ends in hundreds of lines of traceback from several ranks; the
-cause is almost always one of a handful of known ones. `diagnose(log)` matches them in order of
-specificity and returns the sentence, the fix and the last ~40 lines (redacted) as the excerpt.
+cause is almost always one of a handful of known ones. Those live as data in
+params/diagnosis/*.yaml (signatures.py): regex, meaning, fix, public source. `diagnose(log)`
+takes the first error signature found (the tail first, where the cause usually is) and returns
+the sentence, the fix, the sources and the last ~40 lines (redacted) as the excerpt; `findings`
+lists every signature in a log; `run_diagnosis` is what the report shows for a failed deployment.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from ..rundir import RunFolder
 from ..secrets import redact
+from .signatures import Signature, load_signatures
 
 EXCERPT_LINES = 40
+TAIL_SEARCHED = 200
+LOG_BYTES_READ = 4 * 1024 * 1024  # the end of a huge log is enough: the cause is near the end
 
 
 @dataclass(frozen=True)
@@ -21,81 +31,74 @@ class Diagnosis:
     sentence: str
     fix: str
     excerpt: str
+    sources: tuple[str, ...] = ()  # "sgl-project/sglang issue 13308"
+    notes: tuple[str, ...] = field(default=())  # warning/info signatures also found in the log
 
     def __str__(self) -> str:
         return f"{self.sentence} Fix: {self.fix}"
 
 
 @dataclass(frozen=True)
-class _Pattern:
-    kind: str
-    regex: re.Pattern[str]
+class Finding:
+    """One signature found in a log: which, the line it matched, and its filled-in meaning."""
+
+    signature: Signature
+    line: str
     sentence: str
-    fix: str
 
-
-def _p(kind: str, regex: str, sentence: str, fix: str) -> _Pattern:
-    return _Pattern(kind, re.compile(regex, re.IGNORECASE | re.MULTILINE), sentence, fix)
-
-
-# Order matters: the AITER head error and OOM are often followed by generic NCCL teardown noise.
-PATTERNS: list[_Pattern] = [
-    _p(
-        "aiter-heads",
-        r"aiter.{0,40}only supports? .{0,30}heads|only supports 16 or 128 (number of )?heads|"
-        r"heads_per_gpu\s*%\s*16",
-        "The AITER MLA kernel rejected the number of attention heads per GPU "
-        "(Kimi has 64 heads; AITER in this image accepts 16 or 128 per rank).",
-        "use --tp 4 (16 heads per GPU) on AMD, or an image whose AITER pads heads (SGLang PR 36356).",
-    ),
-    _p(
-        "oom",
-        r"(CUDA|HIP|NPU) out of memory|OutOfMemoryError|hipErrorOutOfMemory|"
-        r"Not enough memory\. Please try to increase --mem-fraction-static",
-        "The server ran out of accelerator memory while starting{detail}.",
-        "lower --mem-fraction-static (e.g. by 0.05) or --context-length, or use an FP8 KV cache; "
-        "also check that no earlier process still holds GPU memory (preflight names it).",
-    ),
-    _p(
-        "port-in-use",
-        r"address already in use|Errno 98|port \d+ is (already )?in use|"
-        r"bind\(\) failed|failed to bind",
-        "The server's port{detail} is already in use by another process.",
-        "stop the other server (deploy.teardown_run(old_run_dir) or kill it) or pick another --port.",
-    ),
-    _p(
-        "unrecognized-argument",
-        r"unrecognized arguments?:\s*(?P<flags>.+)$|no such option:\s*(?P<flags2>\S+)",
-        "SGLang{version} does not know the flag(s) {flags}.",
-        "remove or rename those flags for this SGLang version, or use the image/version the recipe "
-        "was published with (set sglang_version so the plan's rules match).",
-    ),
-    _p(
-        "model-missing",
-        r"Repository Not Found|RepositoryNotFoundError|is not a local folder and is not a valid model|"
-        r"does not appear to have a file named|LocalEntryNotFoundError|HFValidationError|"
-        r"couldn't connect to 'https://huggingface\.co'|Max retries exceeded with url: .*huggingface|"
-        r"Can't load the configuration of|No such file or directory: .*(config\.json|safetensors)|"
-        r"OfflineModeIsEnabled|Cannot find model (path|config)",
-        "The model could not be found: the local path is missing or the Hugging Face hub is unreachable.",
-        "pre-download the checkpoint (huggingface-cli download <repo> --local-dir <dir>) and pass "
-        "that local directory as model_path.",
-    ),
-    _p(
-        "collective-init",
-        r"NCCL (error|WARN)|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|"
-        r"ncclInvalidUsage|ncclRemoteError|RCCL|HCCL.{0,60}(error|fail|timeout)|"
-        r"ProcessGroupNCCL.{0,80}(error|timeout)|Gloo connectFullMesh failed|"
-        r"init_process_group.{0,80}(timed out|failed)|DistNetworkError",
-        "The collective communication library (NCCL/RCCL/HCCL) failed to initialise between ranks.",
-        "check that every node can reach --dist-init-addr, set NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME "
-        "(HCCL_SOCKET_IFNAME on Ascend) to the right interface, and rerun with NCCL_DEBUG=INFO.",
-    ),
-]
+    def as_dict(self) -> dict[str, Any]:
+        sig = self.signature
+        return {
+            "id": sig.id,
+            "severity": sig.severity,
+            "phase": sig.phase,
+            "meaning": self.sentence,
+            "fix": sig.fix,
+            "line": self.line,
+            "sources": [{"label": s.label, "url": s.url} for s in sig.sources],
+        }
 
 
 def tail(text: str, lines: int = EXCERPT_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
+
+
+class _Blank(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def _fill(sig: Signature, match: re.Match[str], version: str | None, port: int | None) -> str:
+    values: dict[str, str] = {}
+    for name, value in match.groupdict().items():
+        if value:
+            values.setdefault(name.rstrip("0123456789"), value.strip())
+    if "flags" in values:  # argparse names flags and their values: keep the flags
+        values["flags"] = ", ".join(f for f in values["flags"].split() if f.startswith("-")) or values["flags"]
+    if port and "port" not in values:
+        values["port"] = str(port)
+    wanted = re.findall(r"\{(\w+)\}", sig.detail)
+    detail = sig.detail.format_map(_Blank(values)) if sig.detail and all(values.get(w) for w in wanted) else ""
+    return sig.meaning.format_map(_Blank({**values, "detail": detail, "version": f" {version}" if version else ""}))
+
+
+def _line_of(match: re.Match[str]) -> str:
+    text = match.string
+    start = text.rfind("\n", 0, match.start()) + 1
+    end = text.find("\n", match.end())
+    return text[start : end if end != -1 else len(text)].strip()[:500]
+
+
+def findings(
+    log: str, signatures: Iterable[Signature] | None = None, version: str | None = None, port: int | None = None
+) -> list[Finding]:
+    """Every catalogue signature found in the log, in catalogue order (its last occurrence)."""
+    found = []
+    for sig in signatures if signatures is not None else load_signatures():
+        matches = list(sig.pattern.finditer(log))
+        if matches:
+            found.append(Finding(sig, _line_of(matches[-1]), _fill(sig, matches[-1], version, port)))
+    return found
 
 
 def diagnose(
@@ -105,34 +108,68 @@ def diagnose(
     sglang_version: str | None = None,
     port: int | None = None,
     secret_env: str | None = None,
+    signatures: Iterable[Signature] | None = None,
 ) -> Diagnosis:
-    """The most specific known cause found in `log` (its tail is searched first), else a generic one."""
-    excerpt = redact(tail(log), [secret_env])
-    # search the tail first (the cause is near the end), then the whole log
-    for text in (tail(log, 200), log):
-        for pattern in PATTERNS:
-            match = pattern.regex.search(text)
+    """The first error signature found in `log` (its tail searched first), else a generic sentence."""
+    catalogue = list(signatures) if signatures is not None else list(load_signatures())
+    names = [secret_env]
+    excerpt = redact(tail(log), names)
+    exit_line = f"\n(process exit code: {returncode})" if returncode is not None else ""
+    errors = [s for s in catalogue if s.severity == "error"]
+    notes = tuple(
+        redact(f.sentence, names)
+        for f in findings(log, catalogue, sglang_version, port)
+        if f.signature.severity != "error"
+    )
+    for text in (tail(log, TAIL_SEARCHED) + exit_line, log + exit_line):
+        for sig in errors:
+            match = sig.pattern.search(text)
             if match:
-                sentence = _fill(pattern, match, sglang_version, port)
-                return Diagnosis(pattern.kind, sentence, pattern.fix, excerpt)
+                sentence = redact(_fill(sig, match, sglang_version, port), names)
+                return Diagnosis(sig.id, sentence, sig.fix, excerpt, tuple(s.label for s in sig.sources), notes)
     last = next((line.strip() for line in reversed(log.splitlines()) if line.strip()), "")
     code = f" with exit code {returncode}" if returncode is not None else ""
     sentence = f"The server exited{code}; no known cause was found in its log" + (
-        f" (last line: {redact(last[:200], [secret_env])})." if last else " (the log is empty)."
+        f" (last line: {redact(last[:200], names)})." if last else " (the log is empty)."
     )
-    return Diagnosis("unknown", sentence, "read the log excerpt below and server.log in the run folder.", excerpt)
+    return Diagnosis(
+        "unknown", sentence, "read the log excerpt below and server.log in the run folder.", excerpt, (), notes
+    )
 
 
-def _fill(pattern: _Pattern, match: re.Match[str], version: str | None, port: int | None) -> str:
-    detail = ""
-    if pattern.kind == "oom":
-        line = match.string[match.start() : match.string.find("\n", match.start())]
-        tried = re.search(r"Tried to allocate ([\d.]+ [GMK]i?B)", line)
-        detail = f" (tried to allocate {tried.group(1)})" if tried else ""
-    elif pattern.kind == "port-in-use":
-        detail = f" {port}" if port else ""
-    flags = ""
-    if pattern.kind == "unrecognized-argument":
-        raw = (match.group("flags") or match.group("flags2") or "").strip()
-        flags = ", ".join(f for f in raw.split() if f.startswith("-")) or raw
-    return pattern.sentence.format(detail=detail, flags=flags, version=f" {version}" if version else "")
+def _read_logs(folder: RunFolder) -> str:
+    """server.log, and the per-node logs of a multi-node run (server-<role>-<rank>.log)."""
+    nodes = sorted(folder.path.glob("server-*-*.log")) if folder.path.is_dir() else []
+    parts = []
+    paths = [folder.server_log, *nodes]
+    for path in paths:
+        if path.is_file():
+            with path.open("rb") as fh:
+                size = path.stat().st_size
+                fh.seek(max(0, size - LOG_BYTES_READ))
+                parts.append(fh.read().decode("utf-8", errors="replace"))
+    return "\n".join(parts)
+
+
+def run_diagnosis(run_dir: str | Path, deploy_status: str | None) -> dict[str, Any] | None:
+    """What the report shows at the top for a failed deployment (None when deploy did not fail).
+
+    The cause from the run's server log(s) with its fix and sources, the other signatures found,
+    and the redacted log tail; all labelled with where they came from.
+    """
+    if deploy_status != "failed":
+        return None
+    folder = RunFolder(run_dir)
+    log = _read_logs(folder)
+    diag = diagnose(log, secret_env=None)
+    by_id = {s.id: s for s in load_signatures()}
+    sig = by_id.get(diag.kind)
+    return {
+        "kind": diag.kind,
+        "sentence": folder.redact(diag.sentence),
+        "fix": diag.fix,
+        "sources": [{"label": s.label, "url": s.url} for s in sig.sources] if sig else [],
+        "also_found": [folder.redact(f.as_dict()) for f in findings(log) if f.signature.id != diag.kind],
+        "excerpt": folder.redact(diag.excerpt),
+        "logs": [p.name for p in [folder.server_log, *sorted(folder.path.glob("server-*-*.log"))] if p.is_file()],
+    }

@@ -45,6 +45,7 @@ def read_chat(req: ChatRequest) -> ChatInput:
             convo.images = images
     convo.last_role = req.messages[-1].role
     convo.tool_results = _trailing_tool_results(req.messages)
+    convo.called_since_user, convo.results_since_user = _since_last_user(req.messages)
     return ChatInput(conversation=convo, prompt_tokens=tokens)
 
 
@@ -95,6 +96,19 @@ def _trailing_tool_results(messages: list[ChatMessage]) -> list[tuple[str, str]]
         name = message.name or names.get(message.tool_call_id or "", "") or _name_from_id(message.tool_call_id)
         results.append((name, text))
     return list(reversed(results))
+
+
+def _since_last_user(messages: list[ChatMessage]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Tools called after the last user message, and the results that came back for them."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    called: list[str] = []
+    results: list[tuple[str, str]] = []
+    for message in messages[last_user + 1 :]:
+        called += [call.function.name or "" for call in message.tool_calls or []]
+        if message.role == "tool":
+            text, _ = _message_parts(message, 0)
+            results.append((message.name or _name_from_id(message.tool_call_id), text))
+    return called, results
 
 
 def _name_from_id(call_id: str | None) -> str:

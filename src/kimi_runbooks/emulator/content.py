@@ -21,6 +21,7 @@ from typing import Any
 from .images import ImageInfo
 from .tokenizer import tokenize
 from .toolargs import Hints, arguments_for
+from .toolplan import tools_for_turn
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,9 @@ class Conversation:
     images: list[ImageInfo] = field(default_factory=list)
     tools: list[ToolSpec] = field(default_factory=list)
     tool_choice: Any = "auto"  # "auto" | "none" | "required" | {"function": {"name"}}
-    tool_results: list[tuple[str, str]] = field(default_factory=list)  # (tool name, content)
+    tool_results: list[tuple[str, str]] = field(default_factory=list)  # (tool name, content), trailing
+    called_since_user: list[str] = field(default_factory=list)  # tools called after the last user message
+    results_since_user: list[tuple[str, str]] = field(default_factory=list)  # their results, in order
 
 
 @dataclass(frozen=True)
@@ -76,12 +79,12 @@ def seeded_rng(*parts: Any) -> random.Random:
 
 
 def chat_reply(convo: Conversation, rng: random.Random, bad_tool_json: bool = False) -> Reply:
-    """Pick the reply kind for a chat turn and write it."""
+    """Pick the reply kind for a chat turn and write it (tool policy: toolplan.py)."""
+    tools = tools_for_turn(convo)
+    if tools:
+        return _tool_call_reply(convo, tools, bad_tool_json)
     if convo.last_role == "tool" and convo.tool_results:
         return _tool_result_reply(convo, rng)
-    tool = _choose_tool(convo)
-    if tool is not None:
-        return _tool_call_reply(convo, tool, bad_tool_json)
     comparison = numeric_comparison(convo.last_user_text)
     if comparison is not None:
         return comparison
@@ -113,26 +116,49 @@ def _image_reply(convo: Conversation, rng: random.Random) -> Reply:
 
 
 def _tool_result_reply(convo: Conversation, rng: random.Random) -> Reply:
-    name, result = convo.tool_results[-1]
-    summary = summarize_tool_result(result)
+    results = convo.tool_results
+    names = [name or "the tool" for name, _ in results]
     reasoning = (
-        f"The {name or 'tool'} call returned a result. I will restate it for the user without calling another tool."
+        f"The {results[-1][0] or 'tool'} call returned a result. "
+        "I will restate it for the user without calling another tool."
+        if len(results) == 1
+        else f"The {', '.join(names)} calls returned results. I will restate them for the user."
     )
-    content = f"According to {name or 'the tool'}: {summary}"
+    content = " ".join(f"According to {name}: {summarize_tool_result(text)}" for name, (_, text) in zip(names, results))
     return Reply(reasoning=reasoning, content=content)
 
 
-def _tool_call_reply(convo: Conversation, tool: ToolSpec, bad_tool_json: bool) -> Reply:
+def _tool_call_reply(convo: Conversation, tools: list[ToolSpec], bad_tool_json: bool) -> Reply:
     hints = hints_from(convo)
-    args = arguments_for(tool.parameters, hints)
-    arguments = json.dumps(args, ensure_ascii=False)
-    if bad_tool_json:
-        arguments = malform_json(arguments)
-    detail = ", ".join(f"{k}={v}" for k, v in args.items()) or "no arguments"
-    reasoning = (
-        f"The request needs the {tool.name} tool. I will call it with {detail} and answer once the result comes back."
-    )
-    return Reply(reasoning=reasoning, content="", tool_calls=[ToolCall(0, tool.name, arguments)])
+    calls, details = [], []
+    for index, tool in enumerate(tools):
+        args = arguments_for(tool.parameters, hints)
+        arguments = json.dumps(args, ensure_ascii=False)
+        if bad_tool_json:
+            arguments = malform_json(arguments)
+        calls.append(ToolCall(index, tool.name, arguments))
+        details.append(", ".join(f"{k}={_brief(v)}" for k, v in args.items()) or "no arguments")
+    if len(tools) == 1:
+        reasoning = (
+            f"The request needs the {tools[0].name} tool. I will call it with {details[0]} "
+            "and answer once the result comes back."
+        )
+    else:
+        reasoning = (
+            "The request needs several tools at once. I will call "
+            + "; ".join(f"{t.name} with {d}" for t, d in zip(tools, details))
+            + ", and answer once the results come back."
+        )
+    return Reply(reasoning=reasoning, content="", tool_calls=calls)
+
+
+def _brief(value: Any) -> str:
+    """A value as the reasoning mentions it; no angle brackets (SGLang's parsers hold back a '<')."""
+    if isinstance(value, dict):
+        return f"an object of {len(value)} keys"
+    if isinstance(value, list):
+        return f"a list of {len(value)} items"
+    return str(value)
 
 
 def malform_json(text: str) -> str:
@@ -140,73 +166,11 @@ def malform_json(text: str) -> str:
     return text[:-1] + ("," if len(text) > 2 else "") if text.endswith("}") else text + "{"
 
 
-# ---------------------------------------------------------------- tool choice
-
-_STOPWORDS = {
-    "the",
-    "and",
-    "for",
-    "with",
-    "from",
-    "that",
-    "this",
-    "what",
-    "whats",
-    "get",
-    "into",
-    "about",
-    "your",
-    "you",
-    "are",
-    "tool",
-    "function",
-    "given",
-    "return",
-    "returns",
-}
-_IMAGE_WORDS = {"search", "product", "image", "photo", "picture", "find", "lookup", "visual"}
-
-
-def _choose_tool(convo: Conversation) -> ToolSpec | None:
-    if not convo.tools or convo.tool_choice == "none":
-        return None
-    forced = _forced_tool_name(convo.tool_choice)
-    if forced:
-        return next((t for t in convo.tools if t.name == forced), None)
-    scored = sorted(
-        ((_tool_score(t, convo), i) for i, t in enumerate(convo.tools)), key=lambda pair: (-pair[0], pair[1])
-    )
-    best_score, best_index = scored[0]
-    if best_score >= 2 or convo.tool_choice == "required":
-        return convo.tools[best_index]
-    return None
-
-
-def _forced_tool_name(choice: Any) -> str | None:
-    if isinstance(choice, dict):
-        function = choice.get("function")
-        name = function.get("name") if isinstance(function, dict) else None
-        if isinstance(name, str):
-            return name
-    return None
-
-
-def _tool_score(tool: ToolSpec, convo: Conversation) -> int:
-    words = _stems(convo.last_user_text)
-    name_words = _stems(tool.name.replace("_", " ").replace("-", " "))
-    desc_words = {w for w in _stems(tool.description) if len(w) >= 4}
-    score = 2 * len(words & name_words) + len(words & desc_words)
-    if convo.images and (name_words | desc_words) & _IMAGE_WORDS:
-        score += 2
-    return score
-
-
-def _stems(text: str) -> set[str]:
-    words = re.findall(r"[a-z]+", text.lower())
-    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in _STOPWORDS}
+# ---------------------------------------------------------------- argument hints
 
 
 def hints_from(convo: Conversation) -> Hints:
+    """What argument values borrow: the user's words, a JSON document they gave, earlier results."""
     text = convo.last_user_text
     query = None
     if convo.images:
@@ -216,7 +180,38 @@ def hints_from(convo: Conversation) -> Hints:
         topic = topic_of(text, 6)
         if topic:
             query = f"{query}: {topic}"
-    return Hints(text=text, location=find_location(text), query=query)
+    extras = quoted_values(text)
+    for _, result in convo.results_since_user:  # a value an earlier tool returned, reused by key
+        data = _json_object(result)
+        extras.update({k.lower(): v for k, v in (data or {}).items() if isinstance(v, str)})
+    return Hints(text=text, location=find_location(text), query=query, extras=extras, document=json_document(text))
+
+
+def quoted_values(text: str) -> dict[str, str]:
+    """'with path "notes/a.json"' -> {"path": "notes/a.json"}: values the user spelled out (fences skipped)."""
+    prose = re.sub(r"```.*?```", " ", text, flags=re.S)
+    return {k.lower(): v for k, v in re.findall(r"\b([A-Za-z_]\w*)\s+\"([^\"\n]{1,200})\"", prose)}
+
+
+def json_document(text: str) -> dict[str, Any] | None:
+    """The JSON object a user pasted (in a ```json fence, else the outermost braces), if any."""
+    fenced = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S)
+    candidates = [fenced.group(1)] if fenced else []
+    if "{" in text and "}" in text:
+        candidates.append(text[text.index("{") : text.rindex("}") + 1])
+    for candidate in candidates:
+        data = _json_object(candidate)
+        if data:
+            return data
+    return None
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def find_location(text: str) -> str | None:

@@ -1,7 +1,8 @@
 """Runtime side of the ``--fault`` modes that act while serving.
 
 Start-up faults (slow-start, crash-on-start) live in startup.py and cli.py; content
-faults (bad-tool-json, no-reasoning) are applied where replies are shaped.  This module
+faults (bad-tool-json, no-reasoning) are applied where replies are shaped, the tool-calling
+faults users report (empty-after-think, markers-in-content, ...) in tool_faults.py.  This module
 holds the two that need state across requests: the deterministic HTTP-500 draw and the
 mid-stream crash countdown.
 """

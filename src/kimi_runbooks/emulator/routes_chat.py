@@ -29,6 +29,7 @@ from .events import EOS_TOKEN_ID, Event, Plan, plan_within_budget, reply_events
 from .protocol import ChatRequest, parse_body
 from .sse import DONE, event
 from .state import AppState
+from .tool_faults import ToolFaults
 
 
 @dataclass
@@ -41,6 +42,7 @@ class _Turn:
     history_calls: int
     tools_active: bool
     prompt_tokens: int
+    faults: ToolFaults
 
 
 async def chat_completions(request: Request) -> Response:
@@ -62,6 +64,7 @@ async def chat_completions(request: Request) -> Response:
         history_calls=_history_calls(req),
         tools_active=bool(req.tools) and req.tool_choice != "none",
         prompt_tokens=chat.prompt_tokens,
+        faults=ToolFaults.from_settings(state.settings),
     )
     if req.stream:
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
@@ -93,7 +96,10 @@ def _plan(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Plan:
     if choice:
         parts.append(choice)
     rng = state.rng_for(*parts)
-    reply = chat_reply(chat.conversation, rng, bad_tool_json=settings.fault_is("bad-tool-json"))
+    faults = ToolFaults.from_settings(settings)
+    convo = faults.conversation(chat.conversation)
+    reply = chat_reply(convo, rng, bad_tool_json=settings.fault_is("bad-tool-json"))
+    reply = faults.reply(reply, convo, req.thinking, _history_calls(req))
     leak = settings.fault_is("no-reasoning") or not req.separate_reasoning
     events = reply_events(reply, thinking=req.thinking, leak_reasoning=leak)
     return plan_within_budget(reply, events, req.token_limit, req.ignore_eos, rng)
@@ -120,12 +126,12 @@ def _usage(plans: list[Plan], turn: _Turn) -> dict[str, Any]:
     )
 
 
-def _complete_calls(plan: Plan) -> list[tuple[Any, str]]:
+def _complete_calls(plan: Plan, turn: _Turn) -> list[tuple[Any, str]]:
     """Calls SGLang's detector parses from the whole text: only those whose end was generated."""
     return [
         (call, args)
         for call, args in plan.emitted_tool_calls()
-        if plan.finish_reason != "length" or args == call.arguments
+        if plan.finish_reason != "length" or args == call.arguments or turn.faults.keeps_cut_calls()
     ]
 
 
@@ -133,11 +139,11 @@ def _whole(plans: list[Plan], turn: _Turn) -> dict[str, Any]:
     choices = []
     for index, plan in enumerate(plans):
         calls = [
-            shapes.tool_call(shapes.tool_call_id(call.name, turn.history_calls, pos), pos, call.name, args)
-            for pos, (call, args) in enumerate(_complete_calls(plan))
+            shapes.tool_call(turn.faults.call_id(call.name, turn.history_calls, pos), pos, call.name, args)
+            for pos, (call, args) in enumerate(_complete_calls(plan, turn))
         ]
         message = shapes.chat_message(plan.content_text(), plan.reasoning_text(), calls or None)
-        finish = plan.finish_reason
+        finish = _faulty_finish(plan, turn, bool(calls))
         choices.append(shapes.chat_choice(index, message, finish, EOS_TOKEN_ID if finish == "stop" else None))
     return shapes.chat_response(turn.rids[0], turn.created, turn.model, choices, _usage(plans, turn))
 
@@ -151,18 +157,26 @@ def _token_chunk(ev: Event, plan: Plan, index: int, turn: _Turn) -> dict[str, An
             return shapes.stream_response(rid, created, model, [shapes.stream_choice(index, content=ev.text)])
         return shapes.sse_content(rid, created, model, index, content=ev.text)
     call = next(c for c in plan.tool_calls if c.index == ev.call)
+    position = turn.faults.stream_index(call.index)
     if ev.kind == "tool_name":
         piece = shapes.tool_call(
-            shapes.tool_call_id(call.name, turn.history_calls, call.index), call.index, call.name, ""
+            turn.faults.call_id(call.name, turn.history_calls, call.index), position, call.name, ""
         )
     else:
-        piece = shapes.tool_call(None, call.index, None, ev.text)
+        piece = shapes.tool_call(None, position, None, ev.text)
     return shapes.stream_response(rid, created, model, [shapes.stream_choice(index, tool_calls=[piece])])
 
 
-def _stream_finish(plan: Plan) -> tuple[str, Any]:
+def _faulty_finish(plan: Plan, turn: _Turn, has_calls: bool) -> str:
+    """truncated-call-kept: a cut call still finishes with tool_calls (SGLang says length)."""
+    if plan.finish_reason == "length" and has_calls and turn.faults.keeps_cut_calls():
+        return "tool_calls"
+    return plan.finish_reason
+
+
+def _stream_finish(plan: Plan, turn: _Turn) -> tuple[str, Any]:
     """Streamed finish: tool_calls keeps the matched stop token (serving_chat.py)."""
-    finish = plan.finish_reason
+    finish = _faulty_finish(plan, turn, bool(plan.emitted_tool_calls()))
     return finish, (EOS_TOKEN_ID if finish in ("stop", "tool_calls") else None)
 
 
@@ -170,6 +184,7 @@ async def _stream(
     state: AppState, jobs: list[Job], plans: list[Plan], turn: _Turn, include_usage: bool
 ) -> AsyncIterator[bytes]:
     started: set[int] = set()
+    dropped = [turn.faults.dropped_stream_pieces(plan) for plan in plans]
     finished: list[int] = []  # SGLang sends finish chunks in the order choices finished
     last_index = 0
 
@@ -185,6 +200,8 @@ async def _stream(
         last_index = index
         if token == plans[index].completion_tokens - 1:
             finished.append(index)
+        if token in dropped[index]:
+            continue
         yield event(_token_chunk(plans[index].events[token], plans[index], index, turn))
     for index in range(len(plans)):
         if index not in started:  # nothing generated: still opened, then finished
@@ -193,7 +210,7 @@ async def _stream(
             last_index = index
     rid = turn.rids[last_index]
     for index in finished:
-        finish, matched = _stream_finish(plans[index])
+        finish, matched = _stream_finish(plans[index], turn)
         yield event(
             shapes.sse_content(rid, turn.created, turn.model, index, finish_reason=finish, matched_stop=matched)
         )

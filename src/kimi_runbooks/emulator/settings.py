@@ -11,6 +11,18 @@ from typing import Any
 
 from .latency import DEFAULT_PROFILE, LatencyProfile
 
+TOOL_FAULT_KINDS = (  # tool-calling failures users report; what each does: tool_faults.py
+    "empty-after-think",
+    "markers-in-content",
+    "ids-restart",
+    "uuid-call-ids",
+    "stream-args-cut",
+    "call-in-reasoning",
+    "hyphen-names-dropped",
+    "parallel-index-reused",
+    "tool-choice-ignored",
+    "truncated-call-kept",
+)
 FAULT_KINDS = (
     "slow-start",  # /health answers 503 for startup_seconds (value = seconds)
     "crash-on-start",  # the CLI prints a CUDA OOM traceback tail and exits 1
@@ -18,6 +30,7 @@ FAULT_KINDS = (
     "bad-tool-json",  # tool-call arguments are malformed JSON
     "no-reasoning",  # no reasoning_content; thinking leaks into content in <think> tags
     "http-500-rate",  # fraction (value) of generation requests answer 500
+    *TOOL_FAULT_KINDS,
 )
 
 

@@ -26,6 +26,7 @@ class Hints:
     location: str | None = None
     query: str | None = None
     extras: dict[str, str] = field(default_factory=dict)
+    document: dict[str, Any] | None = None  # a JSON object the user gave, for a free-form object property
 
 
 def arguments_for(schema: Any, hints: Hints) -> dict[str, Any]:
@@ -97,6 +98,14 @@ class _Generator:
     def _object(self, schema: dict[str, Any], name: str, depth: int) -> dict[str, Any]:
         found = schema.get("properties")
         props: dict[str, Any] = found if isinstance(found, dict) else {}
+        if (
+            depth > 0
+            and not props
+            and self.hints.document is not None
+            and "required" not in schema
+            and schema.get("additionalProperties", True) is not False
+        ):
+            return dict(self.hints.document)  # the model copies the document it was asked to pass on
         required = (
             [r for r in schema.get("required", []) if isinstance(r, str)]
             if isinstance(schema.get("required"), list)

@@ -1,9 +1,12 @@
 """Invoke stage: prove each documented Kimi feature works through the `openai` client users use.
 
-`run_all(target)` runs the checks (checks.py) against a server, each isolated (run.py), and
-returns `CheckResult`s; `save` writes run_dir/invoke.json (results.py).
+`run_all(target)` runs the feature checks (checks.py) and the agentic suite (agentic.py: multi-turn
+tool calling, parallel calls, long arguments, tool_choice, leaks, truncation) against a server,
+each isolated (run.py), and returns `CheckResult`s; `run_agentic` runs the suite alone;
+`save` writes run_dir/invoke.json (results.py); `agentic_card` is the report's view of the suite.
 """
 
+from .agentic import AGENTIC_CASES, AgenticCase, agentic_card, agentic_results
 from .checks import CHECKS, PRODUCT_TOOL, WEATHER_RESULT, WEATHER_TOOL
 from .image import RECEIPT_ITEM, data_url, receipt_png
 from .results import (
@@ -19,9 +22,12 @@ from .results import (
     save,
     summary_table,
 )
-from .run import detect_emulated, resolve_target, run_all
+from .run import ALL_NAMES, detect_emulated, resolve_target, run_agentic, run_all
 
 __all__ = [
+    "AGENTIC_CASES",
+    "ALL_NAMES",
+    "AgenticCase",
     "CHECKS",
     "CheckResult",
     "ChecksFailed",
@@ -30,6 +36,8 @@ __all__ = [
     "Status",
     "WEATHER_RESULT",
     "WEATHER_TOOL",
+    "agentic_card",
+    "agentic_results",
     "counts",
     "data_url",
     "detect_emulated",
@@ -40,6 +48,7 @@ __all__ = [
     "raise_if_failed",
     "receipt_png",
     "resolve_target",
+    "run_agentic",
     "run_all",
     "save",
     "summary_table",

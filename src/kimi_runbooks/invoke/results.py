@@ -16,14 +16,18 @@ from ..progress import report_progress
 from ..rundir import RunFolder
 
 Status = Literal["pass", "fail", "skip"]
+Suite = Literal["feature", "agentic"]
 
 
 class CheckResult(BaseModel):
     """One feature check: its verdict, why, what it cost and the redacted exchange behind it."""
 
     name: str
-    status: Status
+    status: Status  # the verdict
     reason: str
+    suite: Suite = "feature"  # feature checks (checks.py) or the agentic suite (agentic.py)
+    expected: str | None = None  # agentic cases: what SGLang with the kimi_k2 parsers returns
+    observed: list[dict[str, Any]] | None = None  # agentic cases: what each turn showed
     latency_ms: float | None = None  # wall time of the check's request(s)
     ttft_ms: float | None = None  # streamed checks: first reasoning, content or tool-call delta
     prompt_tokens: int | None = None

@@ -4,22 +4,40 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from openai import OpenAI
 
 from .. import target as target_mod
 from ..secrets import redact
 from ..target import RunHandle, fetch_server_info
+from .agentic import AGENTIC_CASES
 from .checks import CHECKS
 from .image import RECEIPT_ITEM
-from .results import CheckResult
+from .results import CheckResult, Suite
 from .session import CheckFailed, CheckSkipped, Recorder, Session, compact, describe_error
 
+ALL_NAMES = [*CHECKS, *AGENTIC_CASES]
 
-def _run_one(name: str, s: Session) -> list[CheckResult]:
+
+def _run_name(name: str, s: Session) -> list[CheckResult]:
+    if name in AGENTIC_CASES:
+        case = AGENTIC_CASES[name]
+        return _run_one(name, case.run, s, suite="agentic", expected=case.expected)
+    return _run_one(name, CHECKS[name], s)
+
+
+def _run_one(
+    name: str,
+    check: Callable[[Session, Recorder], str],
+    s: Session,
+    *,
+    suite: Suite = "feature",
+    expected: str | None = None,
+) -> list[CheckResult]:
     rec = Recorder(s)
     try:
-        status, reason = "pass", CHECKS[name](s, rec)
+        status, reason = "pass", check(s, rec)
     except CheckSkipped as exc:
         status, reason = "skip", str(exc)
     except CheckFailed as exc:
@@ -30,11 +48,15 @@ def _run_one(name: str, s: Session) -> list[CheckResult]:
             rec.exchanges[-1]["error"] = reason
     where = dict(emulated=s.emulated, model=s.model, base_url=s.handle.base_url)
     names = [s.handle.api_key_env]
+    observed = rec.details.pop("observed", None)
     results = [
         CheckResult(
             name=name,
             status=status,
             reason=redact(reason, names),
+            suite=suite,
+            expected=expected,
+            observed=redact(compact(observed), names) if observed is not None else None,
             latency_ms=rec.latency_ms,
             ttft_ms=rec.ttft_ms,
             prompt_tokens=rec.prompt_tokens,
@@ -88,6 +110,7 @@ def run_all(
 ) -> list[CheckResult]:
     """Run the checks in order (all by default); each is isolated, so one failure never stops the rest.
 
+    checks names feature checks (CHECKS) and agentic cases (AGENTIC_CASES); None runs all of both.
     target is a RunHandle or a base_url (then model, else the server's first /v1/models id).
     max_tokens_thinking bounds every generation (Kimi thinks by default). emulated=None asks the server.
     """
@@ -96,10 +119,10 @@ def run_all(
         if isinstance(target, RunHandle)
         else resolve_target(base_url=target, model=model, api_key_env=api_key_env)
     )
-    names = list(CHECKS) if checks is None else list(checks)
-    unknown = [n for n in names if n not in CHECKS]
+    names = list(ALL_NAMES) if checks is None else list(checks)
+    unknown = [n for n in names if n not in ALL_NAMES]
     if unknown:
-        raise ValueError(f"unknown check(s) {unknown}. Fix: choose from {list(CHECKS)} or pass checks=None for all.")
+        raise ValueError(f"unknown check(s) {unknown}. Fix: choose from {ALL_NAMES} or pass checks=None for all.")
     if timeout <= 0 or max_tokens_thinking <= 0:
         raise ValueError("timeout and max_tokens_thinking must be positive.")
     if isinstance(image_expect, str):
@@ -118,10 +141,19 @@ def run_all(
     results: list[CheckResult] = []
     try:
         for name in names:
-            for result in _run_one(name, session):
+            for result in _run_name(name, session):
                 results.append(result)
                 if progress:
                     progress(result)
     finally:
         client.close()
     return results
+
+
+def run_agentic(target: RunHandle | str, cases: Iterable[str] | None = None, **options: Any) -> list[CheckResult]:
+    """The agentic suite alone (all cases by default); options as for run_all."""
+    names = list(AGENTIC_CASES) if cases is None else list(cases)
+    unknown = [n for n in names if n not in AGENTIC_CASES]
+    if unknown:
+        raise ValueError(f"unknown agentic case(s) {unknown}. Fix: choose from {list(AGENTIC_CASES)}.")
+    return run_all(target, names, **options)

@@ -40,6 +40,8 @@ class StreamResult:
     order: list[str] = field(default_factory=list)  # kind of each non-empty delta
     chunks: int = 0
     usage: dict[str, Any] | None = None
+    argument_pieces: dict[int, int] = field(default_factory=dict)  # argument deltas per tool-call index
+    announced: dict[int, list[str]] = field(default_factory=dict)  # tool names announced per index
 
     def summary(self) -> dict[str, Any]:
         runs: list[list[Any]] = []
@@ -139,8 +141,10 @@ def accumulate(out: StreamResult, delta: Any) -> bool:
             slot["id"] = tc.id
         if tc.function and tc.function.name:
             slot["name"] = tc.function.name
+            out.announced.setdefault(tc.index, []).append(tc.function.name)
         if tc.function and tc.function.arguments:
             slot["arguments"] += tc.function.arguments
+            out.argument_pieces[tc.index] = out.argument_pieces.get(tc.index, 0) + 1
         out.order.append("tool_call")
         got = True
     return got

@@ -12,6 +12,7 @@ from .html import export_html, external_references, redact_notebook, render, str
 from .show import (
     setup_notebook,
     show_accuracy,
+    show_banner,
     show_invoke,
     show_manifest,
     show_plan,
@@ -36,6 +37,7 @@ __all__ = [
     "render",
     "setup_notebook",
     "show_accuracy",
+    "show_banner",
     "show_invoke",
     "show_manifest",
     "show_plan",

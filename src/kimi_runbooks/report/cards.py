@@ -10,9 +10,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..deploy.diagnose import run_diagnosis
 from ..plan import load_catalog
 from .collect import RunData
-from .html_parts import COLOURS, DASH, badge, bullet_list, card, cards, esc, fmt_number, fmt_percent, missing
+from .html_parts import COLOURS, DASH, badge, bullet_list, card, cards, esc, fmt_number, fmt_percent, missing, pre
 from .next_steps import next_steps
 from .verdict import accuracy_comparison, verdict
 
@@ -218,7 +219,29 @@ def next_steps_html(data: RunData) -> str:
 def top(data: RunData) -> str:
     """Everything above the detail sections, in reading order."""
     return (
-        header_card(data) + verdict_line(data) + stage_cards(data) + "<h2>What to do next</h2>" + next_steps_html(data)
+        header_card(data)
+        + verdict_line(data)
+        + diagnosis_card(data)
+        + stage_cards(data)
+        + "<h2>What to do next</h2>"
+        + next_steps_html(data)
+    )
+
+
+def diagnosis_card(data: RunData) -> str:
+    """For a failed deployment: the cause read from its server log(s), the fix, public sources and
+    the redacted log excerpt (deploy.diagnose). Empty when the deployment did not fail."""
+    deploy = data.stages.get("deploy")
+    found = run_diagnosis(data.run_dir, deploy.status if deploy else None)
+    if not found:
+        return ""
+    links = ", ".join(f'<a href="{esc(s["url"])}">{esc(s["label"])}</a>' for s in found["sources"])
+    return (
+        '<div class="diagnosis"><b>The deployment failed.</b> '
+        f"{esc(found['sentence'])}<br><b>Fix:</b> {esc(found['fix'])}"
+        + (f"<br>Source: {links}" if links else "")
+        + pre(found["excerpt"])
+        + "</div>"
     )
 
 

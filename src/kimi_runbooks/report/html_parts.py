@@ -31,6 +31,7 @@ STYLE = """
 .kr .badge{display:inline-block;border-radius:999px;padding:2px 10px;font-weight:700;color:#fff;font-size:13px}
 .kr .verdict{display:flex;align-items:center;gap:12px;margin:10px 0;font-size:15px}
 .kr .verdict .badge{font-size:18px;padding:4px 16px}
+.kr .diagnosis{border:2px solid #b00020;padding:10px;margin:10px 0}
 .kr .emu{background:#b36b00}
 .kr .ok{color:#1b7a1b}.kr .bad{color:#b00020}.kr .meh{color:#6b7280}
 .kr table.t{border-collapse:collapse;margin:4px 0 10px;font-size:13px}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..invoke import agentic_card
 from .collect import RunData
 from .html_parts import DASH, Column, details, esc, fmt_number, pre, table, text_cell
 from .tables import stages_table
@@ -75,7 +76,24 @@ def invoke_section(data: RunData) -> str:
             }
         )
     label = "EMULATED" if data.emulated else f"measured (run {data.run_id})"
-    return f'<p class="note">timings: {esc(label)}</p>' + table(INVOKE_COLUMNS, rows)
+    return f'<p class="note">timings: {esc(label)}</p>' + table(INVOKE_COLUMNS, rows) + agentic_section(data)
+
+
+AGENTIC_COLUMNS = [
+    Column("case", "case"),
+    Column("verdict", "verdict", render=lambda v, r: _status(v)),
+    Column("expected", "expected (SGLang, kimi_k2 parsers)"),
+    Column("reason", "reason"),
+]
+
+
+def agentic_section(data: RunData) -> str:
+    """The agentic tool-calling suite's card: counts, then one row per case with what was expected."""
+    card = agentic_card(data.invoke)
+    if card is None:
+        return ""
+    head = f"{card['title']} ({card['source']}): {card['passed']} of {card['cases']} cases passed"
+    return f"<h3>{esc(head)}</h3>" + table(AGENTIC_COLUMNS, card["rows"])
 
 
 def speed_section(data: RunData) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..accuracy.compare import chart as accuracy_chart
 from ..speed import reference_frame
-from .cards import speed_findings, top
+from .cards import diagnosis_card, speed_findings, top
 from .collect import RunData
 from .figures import caption, concurrency_figure, finding, pareto_figure
 from .html_parts import STYLE, esc, wrap
@@ -34,15 +34,29 @@ def setup_notebook() -> None:
     pio.renderers.default = "notebook"
 
 
-def _show_html(body: str) -> None:
-    from IPython.display import HTML, display
+def _show(obj: Any) -> None:
+    from IPython.display import display
 
-    display(HTML(wrap(body)))
+    display(obj)
+
+
+def _show_html(body: str) -> None:
+    from IPython.display import HTML
+
+    _show(HTML(wrap(body)))
 
 
 def show_top(data: RunData) -> None:
-    """The stylesheet and everything a reviewer reads first."""
+    """The stylesheet and everything a reviewer reads first (with a failed deployment's diagnosis)."""
     _show_html(STYLE + top(data))
+
+
+def show_banner(data: RunData) -> None:
+    """Only the diagnosis of a failed deployment (nothing otherwise), for notebooks that do not
+    show the whole top."""
+    body = diagnosis_card(data)
+    if body:
+        _show_html(STYLE + body)
 
 
 def show_verdict(data: RunData) -> None:
