@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from . import report
 from .deploy import teardown_run
-from .notebook_run import execute_notebook
+from .notebook_run import LineRelay, execute_notebook
 from .paths import NOTEBOOKS_DIR
 from .plan import LaunchPlan, ParamsError, PlanConfig, plan
 from .rundir import RunFolder, new_run_id, now_iso, outputs_base
@@ -209,6 +209,9 @@ def run_stage(
     else:
         params = stage_parameters(name, config, options, folder.path, _declared(source))
         print(f"[runbook] {name}: running {source.name}", flush=True)
+        relay = LineRelay(
+            f"[{name}] ", redact=folder.redact
+        )  # what the stage prints (heartbeats too) shows here as it happens
         try:
             execute_notebook(
                 str(source),
@@ -217,6 +220,7 @@ def run_stage(
                 kernel_name=kernel_name,
                 cwd=str(folder.path),
                 progress_bar=False,
+                stdout_file=relay,
             )
             state = report.StageState(name, "ok", "", str(executed.relative_to(folder.path)))
         except Exception as exc:  # noqa: BLE001 - papermill raises PapermillExecutionError; any failure is recorded
@@ -227,6 +231,7 @@ def run_stage(
                 str(executed.relative_to(folder.path)) if executed.exists() else None,
             )
         finally:
+            relay.flush()
             if executed.exists():
                 report.redact_notebook(folder, executed)
     state.duration_s = round(time.monotonic() - start, 2)
