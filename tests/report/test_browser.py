@@ -66,6 +66,7 @@ def test_report_figures_render_offline(tmp_path):
             command_prefix=FAKE_BENCH,
             offline=True,
             progress=False,
+            verify_tokens=False,  # the fake client sends no request: nothing to count
             devices=4,
             platform="mi350x",
         )
