@@ -18,7 +18,7 @@ from .results import (
     save,
     summary_table,
 )
-from .run import detect_emulated, resolve_target, run_all
+from .run import detect_emulated, resolve_target, run_all, unusable_reason
 
 __all__ = [
     "CHECKS",
@@ -41,4 +41,5 @@ __all__ = [
     "run_all",
     "save",
     "summary_table",
+    "unusable_reason",
 ]
