@@ -13,6 +13,7 @@ from .collect import RunData
 from .tables import (
     accuracy_figures,
     accuracy_table,
+    external_table,
     invoke_counts,
     invoke_table,
     latency_table,
@@ -91,6 +92,13 @@ def show_verdict(data: RunData) -> None:
 
 
 def show_plan(data: RunData) -> None:
+    if data.external:
+        _show(
+            _html(
+                "<h3>External server (attached, not launched by this run)</h3>" + _frame_html(external_table(data), "")
+            )
+        )
+        return
     if not data.plan:
         _show(_html("<p><em>No plan recorded in this run folder (plan.json / manifest plan).</em></p>"))
         return
