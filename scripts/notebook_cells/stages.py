@@ -29,7 +29,7 @@ from typing import Any, Optional
 platform: str = "h200"                  # params/platforms id
 model: Optional[str] = None             # None: the platform recipe's model
 launcher: str = "emulator"              # emulator | local | docker | external | multi-node | slurm
-base_url: Optional[str] = None          # the running server, for launcher external
+base_url: Optional[str] = None          # launcher external: the running server (scheme://host:port)
 tp: Optional[int] = None
 dp: Optional[int] = None
 ep: Optional[int] = None
@@ -42,7 +42,7 @@ api_key_env: Optional[str] = None       # NAME of the env var holding the key, n
 host: str = "127.0.0.1"
 port: Optional[int] = None              # None: 30000 (emulator: a free port)
 run_dir: Optional[str] = None           # None: a new folder under outputs/
-startup_timeout: float = 1800.0         # seconds; loading ~600 GB of weights takes many minutes
+startup_timeout: Optional[float] = None  # seconds; None: the launcher's (1800 s: loading ~600 GB takes many minutes; external: 10 s)
 time_scale: float = 1.0                 # emulator only: multiplies every simulated duration
 keep_running: bool = False              # True: leave the server up for later stages (deploy.teardown_run stops it)
 plan_config: Optional[dict] = None      # every PlanConfig knob as a dict (the runbooks pass this); wins over the knobs above
@@ -65,7 +65,10 @@ plan = deploy.plan_from_params(
     kv_cache_dtype=kv_cache_dtype, mem_fraction_static=mem_fraction_static,
     context_length=context_length, speculative=speculative, api_key_env=api_key_env,
     host=host, port=port if launcher != "emulator" else None, plan_config=plan_config)
-print(format_plan(plan))
+if launcher == "external":  # nothing is launched: no command, no memory plan of ours applies
+    print(f"external server at {base_url}: nothing is launched; served model {deploy.served_name(plan)!r}")
+else:
+    print(format_plan(plan))
 deploy.require_valid(plan)  # stops here, before anything starts, when the plan has errors
 """,
     ),
@@ -79,8 +82,10 @@ deploy.require_valid(plan)  # stops here, before anything starts, when the plan 
         "code",
         """
 import pandas as pd
+from IPython.display import display
 
-pd.DataFrame([{k: v for k, v in plan.memory.as_dict().items() if k != "notes"}]).T.rename(columns={0: "estimate"})
+if launcher != "external":
+    display(pd.DataFrame([{k: v for k, v in plan.memory.as_dict().items() if k != "notes"}]).T.rename(columns={0: "estimate"}))
 """,
     ),
     (
@@ -353,14 +358,16 @@ platform: Optional[str] = None          # platform id for references and per-GPU
 scenario_set: str = "smoke"             # a set in params/scenarios
 scenarios: Optional[list] = None        # or a list of scenario ids (overrides scenario_set)
 offline: bool = True                    # no downloads: random becomes random-ids, local tokenizer
-tokenizer: Optional[str] = None         # None + offline: a small local tokenizer is built in run_dir
+tokenizer: Optional[str] = None         # the served model's tokenizer (local dir); None: the handle's, the deployed model_path, or (emulator only) a small local one
 command_prefix: Optional[list] = None   # e.g. ["docker", "exec", "sglang"]; None: the bench tool env's python
 bench_python: Optional[str] = None      # interpreter with sglang; None: .venvs/bench (or python3 after a prefix)
 dataset_path: Optional[str] = None      # local ShareGPT json for sharegpt scenarios when offline
 tolerance: float = 0.1                  # regression beyond 10% (direction-aware)
 timeout_s: float = 3600                 # per scenario
 resume: bool = True
-devices: Optional[int] = None           # GPUs behind the server; None: the deployed plan's (manifest), else the recipe's
+devices: Optional[int] = None           # GPUs behind the server (per-GPU figures); None: the deployed plan's, else the recipe's; never guessed for an external server
+fail_on_error: bool = True              # raise at the end when a scenario failed: the stage is then not ok
+verify_tokens: bool = True              # one request per scenario first: the server's token counts must match the benchmark's
 """,
     ),
     (
@@ -386,9 +393,9 @@ pio.renderers.default = "notebook"  # plotly.js inlined: figures survive an offl
 target = speed.resolve_target(run_dir, base_url, model, api_key_env, platform)
 platform = platform or target.platform
 chosen = speed.select_scenarios(scenario_set, scenarios)
-memory_plan, platform_devices = speed.platform_capacity(platform, run_dir=run_dir)
+memory_plan, platform_devices = speed.platform_capacity(platform, run_dir=run_dir, target=target)
 devices = devices or platform_devices
-tok = speed.offline_tokenizer(run_dir, tokenizer, offline)
+tok = speed.stage_tokenizer(run_dir, target, tokenizer, offline)
 print(f"server {target.base_url} ({'EMULATED' if target.emulated else 'real'}), model {target.model}, platform {platform}, devices {devices}")
 print(f"{len(chosen)} scenarios: {', '.join(s.id for s in chosen)}")
 """,
@@ -405,8 +412,8 @@ print(f"{len(chosen)} scenarios: {', '.join(s.id for s in chosen)}")
 results = speed.run_scenarios(
     chosen, target, run_dir, tokenizer=tok, offline=offline, command_prefix=command_prefix,
     python=bench_python, dataset_path=dataset_path, timeout_s=timeout_s, resume=resume,
-    memory_plan=memory_plan, devices=devices, platform=platform)
-cols = ["scenario", "status", "label", "max_concurrency", "completed", "output_throughput",
+    memory_plan=memory_plan, devices=devices, platform=platform, verify_tokens=verify_tokens)
+cols = ["scenario", "status", "label", "max_concurrency", "completed", "total_input_tokens", "total_output_tokens", "output_throughput",
         "total_throughput", "output_tok_s_per_gpu", "tok_s_per_user", "median_ttft_ms", "median_tpot_ms", "error"]
 results[[c for c in cols if c in results.columns]]
 """,
@@ -430,6 +437,8 @@ speed.latency_table(results[results["status"] == "ok"])
 
 `ratio` = this run / reference. A regression is a throughput below the reference, or a latency
 above it, by more than `tolerance`. Against the emulator these ratios test the pipeline, not the hardware.
+Only `ok` scenarios are compared: a `not comparable` one (the server counted the scenario's tokens
+differently from the benchmark's tokenizer) keeps its numbers above but is never set beside a reference.
 """,
     ),
     (
@@ -487,6 +496,24 @@ speed.heatmap(all_refs[all_refs["reference_kind"] == "matrix"]).show()
 matrix_run = results[results["scenario"].str.startswith("matrix-")]
 if len(matrix_run):
     speed.heatmap(matrix_run).show()
+""",
+    ),
+    (
+        "md",
+        """
+## Verdict
+
+A failed scenario fails this stage (with each scenario's error line), so a runbook never reports
+the speed stage `ok` when its scenarios did not run.
+""",
+    ),
+    (
+        "code",
+        """
+for _, row in results.iterrows():
+    print(f"{row['scenario']}: {row['status']}" + (f" - {row['error']}" if isinstance(row.get("error"), str) else ""))
+if fail_on_error:
+    speed.raise_if_failed(results)
 """,
     ),
 ]

@@ -14,6 +14,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 
 from .rundir import RunFolder
+from .server_check import BaseUrlError, check_server, normalize_base_url
 
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")  # newer SGLang, then older releases
 
@@ -33,6 +34,10 @@ class RunHandle(BaseModel):
     run_id: str | None = None
     time_scale: float | None = None
     """Emulator only: simulated durations were multiplied by this (1: real time)."""
+    readiness: dict[str, Any] | None = None
+    """How deploy found the server ready (server_check.Readiness.as_dict): health method, steps."""
+    tokenizer: str | None = None
+    """The served model's tokenizer (a local directory or hub id), when known; the speed stage uses it."""
 
     def api_key(self) -> str:
         """The key from the environment, or "EMPTY" (what SGLang accepts when it has none)."""
@@ -90,20 +95,19 @@ def fetch_server_info(base_url: str, api_key: str | None = None, timeout: float 
     return None
 
 
-def served_model(base_url: str, api_key: str | None = None, timeout: float = 10.0) -> str:
-    """The first model id GET {base_url}/v1/models lists; ValueError naming the fix otherwise."""
-    url = base_url.rstrip("/").removesuffix("/v1") + "/v1/models"
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        resp = httpx.get(url, headers=headers, timeout=timeout)
-        resp.raise_for_status()
-        return str(resp.json()["data"][0]["id"])
-    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+def served_model(
+    base_url: str, api_key: str | None = None, timeout: float = 10.0, *, api_key_env: str | None = None
+) -> str:
+    """The one model GET {base_url}/v1/models lists; ValueError naming the cause and the fix
+    otherwise (unreachable, key refused, several models listed)."""
+    key = None if api_key in (None, "", "EMPTY") else api_key
+    result = check_server(base_url, None, api_key_env=api_key_env, api_key=key, timeout=timeout, health=False)
+    if result.model is None:
         raise ValueError(
-            f"base_url was given without model, and the served model name could not be read "
-            f"from {url} ({type(exc).__name__}: {exc}). Fix: pass model=<served name> "
-            "(the --served-model-name of the server)."
-        ) from None
+            "base_url was given without model, and the served model name could not be read from "
+            f"{result.base_url}/v1/models: {result.message()}"
+        )
+    return result.model
 
 
 def resolve_target(
@@ -125,11 +129,16 @@ def resolve_target(
         handle = read_handle(run_dir)
         updates = {k: v for k, v in {"model": model, "api_key_env": api_key_env, "platform": platform}.items() if v}
         return handle.model_copy(update=updates) if updates else handle
-    base = base_url.rstrip("/").removesuffix("/v1")
+    try:
+        base, notes = normalize_base_url(base_url)
+    except BaseUrlError as exc:
+        raise ValueError(str(exc)) from None
+    for note in notes:
+        print(f"note: {note}")
     handle = RunHandle(
         base_url=base, model=model or "", launcher="external", api_key_env=api_key_env, platform=platform
     )
+    handle.api_key()  # a clear error when api_key_env names an unset variable
     if not model:
-        key = handle.api_key()  # a clear error when api_key_env names an unset variable
-        handle.model = served_model(base, None if key == "EMPTY" else key)
+        handle.model = served_model(base, api_key_env=api_key_env)
     return handle

@@ -1,6 +1,6 @@
 """Isolated environments for the third-party tools the runbooks drive.
 
-SGLang's bench client, sgl-eval and inspect-ai pin versions that conflict with this project
+SGLang's bench client, sgl-eval, inspect-ai and llama-cpp-python's server pin versions that conflict with this project
 (sglang pins the whole GPU server stack and torch 2.14.1; sgl-eval pins openai<3 and pandas<3),
 so each lives in its own venv under ``<repo>/.venvs/<name>``, built on demand from the pinned
 files in ``requirements/`` by ``scripts/setup_tool_env.sh``. The runbooks call the tools as
@@ -52,6 +52,7 @@ KEY_PACKAGES = (
     "torch",
     "transformers",
     "openai",
+    "llama-cpp-python",
 )
 
 #: Environment for tool subprocesses on a machine without the HF hub: without it, transformers
@@ -104,6 +105,13 @@ TOOLS: dict[str, ToolSpec] = {
         module_argv=("-m", "inspect_ai"),
         smoke_args=("--version",),
         description="inspect-ai + inspect_evals (inspect eval inspect_evals/gpqa_diamond ...)",
+    ),
+    "llamacpp": ToolSpec(
+        name="llamacpp",
+        key_package="llama-cpp-python",
+        module_argv=("-m", "llama_cpp.server"),
+        smoke_args=("--help",),
+        description="llama-cpp-python's OpenAI-compatible server + SmolLM2-135M GGUF (model/, tokenizer/ in the env)",
     ),
 }
 

@@ -92,7 +92,8 @@ def test_slow_start_times_out_naming_the_url(tmp_path: Path) -> None:
         )
     base = json.loads((run / "process.json").read_text())["base_url"]
     assert f"the server at {base} was not ready after 2s" in str(err.value)
-    assert f"{base}/health_generate" in str(err.value)
+    # the emulator, like SGLang, listens early and answers 503 until its model is loaded
+    assert "last check: health: GET /health_generate answered HTTP 503" in str(err.value)
     pgid = json.loads((run / "process.json").read_text())["pgid"]
     assert _gone(pgid), "a timed-out launch must be torn down"
 

@@ -8,6 +8,12 @@ prints a result block. Behaviour is steered by environment variables:
   FAKE_BENCH_SLEEP=<seconds>      sleep first (to hit the runner's timeout)
   FAKE_BENCH_NO_FILE=1            print the block only, write no output file
   FAKE_BENCH_ARGV_LOG=<path>      append the received argv (and whether a key was seen) as JSON
+  FAKE_BENCH_ALL_FAIL=<scenario>  every request fails: print what bench_serving 0.5.23 prints then
+                                  (its "All requests failed" warning, then the IndexError it raises
+                                  in calculate_metrics), exit 1, write no output file
+  FAKE_BENCH_REQUEST_ERRORS=<n>   with --output-details: n requests failed (fewer completed)
+Like the real client it first prints its whole argument namespace (a long line), so the error is
+at the end of the log, never at its start.
 """
 
 import argparse
@@ -25,7 +31,9 @@ p.add_argument("--max-concurrency", type=int, default=None)
 p.add_argument("--backend")
 p.add_argument("--random-input-len", type=int, default=1024)
 p.add_argument("--random-output-len", type=int, default=1024)
+p.add_argument("--output-details", action="store_true")
 args, _ = p.parse_known_args(args_in[3:])
+print(f"benchmark_args=Namespace({', '.join(f'arg{i}={i}' for i in range(150))}, {vars(args)})")
 name = os.path.basename(args.output_file or "")
 if os.environ.get("FAKE_BENCH_ARGV_LOG"):
     with open(os.environ["FAKE_BENCH_ARGV_LOG"], "a") as fh:
@@ -33,8 +41,28 @@ if os.environ.get("FAKE_BENCH_ARGV_LOG"):
 time.sleep(float(os.environ.get("FAKE_BENCH_SLEEP", "0")))
 fail = os.environ.get("FAKE_BENCH_FAIL")
 if fail and name.startswith(fail + "."):
-    print("Traceback (most recent call last):\nValueError: Warmup failed (fake)", file=sys.stderr)
+    print("Traceback (most recent call last):", file=sys.stderr)
+    print('  File "serving.py", line 1598, in benchmark', file=sys.stderr)
+    print("    raise ValueError(", file=sys.stderr)
+    print(
+        "ValueError: Warmup failed - Please make sure benchmark arguments are correctly specified. "
+        'Error: Unauthorized: {"detail":"Invalid API key"} (fake)',
+        file=sys.stderr,
+    )
     sys.exit(1)
+all_fail = os.environ.get("FAKE_BENCH_ALL_FAIL")
+if all_fail and name.startswith(all_fail + "."):
+    print(
+        "serving.py:1178: UserWarning: All requests failed. This is likely due to a misconfiguration "
+        "on the benchmark arguments.\n  warnings.warn(",
+        file=sys.stderr,
+    )
+    print("Traceback (most recent call last):", file=sys.stderr)
+    print('  File "serving.py", line 1216, in calculate_metrics', file=sys.stderr)
+    print("    p90_e2e_latency_ms=np.percentile(e2e_latencies, 90)", file=sys.stderr)
+    print("IndexError: index -1 is out of bounds for axis 0 with size 0", file=sys.stderr)
+    sys.exit(1)
+failed_requests = int(os.environ.get("FAKE_BENCH_REQUEST_ERRORS", "0"))
 conc = args.max_concurrency or 1
 tpot = 10.0 + 0.5 * conc
 out_tokens = args.num_prompts * args.random_output_len
@@ -43,7 +71,7 @@ m = {
     "backend": args.backend,
     "request_rate": float("inf"),
     "max_concurrency": args.max_concurrency,
-    "completed": args.num_prompts,
+    "completed": args.num_prompts - failed_requests,
     "duration": duration,
     "total_input_tokens": args.num_prompts * args.random_input_len,
     "total_output_tokens": out_tokens,
@@ -58,13 +86,18 @@ m = {
     "server_info": {"emulated": True},
     "itls": [1.0, 2.0],
 }
+if args.output_details:
+    ok = args.num_prompts - failed_requests
+    m["input_lens"] = [args.random_input_len] * args.num_prompts
+    m["output_lens"] = [args.random_output_len] * ok + [0] * failed_requests
+    m["errors"] = [""] * ok + ["ClientPayloadError: Response payload is not completed (fake)"] * failed_requests
 if args.output_file and not os.environ.get("FAKE_BENCH_NO_FILE"):
     with open(args.output_file, "a") as fh:
         fh.write(json.dumps(m) + "\n")
 print("============ Serving Benchmark Result ============")
 print(f"Backend:                                 {args.backend}")
 print(f"Max request concurrency:                 {args.max_concurrency or 'not set'}")
-print(f"Successful requests:                     {args.num_prompts}")
+print(f"Successful requests:                     {m['completed']}")
 print(f"Output token throughput (tok/s):         {m['output_throughput']:.2f}")
 print(f"Total token throughput (tok/s):          {m['total_throughput']:.2f}")
 print(f"Median TTFT (ms):                        {m['median_ttft_ms']:.2f}")

@@ -292,7 +292,9 @@ def test_api_key_is_used_and_never_recorded(tmp_path, monkeypatch):
         stop()
     assert _statuses(good) == {"models": "pass", "chat": "pass"}
     assert _statuses(bad) == {"models": "fail", "chat": "fail"}
-    assert all("HTTP 401" in r.reason for r in bad)
+    for r in bad:  # issue 14 item 6: the key's variable and the fix, not "pass model=" or a bare 401
+        assert "HTTP 401" in r.reason and "the key in $PROBE_SERVER_AUTH was refused" in r.reason
+        assert "Fix: export PROBE_SERVER_AUTH=" in r.reason and "pass model" not in r.reason
     text = invoke.save(good + bad, tmp_path, api_key_env="PROBE_SERVER_AUTH").read_text()
     assert key not in text
 
@@ -325,3 +327,37 @@ def test_server_dying_mid_stream_fails_that_check_and_later_ones_are_still_recor
     assert _statuses(results) == {"models": "pass", "thinking_stream": "fail", "chat": "fail"}
     assert "lost the connection" in results[1].reason
     assert "could not reach the server" in results[2].reason
+
+
+def test_an_auth_error_names_api_key_env_and_the_fix():
+    """Issue 14 item 6, for a 401 on any request (describe_error), with and without a key variable."""
+    import httpx
+    from openai import AuthenticationError
+
+    from kimi_runbooks.invoke.session import Session, describe_error
+
+    response = httpx.Response(401, request=httpx.Request("POST", "http://h:1/v1/chat/completions"))
+    exc = AuthenticationError('{"detail":"Invalid API key"}', response=response, body=None)
+
+    def session(env):
+        handle = RunHandle(base_url="http://h:1", model=MODEL, launcher="external", api_key_env=env)
+        return Session(None, handle, 5, 16, [], None, 0, False)
+
+    keyed = describe_error(exc, session("MY_SERVER_KEY"))
+    assert keyed.startswith("HTTP 401 from the server: the key in $MY_SERVER_KEY was refused")
+    assert keyed.endswith("Fix: export MY_SERVER_KEY=<the key the server was started with>")
+    bare = describe_error(exc, session(None))
+    assert "no API key was sent (api_key_env is not set)" in bare and "pass api_key_env='MY_KEY'" in bare
+
+
+def test_without_a_key_every_check_fails_at_once_naming_api_key_env(tmp_path):
+    url, stop = run_in_thread(EmulatorSettings(port=0, time_scale=0.01, log_startup=False, api_key="zq-k"))
+    try:
+        handle = RunHandle(base_url=url, model=MODEL, launcher="emulator")
+        results = invoke.run_all(handle, ["models", "chat", "tool_call"], **FAST)
+    finally:
+        stop()
+    assert _statuses(results) == {"models": "fail", "chat": "fail", "tool_call": "fail"}
+    for r in results:
+        assert r.reason.startswith("not sent: auth: HTTP 401 from GET /v1/models: no API key was sent")
+        assert "api_key_env='MY_KEY'" in r.reason and not r.transcript

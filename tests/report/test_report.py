@@ -45,6 +45,7 @@ def run_folder(tmp_path_factory) -> Path:
             command_prefix=FAKE_BENCH,
             offline=True,
             progress=False,
+            verify_tokens=False,  # the fake client sends no request: nothing to count
             devices=8,
             platform="h200",
         )

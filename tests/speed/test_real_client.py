@@ -122,7 +122,7 @@ def test_killed_server_keeps_finished_results_and_rerun_resumes(bench_env, token
         ("third-c1", "failed"),
     ]
     assert first[1]["error"] and Path(first[1]["log"]).exists()
-    assert "not reachable" in first[2]["error"]
+    assert "connection refused" in first[2]["error"]
     kept = Path(first[0]["output_file"]).read_text()
 
     with start_subprocess(["--profile", "h200", "--time-scale", "0.05"], port=port) as emu2:

@@ -62,7 +62,16 @@ def test_statuses_resume_and_redaction(server, tmp_path, monkeypatch):
     env = {"FAKE_BENCH_FAIL": "b-c4", "FAKE_BENCH_ARGV_LOG": str(argv_log)}
     handle = _handle(server)
     df = speed.run_scenarios(
-        scenarios, handle, tmp_path, offline=True, command_prefix=FAKE, env=env, devices=8, progress=False, timeout_s=60
+        scenarios,
+        handle,
+        tmp_path,
+        offline=True,
+        command_prefix=FAKE,
+        env=env,
+        devices=8,
+        progress=False,
+        timeout_s=60,
+        verify_tokens=False,
     )
     status = dict(zip(df["scenario"], df["status"]))
     assert status == {
@@ -101,6 +110,7 @@ def test_statuses_resume_and_redaction(server, tmp_path, monkeypatch):
         env={"FAKE_BENCH_ARGV_LOG": str(argv_log)},
         progress=False,
         dataset_path=tmp_path / "sharegpt.json",
+        verify_tokens=False,
     )
     seen = [json.loads(row) for row in argv_log.read_text().splitlines()]
     ran = [next(a for a in s["argv"] if a.endswith(".jsonl") and "bench_raw" in a) for s in seen]
@@ -115,7 +125,13 @@ def test_statuses_resume_and_redaction(server, tmp_path, monkeypatch):
 def test_printed_block_fallback_and_timeout(server, tmp_path):
     sc = [_sc("p-c1")]
     df = speed.run_scenarios(
-        sc, _handle(server), tmp_path, command_prefix=FAKE, progress=False, env={"FAKE_BENCH_NO_FILE": "1"}
+        sc,
+        _handle(server),
+        tmp_path,
+        command_prefix=FAKE,
+        progress=False,
+        env={"FAKE_BENCH_NO_FILE": "1"},
+        verify_tokens=False,
     )
     row = read_jsonl(tmp_path / "bench.jsonl")[-1]
     assert row["status"] == "ok" and row["parsed_from"] == "printed block"
@@ -129,6 +145,7 @@ def test_printed_block_fallback_and_timeout(server, tmp_path):
         progress=False,
         env={"FAKE_BENCH_SLEEP": "30"},
         timeout_s={"slow-c1": 1.0},
+        verify_tokens=False,
     )
     row = read_jsonl(tmp_path / "bench.jsonl")[-1]
     assert row["status"] == "failed" and "timed out after 1 s" in row["error"]
@@ -148,13 +165,13 @@ def test_dead_server_fails_fast_and_plan_estimate_used(tmp_path):
     )
     cells = [cat.scenario("matrix-ctx8k-c1"), cat.scenario("matrix-ctx123k-c128")]
     df = speed.run_scenarios(
-        cells, "http://127.0.0.1:9", tmp_path, command_prefix=FAKE, memory_plan=mem, progress=False
+        cells, "http://127.0.0.1:9", tmp_path, command_prefix=FAKE, memory_plan=mem, progress=False, verify_tokens=False
     )
     status = dict(zip(df["scenario"], df["status"]))
     assert status["matrix-ctx123k-c128"] == "over-capacity"
     assert status["matrix-ctx8k-c1"] == "failed"
     row = read_jsonl(tmp_path / "bench.jsonl")[0]
-    assert "not reachable" in row["error"] and "rerun" in row["error"]
+    assert "connection refused at 127.0.0.1:9" in row["error"] and "rerun" in row["error"]
     assert read_jsonl(tmp_path / "bench.jsonl")[1]["capacity"]["source"] == "estimate"
 
 

@@ -46,6 +46,8 @@ class ServerHandle:
     started_at: str = ""
     ready_at: str | None = None
     server_info: dict[str, Any] | None = None
+    readiness: dict[str, Any] | None = None
+    """The readiness chain's last pass (server_check.Readiness.as_dict): how health was proven."""
     warnings: list[str] = field(default_factory=list)
     preflight: PreflightReport | None = None
     stopped: bool = False
@@ -119,6 +121,7 @@ class ServerHandle:
             slurm_job_id=self.slurm_job_id,
             log=str(self.log_path) if self.log_path else None,
             time_scale=self.time_scale,
+            readiness=self.readiness,
         )
 
     def process_record(self) -> dict[str, Any]:

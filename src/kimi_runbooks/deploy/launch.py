@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from ..plan import LaunchPlan, PlanConfig, plan
 from ..plan.shell import shell_command
 from ..procs import RUN_TOKEN_ENV
+from ..progress import report_progress
 from ..rundir import RunFolder, now_iso
 from ..target import write_handle
 from . import live, registry
@@ -29,8 +30,6 @@ from .launchers import LaunchContext, get_launcher, launcher_class, served_name
 from .preflight import PreflightReport
 from .teardown import orphan_report, stop_orphans, teardown_run
 
-DEFAULT_STARTUP_TIMEOUT = 1800.0
-
 
 def launch(
     plan: LaunchPlan,
@@ -39,7 +38,7 @@ def launch(
     *,
     options: Mapping[str, Any] | BaseModel | None = None,
     port: int | None = None,
-    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+    startup_timeout: float | None = None,
     preflight: bool = True,
     wait: bool | None = None,
     progress: bool = True,
@@ -50,12 +49,14 @@ def launch(
     `wait`: None waits when the launcher starts the server itself (not for multi-node scripts
     started by hand). `options` are the launcher's own (e.g. emulator: time_scale, startup_seconds, fault;
     external: base_url; slurm: sbatch_options, emulate); unknown names are refused.
+    `startup_timeout` None: the launcher's default (30 min for a server it starts, seconds for
+    an external one, which is up already or not at all).
     """
     driver = get_launcher(launcher, options)
     require_valid(plan)
     env = dict(os.environ if environ is None else environ)
     secret_env = plan.config.api_key_env
-    if secret_env and launcher != "external" and not env.get(secret_env):
+    if secret_env and not env.get(secret_env):
         raise DeployError(
             f"api_key_env={secret_env} but ${secret_env} is not set. Fix: export {secret_env}=<key> before launching."
         )
@@ -92,6 +93,11 @@ def launch(
             folder.save_json(folder.preflight, handle.preflight.as_rows())
             if progress:
                 print(handle.preflight)
+            for check in handle.preflight.checks:  # what a runbook shows while the stage runs
+                if check.status != "pass" or check.name == "url":
+                    text = f"preflight {check.name}: {check.status}: {check.detail}"
+                    text += f" Fix: {check.fix}" if check.fix else ""
+                    report_progress(folder, "deploy", text, milestone=True)
         if not handle.preflight.ok:
             raise PreflightError(handle.preflight)
     try:
@@ -106,7 +112,8 @@ def launch(
         raise
     if (wait if wait is not None else driver.waits_by_default) and driver.ready_url_known(handle):
         try:
-            driver.wait_ready(handle, timeout=startup_timeout, progress=progress)
+            timeout = driver.default_startup_timeout if startup_timeout is None else startup_timeout
+            driver.wait_ready(handle, timeout=timeout, progress=progress)
             record(handle, environ=env)
         except BaseException:
             handle.stop()

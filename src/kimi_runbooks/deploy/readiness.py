@@ -1,4 +1,4 @@
-"""Wait until a server is ready: poll health, show the start-up phase, notice an early exit at once."""
+"""Wait until a server is ready: run the readiness chain, show the start-up phase, notice an early exit at once."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import httpx
 
 from ..progress import report_progress
 from ..rundir import now_iso
+from ..server_check import Readiness, check_server
 from ..target import fetch_server_info
 from .diagnose import diagnose, tail
 from .errors import DeployError, DeployTimeout
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 POLL_INTERVAL = 0.25
 HEARTBEAT_SECONDS = 30.0
+PROBE_TIMEOUT = 10.0
 
 PHASES: list[tuple[str, str]] = [
     ("fired up and ready to roll", "ready"),
@@ -43,23 +45,6 @@ def current_phase(log: str) -> str | None:
     return best
 
 
-def _probe(client: httpx.Client, url: str) -> int | None:
-    try:
-        return client.get(url).status_code
-    except httpx.HTTPError:
-        return None
-
-
-def is_ready(client: httpx.Client, base: str) -> bool:
-    """/health_generate (older servers: /health) answers 200, and so do /health and /v1/models."""
-    code = _probe(client, base + "/health_generate")
-    if code == 404:  # older servers
-        code = _probe(client, base + "/health")
-    if code != 200:
-        return False
-    return _probe(client, base + "/health") == 200 and _probe(client, base + "/v1/models") == 200
-
-
 def port_of(url: str) -> int | None:
     try:
         return httpx.URL(url).port
@@ -67,15 +52,34 @@ def port_of(url: str) -> int | None:
         return None
 
 
+def heartbeat_interval(timeout: float) -> float:
+    """Seconds between heartbeat lines: every 30 s on long waits, more often on short ones."""
+    return min(HEARTBEAT_SECONDS, max(2.0, timeout / 5))
+
+
 def wait_ready(
-    handle: ServerHandle, timeout: float = 600.0, progress: bool = True, printer: Callable[[str], None] = print
-) -> None:
-    """Poll health until ready; show the start-up phase; notice an early exit at once."""
+    handle: ServerHandle,
+    timeout: float = 600.0,
+    progress: bool = True,
+    printer: Callable[[str], None] = print,
+    model_source: str = "the plan's served model name",
+) -> Readiness:
+    """Run the readiness chain (server_check) until ready; stop at once on a permanent failure
+    (bad URL, unknown host, TLS, refused key, wrong model name) or an early exit of the server;
+    print the start-up phase and a heartbeat while waiting. The served model name is checked
+    against /v1/models, never replaced by what the server lists."""
     base = handle.base_url.rstrip("/")
     started = time.monotonic()
+    beat = heartbeat_interval(timeout)
     last_phase, last_beat = None, started
     version = handle.plan.config.sglang_version if handle.plan else None
-    with httpx.Client(timeout=5.0, headers=handle.headers()) as client:
+
+    def say(text: str) -> None:
+        if progress:
+            printer(f"[{time.monotonic() - started:7.1f}s] {text}")
+
+    say(f"waiting for {base} to be ready (model {handle.model!r}, timeout {timeout:g}s)")
+    with httpx.Client(timeout=PROBE_TIMEOUT) as client:
         while True:
             elapsed = time.monotonic() - started
             code = handle.exit_code()
@@ -86,32 +90,51 @@ def wait_ready(
                     log, returncode=code, sglang_version=version, port=port_of(base), secret_env=handle.api_key_env
                 )
                 raise DeployError(f"the server exited during start-up after {elapsed:.1f}s: {diag}", diag, diag.excerpt)
-            if is_ready(client, base):
+            result = check_server(
+                base,
+                handle.model or None,
+                api_key_env=handle.api_key_env,
+                timeout=PROBE_TIMEOUT,
+                client=client,
+                model_source=model_source,
+            )
+            if result.ok:
                 break
-            phase = current_phase(handle.log_text()) or "starting"
+            excerpt = handle.folder.redact(tail(handle.log_text())) if handle.log_path else ""
+            if result.permanent:
+                say(f"not ready: {result.message()}")
+                report_progress(handle.folder, "deploy", f"not ready: {result.message()}", milestone=True)
+                raise DeployError(f"the server at {base} is not usable: {result.message()}", None, excerpt)
+            phase = current_phase(handle.log_text()) or ("starting" if handle.owns else "waiting")
             now = time.monotonic()
-            if progress and (phase != last_phase or now - last_beat >= HEARTBEAT_SECONDS):
-                printer(f"[{elapsed:7.1f}s] {phase}")
+            if phase != last_phase or now - last_beat >= beat:
+                say(f"{phase}; {result.cause()}")
                 report_progress(
-                    handle.folder, "deploy", f"{phase} ({elapsed:.0f} s)", key="phase", milestone=phase != last_phase
+                    handle.folder,
+                    "deploy",
+                    f"{phase}; {result.cause()} ({elapsed:.0f} s)",
+                    key="phase",
+                    milestone=phase != last_phase,
                 )
                 last_phase, last_beat = phase, now
             if elapsed > timeout:
-                excerpt = handle.folder.redact(tail(handle.log_text()))
+                step = result.failure
+                fix = (
+                    "raise startup_timeout if it is still loading, else read the log"
+                    if handle.owns or step is None or not step.fix
+                    else f"{step.fix} (or raise startup_timeout if it is still starting)"
+                )
                 raise DeployTimeout(
-                    f"the server at {base} was not ready after {timeout:g}s (polled {base}/health_generate); "
-                    f"last start-up phase: {phase}. Fix: raise startup_timeout if it is still loading, "
-                    "else read the log.",
+                    f"the server at {base} was not ready after {timeout:g}s; last check: {result.cause()}; "
+                    f"last start-up phase: {phase}. Fix: {fix}.",
                     None,
                     excerpt,
                 )
             time.sleep(POLL_INTERVAL)
-        handle.ready_at = now_iso()
-        took = time.monotonic() - started
-        report_progress(handle.folder, "deploy", f"ready at {base} after {took:.1f} s", milestone=True)
-        if progress:
-            printer(f"[{took:7.1f}s] ready at {base}")
-        handle.server_info = fetch_server_info(base, handle.api_key())
-        models = client.get(base + "/v1/models").json().get("data") or []
-        if models:
-            handle.model = models[0].get("id", handle.model)
+    handle.ready_at = now_iso()
+    handle.readiness = result.as_dict()
+    say(f"ready at {base}: health via {result.health_method}; model {result.model!r}")
+    took = time.monotonic() - started
+    report_progress(handle.folder, "deploy", f"ready at {base} after {took:.1f} s", milestone=True)
+    handle.server_info = fetch_server_info(base, handle.api_key())
+    return result

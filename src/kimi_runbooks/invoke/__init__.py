@@ -22,7 +22,7 @@ from .results import (
     save,
     summary_table,
 )
-from .run import ALL_NAMES, detect_emulated, resolve_target, run_agentic, run_all
+from .run import ALL_NAMES, detect_emulated, resolve_target, run_agentic, run_all, unusable_reason
 
 __all__ = [
     "AGENTIC_CASES",
@@ -52,4 +52,5 @@ __all__ = [
     "run_all",
     "save",
     "summary_table",
+    "unusable_reason",
 ]

@@ -10,6 +10,7 @@ from openai import OpenAI
 
 from .. import target as target_mod
 from ..secrets import redact
+from ..server_check import check_server
 from ..target import RunHandle, fetch_server_info
 from .agentic import AGENTIC_CASES
 from .checks import CHECKS
@@ -76,6 +77,21 @@ def _run_one(
     return results
 
 
+def _blocked(name: str, s: Session, reason: str) -> list[CheckResult]:
+    return [
+        CheckResult(
+            name=name,
+            status="fail",
+            reason=redact(f"not sent: {reason}", [s.handle.api_key_env]),
+            suite="agentic" if name in AGENTIC_CASES else "feature",
+            expected=AGENTIC_CASES[name].expected if name in AGENTIC_CASES else None,
+            emulated=s.emulated,
+            model=s.model,
+            base_url=s.handle.base_url,
+        )
+    ]
+
+
 def detect_emulated(handle: RunHandle, timeout: float = 10.0) -> bool:
     """True when the handle says so, or /server_info reports `emulated: true`."""
     if handle.emulated:
@@ -92,6 +108,25 @@ def resolve_target(
 ) -> RunHandle:
     """The server to probe: an explicit base_url (external server) or the run folder's handle."""
     return target_mod.resolve_target(run_dir, base_url=base_url, model=model, api_key_env=api_key_env)
+
+
+def unusable_reason(handle: RunHandle, timeout: float = 30.0) -> str | None:
+    """The readiness chain up to the key, once, before any check: an unset key variable, a refused
+    key, a wrong URL or an unknown host fails every check with the same cause, so each check is
+    failed with that cause (naming the fix) instead of sending requests that cannot succeed. A
+    model the server does not list is left to the `models` check (some servers answer any name)."""
+    result = check_server(
+        handle.base_url,
+        handle.model or None,
+        api_key_env=handle.api_key_env,
+        timeout=min(timeout, 60.0),
+        health=False,
+        model_source="the model the checks send",
+    )
+    failure = result.failure
+    if failure is None or not result.permanent or failure.name == "model":
+        return None
+    return result.message()
 
 
 def run_all(
@@ -113,6 +148,8 @@ def run_all(
     checks names feature checks (CHECKS) and agentic cases (AGENTIC_CASES); None runs all of both.
     target is a RunHandle or a base_url (then model, else the server's first /v1/models id).
     max_tokens_thinking bounds every generation (Kimi thinks by default). emulated=None asks the server.
+    When the server refuses the key (or cannot be reached at all) every check fails with that
+    cause and its fix, without sending anything (unusable_reason).
     """
     handle = (
         target
@@ -127,6 +164,7 @@ def run_all(
         raise ValueError("timeout and max_tokens_thinking must be positive.")
     if isinstance(image_expect, str):
         image_expect = [image_expect]
+    blocked = unusable_reason(handle, timeout)
     client = OpenAI(base_url=handle.openai_base_url, api_key=handle.api_key(), timeout=timeout, max_retries=0)
     session = Session(
         client=client,
@@ -141,7 +179,7 @@ def run_all(
     results: list[CheckResult] = []
     try:
         for name in names:
-            for result in _run_name(name, session):
+            for result in _blocked(name, session, blocked) if blocked else _run_name(name, session):
                 results.append(result)
                 if progress:
                     progress(result)

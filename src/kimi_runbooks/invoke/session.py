@@ -192,6 +192,15 @@ def describe_error(exc: BaseException, s: Session) -> str:
         what = "could not reach" if "Connect" in type(cause).__name__ else "lost the connection to"
         return f"{what} the server at {s.handle.base_url}: {type(cause).__name__}: {cause}"
     if isinstance(exc, APIStatusError):
+        if exc.status_code in (401, 403):
+            env = s.handle.api_key_env
+            sent = f"the key in ${env} was refused" if env else "no API key was sent (api_key_env is not set)"
+            fix = (
+                f"export {env}=<the key the server was started with>"
+                if env
+                else "export MY_KEY=<the server's key> and pass api_key_env='MY_KEY' (the variable's NAME)"
+            )
+            return f"HTTP {exc.status_code} from the server: {sent} ({exc.message[:200]}). Fix: {fix}"
         return f"HTTP {exc.status_code} from the server: {exc.message}"[:500]
     return f"{type(exc).__name__}: {exc}"[:500]
 

@@ -60,7 +60,9 @@ class RunData:
 
     @property
     def model(self) -> str | None:
-        for source in (self.plan, self.manifest, self.handle, self.params):
+        """The model: the plan's; for an external server, the name it serves (the plan did not run)."""
+        order = (self.handle, self.manifest, self.plan, self.params) if self.external else None
+        for source in order or (self.plan, self.manifest, self.handle, self.params):
             if source and source.get("model"):
                 return str(source["model"])
         return None
@@ -77,6 +79,16 @@ class RunData:
         if self.speed is not None and "label" in self.speed.columns:
             flags.append(bool((self.speed["label"] == "emulated").any()))
         return any(bool(f) for f in flags)
+
+    @property
+    def external(self) -> bool:
+        """The server was attached (launcher external), not launched: no plan of ours describes it."""
+        launchers = (
+            (self.manifest or {}).get("launcher"),
+            (self.handle or {}).get("launcher"),
+            self.params.get("launcher"),
+        )
+        return "external" in launchers
 
     @property
     def run_label(self) -> str:
@@ -189,12 +201,14 @@ def collect(run_dir: str | Path) -> RunData:
     plan = _read_json(folder.plan, problems) or (manifest or {}).get("plan")
     plan_errors = _read_json(folder.plan_errors, problems) or []
     handle = _read_json(folder.handle, problems)
+    external = "external" in ((manifest or {}).get("launcher"), (handle or {}).get("launcher"), params.get("launcher"))
     accuracy_rows = read_jsonl(folder.accuracy) if folder.accuracy.exists() else None
     run_id = str(
         params.get("run_id") or (manifest or {}).get("run_id") or (handle or {}).get("run_id") or folder.run_id
     )
     invoke_results = _load_invoke(folder, problems)
-    speed = _rescaled(_load_speed(folder, _devices(plan), problems), handle, params)
+    devices = None if external else _devices(plan)  # external: the device count is unknown
+    speed = _rescaled(_load_speed(folder, devices, problems), handle, params)
     outcomes = stage_outcomes(invoke_results, speed, accuracy_rows)
     return RunData(
         run_dir=folder.path,

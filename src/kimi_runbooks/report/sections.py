@@ -8,7 +8,7 @@ from typing import Any
 from ..invoke import agentic_card
 from .collect import RunData
 from .html_parts import DASH, Column, details, esc, fmt_number, pre, table, text_cell
-from .tables import stages_table
+from .tables import external_table, stages_table
 from .verdict import accuracy_comparison
 
 INVOKE_COLUMNS = [
@@ -139,15 +139,14 @@ def accuracy_section(data: RunData) -> str:
 
 
 def plan_section(data: RunData) -> str:
+    if data.external:  # no launch command or memory plan: none was used
+        rows = [{"item": str(k), "value": v} for k, v in external_table(data).itertuples(index=False)]
+        return "<h3>External server (attached, not launched by this run)</h3>" + table(
+            [Column("item", "item"), Column("value", "value")], rows
+        )
     if not data.plan:
         return '<p class="note">No plan recorded in this run folder.</p>'
-    external = (data.handle or {}).get("launcher") == "external"
     parts = []
-    if external:
-        parts.append(
-            '<p class="note">An external server: nothing was launched by this run; the plan below is '
-            "the platform's recipe, for reference.</p>"
-        )
     parts.append("<p>Launch command (secrets redacted):</p>" + pre(str(data.plan.get("command"))))
     if data.plan.get("docker"):
         parts.append(details("docker form", pre(str(data.plan["docker"]))))
@@ -191,7 +190,8 @@ def manifest_section(data: RunData) -> str:
     parts = [table([Column("item", "item"), Column("value", "value")], rows)]
     parts.append(details(f"packages ({len(packages)})", pre(json.dumps(packages, indent=2))))
     parts.append(details("tool environments", pre(json.dumps(m.get("tool_envs"), indent=2, default=str))))
-    parts.append(details("hardware", pre(json.dumps(m.get("hardware"), indent=2, default=str))))
+    hardware = "hardware (of this machine, not of the external server)" if data.external else "hardware"
+    parts.append(details(hardware, pre(json.dumps(m.get("hardware"), indent=2, default=str))))
     return "".join(parts)
 
 

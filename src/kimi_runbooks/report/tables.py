@@ -23,6 +23,26 @@ def plan_table(data: RunData) -> pd.DataFrame:
     return df
 
 
+def external_table(data: RunData) -> pd.DataFrame:
+    """What is known about a server this run attached to: no launch command or memory plan, since
+    none was used; its URL, served model, how readiness was proven and its /server_info, if any."""
+    handle, manifest = data.handle or {}, data.manifest or {}
+    readiness = handle.get("readiness") or {}
+    info = {"version": manifest.get("sglang_version"), **(manifest.get("server_args") or {})}
+    info = {k: v for k, v in info.items() if v is not None}
+    rows = [
+        ("base_url", handle.get("base_url") or manifest.get("base_url")),
+        ("served model", handle.get("model") or manifest.get("model")),
+        ("models listed by /v1/models", ", ".join(readiness.get("model_ids") or []) or None),
+        ("health checked by", readiness.get("health_method")),
+        ("API key from", f"${handle['api_key_env']}" if handle.get("api_key_env") else "(none)"),
+        ("server_info", json.dumps(info)[:500] if info else "not available (no /server_info or /get_server_info)"),
+        ("launch command", "none: the server was started outside this run"),
+        ("devices", "unknown: per-device figures only when the speed stage is given devices"),
+    ]
+    return pd.DataFrame([(k, v) for k, v in rows if v is not None], columns=["item", "value"])
+
+
 def memory_table(data: RunData) -> pd.DataFrame:
     memory = dict((data.plan or {}).get("memory") or {})
     notes = memory.pop("notes", [])
@@ -57,7 +77,8 @@ def manifest_table(data: RunData) -> pd.DataFrame:
     packages = m.get("packages") or {}
     rows += [(f"package {k}", v) for k, v in packages.items() if v]
     hw = m.get("hardware")
-    rows.append(("hardware", hw if isinstance(hw, str) else json.dumps(hw)[:500]))
+    name = "hardware (of this machine, not of the external server)" if data.external else "hardware"
+    rows.append((name, hw if isinstance(hw, str) else json.dumps(hw)[:500]))
     return pd.DataFrame(rows, columns=["item", "value"])
 
 
@@ -88,6 +109,7 @@ SPEED_COLUMNS = (
     "p99_tpot_ms",
     "median_itl_ms",
     "p99_itl_ms",
+    "token_check",
     "error",
 )
 

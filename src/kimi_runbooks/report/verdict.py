@@ -20,7 +20,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Warning_:
-    kind: str  # security, plan, skipped, regression, emulated, report
+    kind: str  # security, plan, failed, not comparable, skipped, regression, emulated, report
     text: str
 
 
@@ -71,12 +71,14 @@ def warnings(data: RunData) -> list[Warning_]:
     for text in (data.manifest or {}).get("warnings") or []:
         out.append(Warning_("deploy", str(text)))
     if data.speed is not None and "status" in data.speed.columns:
+        kinds = {"failed": "failed", "not comparable": "not comparable"}  # over-capacity, skipped: not run
         for _, row in data.speed[data.speed["status"] != "ok"].iterrows():
+            error = row.get("error")
             out.append(
                 Warning_(
-                    "skipped",
+                    kinds.get(str(row["status"]), "skipped"),
                     f"speed scenario {row['scenario']}: {row['status']}"
-                    + (f" ({str(row.get('error'))[:300]})" if row.get("error") else ""),
+                    + (f" ({error})" if isinstance(error, str) else ""),
                 )
             )
     for r in data.invoke or []:

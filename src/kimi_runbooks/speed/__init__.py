@@ -4,6 +4,8 @@
 * argv       `build_argv(scenario, target, ...)`, BenchTarget, BenchConfigError
 * run        `run_scenarios(...)`: a loop over `run_one`, appended to run_dir/bench.jsonl, resumable
 * capacity   over-capacity matrix cells (planner estimate or live /server_info)
+* tokens     which tokenizer; one request per scenario checks the server's token counts
+* outcome    the error line of a failed run, per-request errors (--output-details)
 * parse      `parse_result_text(text)`: JSONL line or printed block -> JSONL-keyed dict
 * results    `load_results(path)` -> DataFrame with InferenceX-style derived metrics
 * compare    `reference_frame(...)`, `compare(run, refs, tolerance=...)`
@@ -17,21 +19,43 @@ from .argv import DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, OfflineDatas
 from .capacity import capacity_plan, cell_fit, live_server_info
 from .compare import compare, compare_wide, family, reference_frame
 from .figures import heatmap, latency_vs_concurrency, pareto, pareto_front, throughput_vs_concurrency
+from .outcome import error_line, request_details
 from .parse import BenchParseError, parse_block, parse_jsonl_text, parse_result_text
-from .results import FINISHED, RESULTS_FILE, STATUSES, add_derived, latency_table, load_results
-from .run import SpeedRun, offline_tokenizer, run_one, run_scenarios
+from .results import (
+    FINISHED,
+    RESULTS_FILE,
+    STATUSES,
+    ScenariosFailed,
+    add_derived,
+    latency_table,
+    load_results,
+    raise_if_failed,
+)
+from .run import SpeedRun, offline_tokenizer, run_one, run_scenarios, server_problem
 from .scenarios import platform_capacity, select_scenarios
+from .tokens import TOLERANCE, TokenCheck, TokenizerMissing, choose_tokenizer, judge, stage_tokenizer
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "FINISHED",
     "RESULTS_FILE",
     "STATUSES",
+    "TOLERANCE",
     "BenchConfigError",
     "BenchParseError",
     "BenchTarget",
     "OfflineDatasetWarning",
+    "ScenariosFailed",
     "SpeedRun",
+    "TokenCheck",
+    "TokenizerMissing",
+    "choose_tokenizer",
+    "error_line",
+    "judge",
+    "raise_if_failed",
+    "request_details",
+    "server_problem",
+    "stage_tokenizer",
     "add_derived",
     "build_argv",
     "capacity_plan",

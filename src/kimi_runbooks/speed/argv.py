@@ -147,6 +147,7 @@ def build_argv(
     if scenario.warmup_requests is not None:
         argv += ["--warmup-requests", str(scenario.warmup_requests)]
     argv += args_to_argv(list(extra.items()))
+    argv += ["--output-details"]  # per-request lengths and errors in the result line
     argv += ["--output-file", str(output_file)]
     return argv
 

@@ -23,9 +23,24 @@ from ..rundir import RunFolder, read_jsonl
 from .parse import parse_jsonl_text, parse_result_text
 
 RESULTS_FILE = RunFolder.BENCH
-STATUSES = ("ok", "failed", "over-capacity", "skipped")
+STATUSES = ("ok", "not comparable", "failed", "over-capacity", "skipped")
 FINISHED = ("ok", "over-capacity")
-"""Statuses a resumed run does not repeat (failed and skipped scenarios are retried)."""
+"""Statuses a resumed run does not repeat (failed, skipped and not comparable scenarios are retried)."""
+
+
+class ScenariosFailed(RuntimeError):
+    """Scenarios failed: the speed stage is not ok. The message names each with its error line."""
+
+
+def raise_if_failed(results: pd.DataFrame) -> None:
+    """Raise ScenariosFailed when any scenario failed (so the stage, and the runbook, say so)."""
+    if results.empty or "status" not in results.columns:
+        return
+    failed = results[results["status"] == "failed"]
+    if len(failed):
+        lines = "\n".join(f"  - {row['scenario']}: {row.get('error')}" for _, row in failed.iterrows())
+        raise ScenariosFailed(f"{len(failed)} of {len(results)} speed scenario(s) failed:\n{lines}")
+
 
 LATENCY_KINDS = ("ttft", "tpot", "itl", "e2e_latency")
 
@@ -92,8 +107,13 @@ def _flatten_runner_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
         latest[row["scenario"]] = row
     records = []
     for row in latest.values():
-        rec = {k: v for k, v in row.items() if k not in ("metrics", "argv", "capacity")}
+        rec = {k: v for k, v in row.items() if k not in ("metrics", "argv", "capacity", "tokens", "request_details")}
         rec["argv"] = " ".join(row.get("argv") or [])
+        tokens, details = row.get("tokens") or {}, row.get("request_details") or {}
+        rec["token_check"] = tokens.get("reason")
+        rec["server_input_tokens"] = tokens.get("server_input")  # the first request, as the server counted it
+        rec["server_output_tokens"] = tokens.get("server_output")
+        rec["requests_failed"] = details.get("failed")
         rec["label"] = run_label(bool(row.get("emulated")))
         for key, value in (row.get("capacity") or {}).items():
             rec[f"capacity_{key}"] = value

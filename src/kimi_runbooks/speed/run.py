@@ -1,10 +1,13 @@
 """Run scenarios through bench_serving, one result line at a time, resumable.
 
 Each scenario ends as exactly one line appended to `run_dir/bench.jsonl` as soon as it
-finishes: ok (with parsed metrics), failed (with the error and the log), over-capacity (a
+finishes: ok (with parsed metrics and verified token counts), not comparable (ran, but the
+server counts tokens differently from the benchmark: kept, never compared with references),
+failed (with the line of the log that says why, and the per-request errors), over-capacity (a
 matrix cell the KV pool cannot hold, not run, as llm-inference-bench does) or skipped (cannot
-run as configured, e.g. ShareGPT offline). A rerun reads that file and skips scenarios already
-ok or over-capacity, so a crash an hour in costs only the scenario that was running.
+run as configured, e.g. ShareGPT offline). Before each scenario the server goes through the
+same readiness chain as deploy (server_check). A rerun reads that file and skips scenarios
+already ok or over-capacity, so a crash an hour in costs only the scenario that was running.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pandas as pd
 
 from ..plan import MemoryPlan
@@ -27,27 +29,34 @@ from ..plan.catalog import Scenario
 from ..procs import start_session, stop_group
 from ..progress import report_progress
 from ..rundir import RunFolder, now_iso, read_jsonl
+from ..server_check import check_server
 from ..toolenv import OFFLINE_ENV, ToolEnvError, make_offline_tokenizer, tool_env
-from .argv import DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
+from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
 from .capacity import capacity_plan, cell_fit, live_server_info
+from .outcome import error_line, failure_text, request_details
 from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .results import FINISHED, load_results
+from .tokens import TokenCheck, probe_scenarios, unchecked
 
 log = logging.getLogger(__name__)
 
 LOG_TAIL_CHARS = 2000
+READY_TIMEOUT_S = 60.0
+"""Per request of the readiness chain: some servers answer /v1/models only between generations."""
 
 
-def server_is_up(url: str, api_key: str | None = None, timeout: float = 5.0) -> str | None:
-    """None when GET /health answers 200, else why not (so a dead server fails fast)."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        resp = httpx.get(url.rstrip("/") + "/health", headers=headers, timeout=timeout)
-    except httpx.HTTPError as exc:
-        return f"server at {url} is not reachable (GET /health: {type(exc).__name__}: {exc})"
-    if resp.status_code != 200:
-        return f"server at {url} is not healthy (GET /health answered {resp.status_code})"
-    return None
+def server_problem(run: SpeedRun) -> str | None:
+    """None when the readiness chain passes (reachable, key accepted, the model listed, healthy),
+    else the cause and the fix (so a dead or misconfigured server fails a scenario fast)."""
+    result = check_server(
+        run.target.url,
+        run.target.model or None,
+        api_key_env=run.target.api_key_env,
+        api_key=run.api_key,
+        timeout=READY_TIMEOUT_S,
+        model_source="the model the benchmark sends",
+    )
+    return None if result.ok else f"the server at {run.target.url} is not ready: {result.message()}"
 
 
 def _timeout_for(scenario: Scenario, timeout_s: float | Mapping[str, float] | None) -> float:
@@ -99,6 +108,7 @@ class SpeedRun:
     dataset_path: str | Path | None = None
     timeout_s: float | Mapping[str, float] | None = DEFAULT_TIMEOUT_S
     health_check: bool = True
+    token_checks: dict[str, TokenCheck] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def record(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -152,14 +162,13 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
         row.update(status="skipped", metrics={}, argv=[], log=None, error=str(exc))
         return run.record(row)
     row.update(argv=argv, log=str(log_path), output_file=str(output_file))
-    down = server_is_up(run.target.url, run.api_key) if run.health_check else None
+    down = server_problem(run) if run.health_check else None
     if down:
         folder.save_text(log_path, down + "\n")
         row.update(
             status="failed",
             metrics={},
-            error=down + ". Fix: restart the server "
-            "(deploy stage), then rerun: finished scenarios are kept and skipped.",
+            error=down + " (after fixing it, rerun: finished scenarios are kept and skipped)",
         )
         return run.record(row)
     folder.mkdir(output_file.parent)
@@ -169,39 +178,62 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
     code, timed_out = _run_child(folder, argv, log_path, run.child_env, timeout, label=scenario.id)
     folder.redact_file(output_file)  # bench_serving embeds /server_info, which can carry the api_key
     metrics, parsed_from = _parse_outputs(output_file, log_path)
+    details = request_details(output_file)
     row.update(
         duration_s=round(time.monotonic() - t0, 3),
         returncode=code,
         parsed_from=parsed_from,
         metrics=metrics or {},
+        request_details=details,
         finished_at=now_iso(),
     )
-    if timed_out:
-        row.update(
-            status="failed",
-            error=f"timed out after {timeout:g} s (fix: raise timeout_s for this scenario)\n" + _tail(log_path),
-        )
-    elif code != 0 or not metrics:
-        row.update(
-            status="failed",
-            error=f"bench_serving exited with {code}"
-            + ("" if metrics else " and wrote no result")
-            + ":\n"
-            + _tail(log_path),
-        )
-    elif not metrics.get("completed"):
-        row.update(status="failed", error="no request completed:\n" + _tail(log_path))
-    elif _short(metrics, scenario):
-        row.update(
-            status="failed",
-            error=(
-                f"only {int(metrics['completed'])} of {scenario.num_prompts} requests completed; "
-                "numbers from a partial run are not comparable (the metrics are kept):\n" + _tail(log_path)
-            ),
-        )
-    else:
-        row.update(status="ok", error=None)
+    log_text = _tail(log_path, chars=200_000)
+    row.update(_classify(scenario, code, timed_out, timeout, metrics, details, log_text))
+    if row["status"] == "ok":
+        check = run.token_checks.get(scenario.id)
+        if check is not None:
+            row["tokens"] = check.as_dict()
+            if check.verified is False:
+                row.update(status="not comparable", error=check.reason)
     return run.record(row)
+
+
+def _request_errors(details: dict[str, Any] | None) -> str:
+    if not details or not details.get("failed"):
+        return ""
+    return f"; {details['failed']} of {details['requests']} requests failed: " + " | ".join(details["errors"])
+
+
+def _classify(
+    scenario: Scenario,
+    code: int | None,
+    timed_out: bool,
+    timeout: float,
+    metrics: dict[str, Any] | None,
+    details: dict[str, Any] | None,
+    log_text: str,
+) -> dict[str, Any]:
+    """status and error of a finished bench_serving run (see outcome.py for the error line)."""
+    if timed_out:
+        line = error_line(log_text)
+        return {
+            "status": "failed",
+            "error": f"timed out after {timeout:g} s (fix: raise timeout_s for this scenario)"
+            + (f"; last error line: {line}" if line else ""),
+        }
+    if code != 0 or not metrics:
+        return {"status": "failed", "error": failure_text(code, log_text, bool(metrics)) + _request_errors(details)}
+    if not metrics.get("completed"):
+        return {"status": "failed", "error": failure_text(code, log_text, True) + _request_errors(details)}
+    if _short(metrics, scenario):
+        return {
+            "status": "failed",
+            "error": (
+                f"only {int(metrics['completed'])} of {scenario.num_prompts} requests completed; "
+                "numbers from a partial run are not comparable (the metrics are kept)" + _request_errors(details)
+            ),
+        }
+    return {"status": "ok", "error": None}
 
 
 def _run_child(
@@ -263,6 +295,7 @@ def run_scenarios(
     platform: str | None = None,
     env: Mapping[str, str] | None = None,
     health_check: bool = True,
+    verify_tokens: bool = True,
     progress: bool = True,
 ) -> pd.DataFrame:
     """Run each scenario in order (`run_one`); each result is appended to run_dir/bench.jsonl.
@@ -271,6 +304,8 @@ def run_scenarios(
     BenchTarget or a base URL. `python` is the interpreter with sglang (default: the `bench`
     tool env when it exists, else python3). With a command_prefix (docker exec ...) the
     output file path must be visible inside the container; the printed block is the fallback.
+    `verify_tokens` checks each scenario's token accounting with one request first (tokens.py);
+    False records the counts as not checked (tests of the runner itself).
     """
     from tqdm.auto import tqdm
 
@@ -314,6 +349,8 @@ def run_scenarios(
         health_check=health_check,
     )
     done = {r["scenario"] for r in read_jsonl(folder.bench) if r.get("status") in FINISHED} if resume else set()
+    todo = [s for s in scenarios if s.id not in done]
+    run.token_checks = token_checks(todo, run, verify_tokens, progress)
     bar = tqdm(list(scenarios), desc="bench", unit="scenario", disable=not progress)
     for index, scenario in enumerate(bar, 1):
         bar.set_postfix_str(scenario.id)
@@ -326,13 +363,43 @@ def run_scenarios(
         report_progress(
             folder,
             "speed",
-            f"{scenario.id}: {row.get('status')}" + (f" in {row['duration_s']:.1f} s" if row.get("duration_s") else ""),
+            f"{scenario.id}: {row.get('status')}"
+            + (f" in {row['duration_s']:.1f} s" if row.get("duration_s") else "")
+            + (f": {row['error']}" if row.get("error") else ""),
             milestone=True,
         )
     bar.close()
     df = load_results(folder.bench, devices=devices)
     ids = [s.id for s in scenarios]
     return df[df["scenario"].isin(ids)].reset_index(drop=True) if "scenario" in df.columns else df
+
+
+def token_checks(todo: Sequence[Scenario], run: SpeedRun, verify: bool, progress: bool) -> dict[str, TokenCheck]:
+    """One probe request per scenario about to run (tokens.py); not checked when verify is False."""
+    if not verify:
+        return {s.id: unchecked("not checked (verify_tokens=False)") for s in todo}
+    items = []
+    for scenario in todo:
+        fit = cell_fit(scenario, run.capacity)
+        if fit is not None and not fit.fits:
+            continue
+        try:
+            argv = build_argv(
+                scenario,
+                run.target,
+                output_file=run.folder.bench_output(scenario.id),
+                tokenizer=run.tokenizer,
+                offline=run.offline,
+                seed=run.seed,
+                python="python",
+                dataset_path=run.dataset_path,
+            )
+        except BenchConfigError:
+            continue
+        items.append((scenario.id, argv[argv.index(BENCH_MODULE) + 1 :]))
+    if progress and items:
+        print(f"[{now_iso()}] checking token accounting: one request per scenario ({len(items)})", flush=True)
+    return probe_scenarios(items, run.target.url, python=default_bench_python(), env=run.child_env)
 
 
 def default_bench_python(command_prefix: Sequence[str] | None = None) -> str:

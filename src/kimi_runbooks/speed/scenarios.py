@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..plan import MemoryPlan, PlanConfig, plan
 from ..plan.catalog import Catalog, Scenario, load_catalog
@@ -29,12 +30,19 @@ def select_scenarios(
 
 
 def platform_capacity(
-    platform: str | None, catalog: Catalog | None = None, run_dir: str | Path | None = None
+    platform: str | None,
+    catalog: Catalog | None = None,
+    run_dir: str | Path | None = None,
+    target: Any = None,
 ) -> tuple[MemoryPlan | None, int | None]:
     """(memory plan, devices serving it) of the plan the deploy stage launched (its manifest in
-    run_dir), else of the platform's default recipe; (None, None) without either."""
+    run_dir), else of the platform's default recipe; (None, None) without either, and for an
+    external server, whose devices and memory no plan of ours describes (pass devices to get
+    per-device figures; the KV capacity then comes from its live /server_info, if any)."""
     catalog = catalog or load_catalog()
     manifest = RunFolder(run_dir).read_json(RunFolder.MANIFEST) if run_dir else None
+    if getattr(target, "launcher", None) == "external" or (manifest or {}).get("launcher") == "external":
+        return None, None
     config = ((manifest or {}).get("plan") or {}).get("config")
     if config:
         launch = plan(PlanConfig(**config), catalog)

@@ -55,6 +55,8 @@ class Launcher:
     owns_server: ClassVar[bool] = True
     emulated: ClassVar[bool] = False
     waits_by_default: ClassVar[bool] = True
+    default_startup_timeout: ClassVar[float] = 1800.0
+    """Seconds readiness waits when the caller gives no startup_timeout (loading ~600 GB takes long)."""
 
     def __init__(self, options: BaseModel | None = None) -> None:
         self.options = options if options is not None else self.Options()

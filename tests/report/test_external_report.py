@@ -1,0 +1,80 @@
+"""The report of an external run (issue 14, item 7): what is known, nothing that was not used.
+
+Before: "Launch command: sglang serve ... --tp 8", an 8x H200 memory plan and throughput divided
+by 8 GPUs for a server whose devices nobody knows. Now: URL, served model, how readiness was
+proven, /server_info if any; per-device figures only when the speed stage is given devices.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from kimi_runbooks import deploy, report, speed
+from kimi_runbooks.emulator.testing import emulator_server
+from kimi_runbooks.plan import plan as make_plan
+from kimi_runbooks.report import tables as report_tables
+from kimi_runbooks.rundir import RunFolder
+from kimi_runbooks.target import read_handle
+from tests.support import FAKE_BENCH
+from tests.support.openai_stand_in import StandIn, stand_in_server
+
+
+def _external_run(base_url: str, folder: Path, model: str, devices: int | None) -> None:
+    plan = make_plan({"platform": "h200", "served_model_name": model})
+    deploy.launch(plan, "external", folder, options={"base_url": base_url}, progress=False)
+    target = read_handle(folder)
+    memory, platform_devices = speed.platform_capacity("h200", run_dir=folder, target=target)
+    assert memory is None and platform_devices is None  # no plan of ours describes this server
+    speed.run_scenarios(
+        speed.select_scenarios(scenarios=["openai-chat-random-ids-c1"]),
+        target,
+        folder,
+        command_prefix=FAKE_BENCH,
+        progress=False,
+        verify_tokens=False,
+        devices=devices,
+        platform="h200",
+    )
+    RunFolder(folder).save_json(RunFolder(folder).runbook, {"launcher": "external", "stages": ["deploy", "speed"]})
+
+
+@pytest.fixture(scope="module")
+def external_run(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("ext") / "run"
+    with stand_in_server(StandIn(models=["smollm2-135m"])) as url:
+        _external_run(url, folder, "smollm2-135m", devices=None)
+    return folder
+
+
+def test_the_report_shows_what_is_known_about_an_external_server(external_run):
+    data = report.collect(external_run)
+    assert data.external and data.model == "smollm2-135m"
+    table = dict(report_tables.external_table(data).values.tolist())
+    assert table["served model"] == "smollm2-135m"
+    assert table["health checked by"].startswith("/v1/models + one-token generation")
+    assert table["launch command"] == "none: the server was started outside this run"
+    assert "not available" in table["server_info"]
+    row = data.speed.iloc[0]
+    assert row["status"] == "ok" and math.isnan(row["output_tok_s_per_gpu"])  # devices unknown: no per-GPU
+    assert row["devices"] is None or math.isnan(row["devices"])
+
+
+def test_the_rendered_report_has_no_launch_command_or_memory_plan(external_run):
+    html = report.render(external_run).read_text()
+    assert "External server (attached, not launched by this run)" in html
+    assert "sglang serve" not in html and "--tp 8" not in html
+    assert "Memory and KV cache per device" not in html and "kv_pool_tokens" not in html
+    assert "hardware (of this machine, not of the external server)" in html
+
+
+def test_per_device_figures_only_when_devices_are_given(tmp_path):
+    with emulator_server(time_scale=0.01, log_startup=False, model="served-x") as url:
+        _external_run(url, tmp_path / "run", "served-x", devices=2)
+    data = report.collect(tmp_path / "run")
+    row = data.speed.iloc[0]
+    assert row["output_tok_s_per_gpu"] == pytest.approx(row["output_throughput"] / 2)
+    table = dict(report_tables.external_table(data).values.tolist())
+    assert table["health checked by"] == "/health_generate" and "version" in table["server_info"]
