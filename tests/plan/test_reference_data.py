@@ -90,7 +90,9 @@ SCENARIO_FIELDS = {
     "backend",
     "extra_args",
     "matrix",
+    "slo",
 }
+SLO_KEYS = {"ttft_ms", "tpot_ms", "e2e_ms"}
 DATASETS = {"random", "random-ids", "sharegpt", "generated-shared-prefix", "image"}
 BACKENDS = {"sglang", "sglang-oai", "sglang-oai-chat"}
 ACCURACY_SUITES = {"k2vv-toolcall", "aime25", "gpqa-diamond", "ocrbench", "mmmu-pro", "gsm8k"}
@@ -205,6 +207,8 @@ def test_scenario_files_have_the_schema():
         for sc in data["scenarios"]:
             assert set(sc) <= SCENARIO_FIELDS, (fname, sc["id"], set(sc) - SCENARIO_FIELDS)
             assert sc["dataset"] in DATASETS, (fname, sc["id"])
+            slo = sc.get("slo") or {}
+            assert set(slo) <= SLO_KEYS and all(v > 0 for v in slo.values()), (fname, sc["id"], slo)
             assert sc.get("backend", "sglang") in BACKENDS, (fname, sc["id"])
             assert isinstance(sc["num_prompts"], int) and sc["num_prompts"] > 0
             rate = sc.get("request_rate")

@@ -17,6 +17,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..plan.catalog import Scenario
+
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Failed)\w*)(: .*)?$")
 _BENCH_MESSAGES = (
     "Server did not become ready",
@@ -95,3 +97,57 @@ def request_details(output_file: Path) -> dict[str, Any] | None:
         if values:
             details[key] = {"min": min(values), "max": max(values), "total": sum(values)}
     return details
+
+
+def raw_result(output_file: Path) -> dict[str, Any]:
+    """The last result line of the --output-file as written, per-request arrays included."""
+    try:
+        lines = [ln for ln in output_file.read_text(errors="replace").splitlines() if ln.strip().startswith("{")]
+        row = json.loads(lines[-1]) if lines else {}
+    except (OSError, ValueError):
+        return {}
+    return row if isinstance(row, dict) else {}
+
+
+def short_run(metrics: dict[str, Any], scenario: Scenario) -> bool:
+    """Fewer completed requests than sent (failed requests, server died mid-run)."""
+    done = metrics.get("completed")
+    return isinstance(done, (int, float)) and done < scenario.num_prompts
+
+
+def _request_errors(details: dict[str, Any] | None) -> str:
+    if not details or not details.get("failed"):
+        return ""
+    return f"; {details['failed']} of {details['requests']} requests failed: " + " | ".join(details["errors"])
+
+
+def classify(
+    scenario: Scenario,
+    code: int | None,
+    timed_out: bool,
+    timeout: float,
+    metrics: dict[str, Any] | None,
+    details: dict[str, Any] | None,
+    log_text: str,
+) -> dict[str, Any]:
+    """status and error of a finished bench_serving run (see outcome.py for the error line)."""
+    if timed_out:
+        line = error_line(log_text)
+        return {
+            "status": "failed",
+            "error": f"timed out after {timeout:g} s (fix: raise timeout_s for this scenario)"
+            + (f"; last error line: {line}" if line else ""),
+        }
+    if code != 0 or not metrics:
+        return {"status": "failed", "error": failure_text(code, log_text, bool(metrics)) + _request_errors(details)}
+    if not metrics.get("completed"):
+        return {"status": "failed", "error": failure_text(code, log_text, True) + _request_errors(details)}
+    if short_run(metrics, scenario):
+        return {
+            "status": "failed",
+            "error": (
+                f"only {int(metrics['completed'])} of {scenario.num_prompts} requests completed; "
+                "numbers from a partial run are not comparable (the metrics are kept)" + _request_errors(details)
+            ),
+        }
+    return {"status": "ok", "error": None}

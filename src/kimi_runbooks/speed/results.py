@@ -100,6 +100,49 @@ def latency_table(df: pd.DataFrame, kinds: Iterable[str] = LATENCY_KINDS, index:
     return table
 
 
+RUNNER_NESTED = (
+    "metrics",
+    "argv",
+    "capacity",
+    "tokens",
+    "request_details",
+    "server",
+    "telemetry",
+    "saturation",
+    "goodput",
+    "efficiency",
+)
+
+
+def observed_columns(row: dict[str, Any]) -> dict[str, Any]:
+    """What the samplers beside a scenario add (speed/observe.py), as flat columns."""
+    server, tele = row.get("server") or {}, row.get("telemetry") or {}
+    sat, good, eff = row.get("saturation") or {}, row.get("goodput") or {}, row.get("efficiency") or {}
+    reasons = sat.get("reasons") or []
+    return {
+        "metrics_samples": server.get("samples"),
+        "metrics_note": server.get("note"),
+        "server_peak_running": server.get("peak_running"),
+        "server_peak_queued": server.get("peak_queued"),
+        "server_peak_token_usage": server.get("peak_token_usage"),
+        "server_cache_hit_rate": server.get("cache_hit_rate"),
+        "effective_concurrency": sat.get("effective_concurrency"),
+        "saturated": sat.get("saturated") if sat else None,
+        "saturation_reasons": "; ".join(reasons) if reasons else None,
+        "slo": ", ".join(f"{k} {v:g}" for k, v in (good.get("slo") or {}).items()) or None,
+        "slo_attainment": good.get("slo_attainment"),
+        "goodput_req_s": good.get("goodput_req_s"),
+        "goodput_tok_s": good.get("goodput_tok_s"),
+        "telemetry_samples": tele.get("samples"),
+        "telemetry_where": tele.get("where"),
+        "mean_power_w": tele.get("mean_power_w"),
+        "joules_per_output_token": eff.get("joules_per_output_token"),
+        "output_tok_s_per_kw": eff.get("output_tok_s_per_kw"),
+        "usd_per_million_output_tokens": eff.get("usd_per_million_output_tokens"),
+        "price_source": eff.get("price_source"),
+    }
+
+
 def _flatten_runner_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
     latest: dict[str, dict[str, Any]] = {}
     for row in rows:
@@ -107,7 +150,7 @@ def _flatten_runner_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
         latest[row["scenario"]] = row
     records = []
     for row in latest.values():
-        rec = {k: v for k, v in row.items() if k not in ("metrics", "argv", "capacity", "tokens", "request_details")}
+        rec = {k: v for k, v in row.items() if k not in RUNNER_NESTED}
         rec["argv"] = " ".join(row.get("argv") or [])
         tokens, details = row.get("tokens") or {}, row.get("request_details") or {}
         rec["token_check"] = tokens.get("reason")
@@ -117,6 +160,7 @@ def _flatten_runner_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
         rec["label"] = run_label(bool(row.get("emulated")))
         for key, value in (row.get("capacity") or {}).items():
             rec[f"capacity_{key}"] = value
+        rec.update(observed_columns(row))
         for key, value in (row.get("metrics") or {}).items():
             rec.setdefault(key, value)
         records.append(rec)

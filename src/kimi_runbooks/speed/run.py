@@ -33,9 +33,12 @@ from ..server_check import check_server
 from ..toolenv import OFFLINE_ENV, ToolEnvError, make_offline_tokenizer, tool_env
 from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
 from .capacity import capacity_plan, cell_fit, live_server_info
-from .outcome import error_line, failure_text, request_details
+from .goodput import goodput_argv
+from .observe import ObserveConfig, ScenarioObserver, observe_for_run, sweep_key
+from .outcome import classify, raw_result, request_details
 from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .results import FINISHED, load_results
+from .saturation import should_stop
 from .tokens import TokenCheck, probe_scenarios, unchecked
 
 log = logging.getLogger(__name__)
@@ -84,12 +87,6 @@ def _parse_outputs(output_file: Path, log_path: Path) -> tuple[dict[str, Any] | 
         return None, "none"
 
 
-def _short(metrics: dict[str, Any], scenario: Scenario) -> bool:
-    """Fewer completed requests than sent (failed requests, server died mid-run)."""
-    done = metrics.get("completed")
-    return isinstance(done, (int, float)) and done < scenario.num_prompts
-
-
 @dataclass
 class SpeedRun:
     """Everything one scenario needs, decided once per stage run."""
@@ -109,6 +106,8 @@ class SpeedRun:
     timeout_s: float | Mapping[str, float] | None = DEFAULT_TIMEOUT_S
     health_check: bool = True
     token_checks: dict[str, TokenCheck] = field(default_factory=dict)
+    observe: ObserveConfig | None = None
+    """/metrics and device telemetry sampled beside each scenario (observe.py); None: neither."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def record(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -161,6 +160,7 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
     except BenchConfigError as exc:
         row.update(status="skipped", metrics={}, argv=[], log=None, error=str(exc))
         return run.record(row)
+    argv += goodput_argv(run.observe.scaled_slo(scenario.id) if run.observe else {})  # SGLang's own goodput
     row.update(argv=argv, log=str(log_path), output_file=str(output_file))
     down = server_problem(run) if run.health_check else None
     if down:
@@ -175,10 +175,17 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
     output_file.unlink(missing_ok=True)  # bench_serving appends; one attempt per file
     t0 = time.monotonic()
     timeout = _timeout_for(scenario, run.timeout_s)
-    code, timed_out = _run_child(folder, argv, log_path, run.child_env, timeout, label=scenario.id)
+    if run.observe is None:
+        code, timed_out = _run_child(folder, argv, log_path, run.child_env, timeout, label=scenario.id)
+    else:
+        with ScenarioObserver(run.observe, run.target.url, folder, scenario) as observer:
+            code, timed_out = _run_child(folder, argv, log_path, run.child_env, timeout, label=scenario.id)
     folder.redact_file(output_file)  # bench_serving embeds /server_info, which can carry the api_key
     metrics, parsed_from = _parse_outputs(output_file, log_path)
     details = request_details(output_file)
+    if run.observe is not None:
+        bench = {**raw_result(output_file), **(metrics or {})}  # per-request arrays for goodput
+        row.update(observer.derive(bench, run.common.get("devices"), bool(run.common.get("emulated"))))
     row.update(
         duration_s=round(time.monotonic() - t0, 3),
         returncode=code,
@@ -188,7 +195,7 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
         finished_at=now_iso(),
     )
     log_text = _tail(log_path, chars=200_000)
-    row.update(_classify(scenario, code, timed_out, timeout, metrics, details, log_text))
+    row.update(classify(scenario, code, timed_out, timeout, metrics, details, log_text))
     if row["status"] == "ok":
         check = run.token_checks.get(scenario.id)
         if check is not None:
@@ -196,44 +203,6 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
             if check.verified is False:
                 row.update(status="not comparable", error=check.reason)
     return run.record(row)
-
-
-def _request_errors(details: dict[str, Any] | None) -> str:
-    if not details or not details.get("failed"):
-        return ""
-    return f"; {details['failed']} of {details['requests']} requests failed: " + " | ".join(details["errors"])
-
-
-def _classify(
-    scenario: Scenario,
-    code: int | None,
-    timed_out: bool,
-    timeout: float,
-    metrics: dict[str, Any] | None,
-    details: dict[str, Any] | None,
-    log_text: str,
-) -> dict[str, Any]:
-    """status and error of a finished bench_serving run (see outcome.py for the error line)."""
-    if timed_out:
-        line = error_line(log_text)
-        return {
-            "status": "failed",
-            "error": f"timed out after {timeout:g} s (fix: raise timeout_s for this scenario)"
-            + (f"; last error line: {line}" if line else ""),
-        }
-    if code != 0 or not metrics:
-        return {"status": "failed", "error": failure_text(code, log_text, bool(metrics)) + _request_errors(details)}
-    if not metrics.get("completed"):
-        return {"status": "failed", "error": failure_text(code, log_text, True) + _request_errors(details)}
-    if _short(metrics, scenario):
-        return {
-            "status": "failed",
-            "error": (
-                f"only {int(metrics['completed'])} of {scenario.num_prompts} requests completed; "
-                "numbers from a partial run are not comparable (the metrics are kept)" + _request_errors(details)
-            ),
-        }
-    return {"status": "ok", "error": None}
 
 
 def _run_child(
@@ -297,6 +266,12 @@ def run_scenarios(
     health_check: bool = True,
     verify_tokens: bool = True,
     progress: bool = True,
+    sample_metrics: bool = True,
+    launcher: str | None = None,
+    smi: str | None = None,
+    price_per_device_hour: float | None = None,
+    price_source: str | None = None,
+    stop_when_saturated: bool = False,
 ) -> pd.DataFrame:
     """Run each scenario in order (`run_one`); each result is appended to run_dir/bench.jsonl.
 
@@ -306,6 +281,11 @@ def run_scenarios(
     output file path must be visible inside the container; the printed block is the fallback.
     `verify_tokens` checks each scenario's token accounting with one request first (tokens.py);
     False records the counts as not checked (tests of the runner itself).
+    Beside each scenario the server's /metrics (`sample_metrics`) and, where the server's devices
+    are on this host, their telemetry (`smi`, default the platform's) are sampled (observe.py);
+    `price_per_device_hour` (default the platform's published price) gives $ per million tokens.
+    `stop_when_saturated` skips the rest of a concurrency sweep once the server queues and
+    throughput stops growing (saturation.should_stop).
     """
     from tqdm.auto import tqdm
 
@@ -348,9 +328,14 @@ def run_scenarios(
         timeout_s=timeout_s,
         health_check=health_check,
     )
+    run.observe = observe_for_run(
+        target, tgt, emulated, scenarios, platform, sample_metrics, launcher, smi, price_per_device_hour, price_source
+    )
     done = {r["scenario"] for r in read_jsonl(folder.bench) if r.get("status") in FINISHED} if resume else set()
     todo = [s for s in scenarios if s.id not in done]
     run.token_checks = token_checks(todo, run, verify_tokens, progress)
+    last_of_sweep: dict[tuple[Any, ...], dict[str, Any]] = {}
+    stopped: dict[tuple[Any, ...], str] = {}
     bar = tqdm(list(scenarios), desc="bench", unit="scenario", disable=not progress)
     for index, scenario in enumerate(bar, 1):
         bar.set_postfix_str(scenario.id)
@@ -358,8 +343,28 @@ def run_scenarios(
             log.info("%s: already finished in %s, skipped (resume)", scenario.id, folder.bench)
             report_progress(folder, "speed", f"{scenario.id}: already finished (resume)", milestone=True)
             continue
+        key = sweep_key(scenario)
+        if key in stopped:
+            row = run.record(
+                {
+                    "scenario": scenario.id,
+                    **run.common,
+                    "max_concurrency": scenario.max_concurrency,
+                    "status": "skipped",
+                    "metrics": {},
+                    "argv": [],
+                    "log": None,
+                    "error": f"not run: the sweep saturated at {stopped[key]} (stop_when_saturated)",
+                }
+            )
+            report_progress(folder, "speed", f"{scenario.id}: skipped ({row['error']})", milestone=True)
+            continue
         report_progress(folder, "speed", f"scenario {index}/{len(scenarios)} {scenario.id}: started", milestone=True)
         row = run_one(scenario, run)
+        if stop_when_saturated and row.get("status") == "ok":
+            if should_stop(last_of_sweep.get(key), row):
+                stopped[key] = scenario.id
+            last_of_sweep[key] = row
         report_progress(
             folder,
             "speed",

@@ -23,8 +23,11 @@ THROUGHPUT_COLUMNS = (
     "output_throughput",
     "total_throughput",
     "max_output_tokens_per_s",
+    "goodput_req_s",
+    "goodput_tok_s",
+    "request_goodput",
 )
-DURATION_COLUMNS = ("duration",)
+DURATION_COLUMNS = ("duration", "usd_per_million_output_tokens")  # cost: price x time per token
 DERIVED = ("output_tok_s_per_gpu", "total_tok_s_per_gpu", "tok_s_per_user")
 
 

@@ -1,0 +1,199 @@
+"""What a speed scenario saw from inside: the server's /metrics and the devices' telemetry sampled
+beside it, and what a row derives from them (saturation, goodput, energy, cost).
+
+Telemetry is read on the host the server runs on. The local and docker launchers run it here, so
+this host's smi tool is sampled; an emulated server has no devices; a multi-node or slurm server's
+devices are on other hosts and an external server's may be, so those say what was not sampled
+instead of showing this host's idle devices as the server's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+from ..plan.catalog import Scenario
+from ..rundir import RunFolder
+from . import efficiency, goodput, saturation
+from .argv import BenchTarget
+from .metrics import MetricsSampler
+from .telemetry import TelemetrySampler, find_tool
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+REMOTE_LAUNCHERS = ("slurm", "multi-node")
+
+
+@dataclass(frozen=True)
+class ObserveConfig:
+    """Decided once per speed stage: which samplers run and what the derived figures use."""
+
+    metrics: bool = True
+    telemetry_tool: str | None = None
+    telemetry_where: str = ""
+    """"this host (local)" when sampled, else why nothing was sampled."""
+    interval_s: float = 1.0
+    price_per_device_hour: float | None = None
+    price_source: str | None = None
+    slo_attainment: float = goodput.DEFAULT_ATTAINMENT
+    slos: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Scenario id -> SLOs in ms (resolved from params before the run)."""
+    time_scale: float = 1.0
+    """Emulator only: its timings are time_scale x the latency model's, so are the SLOs it is held to."""
+
+    def scaled_slo(self, scenario_id: str) -> dict[str, float]:
+        """The SLOs the measured timings are compared with (x time_scale on a fast emulator)."""
+        return {k: v * self.time_scale for k, v in (self.slos.get(scenario_id) or {}).items()}
+
+
+def telemetry_source(
+    launcher: str | None, base_url: str, emulated: bool, smi: str | None, environ: dict[str, str] | None = None
+) -> tuple[str | None, str]:
+    """(tool to run here or None, where it samples / why nothing is sampled)."""
+    if emulated:
+        return None, "emulated server: no devices, no telemetry"
+    if launcher in REMOTE_LAUNCHERS:
+        return None, f"{launcher} server: its devices are on the nodes, not sampled from this host"
+    host = urlparse(base_url).hostname or ""
+    if launcher in (None, "external") and host not in LOCAL_HOSTS:
+        return None, f"server on {host}: device telemetry is only sampled on the server's own host"
+    tool = find_tool(smi or "nvidia-smi", environ)
+    if tool is None:
+        return None, f"no {smi or 'smi'} tool on this host: no device telemetry"
+    return tool, f"this host ({tool}, {launcher or 'external'} server)"
+
+
+def observe_config(
+    *,
+    launcher: str | None,
+    base_url: str,
+    emulated: bool,
+    smi: str | None,
+    scenarios: list[Scenario],
+    price_per_device_hour: float | None = None,
+    price_source: str | None = None,
+    metrics: bool = True,
+    interval_s: float = 1.0,
+    time_scale: float | None = None,
+    environ: dict[str, str] | None = None,
+) -> ObserveConfig:
+    tool, where = telemetry_source(launcher, base_url, emulated, smi, environ)
+    slos = {s.id: slo for s in scenarios if (slo := goodput.slo_for(s))}
+    return ObserveConfig(
+        metrics=metrics,
+        telemetry_tool=tool,
+        telemetry_where=where,
+        interval_s=interval_s,
+        price_per_device_hour=price_per_device_hour,
+        price_source=price_source if price_per_device_hour else None,
+        slos=slos,
+        time_scale=float(time_scale) if emulated and time_scale and time_scale > 0 else 1.0,
+    )
+
+
+class ScenarioObserver:
+    """Both samplers around one scenario (a context manager); `derive` turns them into row fields."""
+
+    def __init__(self, config: ObserveConfig, base_url: str, folder: RunFolder, scenario: Scenario) -> None:
+        self.config = config
+        self.scenario = scenario
+        self.metrics = (
+            MetricsSampler(base_url, folder=folder, scenario=scenario.id, interval_s=config.interval_s)
+            if config.metrics
+            else None
+        )
+        self.telemetry = TelemetrySampler(
+            config.telemetry_tool,
+            folder=folder,
+            scenario=scenario.id,
+            interval_s=config.interval_s,
+            note=None if config.telemetry_tool else config.telemetry_where,
+        )
+
+    def __enter__(self) -> ScenarioObserver:
+        if self.metrics is not None:
+            self.metrics.__enter__()
+        self.telemetry.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.telemetry.__exit__(*exc)
+        if self.metrics is not None:
+            self.metrics.__exit__(*exc)
+
+    def derive(self, bench: Mapping[str, Any], devices: Any, emulated: bool) -> dict[str, Any]:
+        """The row fields: server, telemetry, saturation, goodput, efficiency (each labelled)."""
+        cfg, scenario = self.config, self.scenario
+        server = self.metrics.summary() if self.metrics else {"samples": 0, "note": "metrics sampling off"}
+        tele = {**self.telemetry.summary(), "where": cfg.telemetry_where}
+        out: dict[str, Any] = {"server": server, "telemetry": tele}
+        out["saturation"] = saturation.saturation(
+            scenario.max_concurrency, scenario.num_prompts, server, _number(bench.get("concurrency"))
+        )
+        slo = cfg.slos.get(scenario.id)
+        duration = _number(bench.get("duration"))
+        if slo and duration:
+            found = goodput.goodput(bench, cfg.scaled_slo(scenario.id), duration)
+            if found:
+                found["slo"] = dict(slo)
+                found["time_scale"] = cfg.time_scale
+                found["sglang_request_goodput"] = _number(bench.get("request_goodput"))
+                out["goodput"] = found
+        origin = "emulated" if emulated else "measured"
+        eff = {
+            **efficiency.energy(tele, bench.get("total_output_tokens"), bench.get("output_throughput")),
+            **efficiency.cost(bench.get("output_throughput"), devices, cfg.price_per_device_hour, cfg.price_source),
+        }
+        if eff:
+            eff["throughput_origin"] = origin
+            out["efficiency"] = eff
+        return out
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def sweep_key(scenario: Scenario) -> tuple[Any, ...]:
+    """Scenarios that differ only in concurrency (and prompt count) form one sweep."""
+    return (
+        scenario.dataset,
+        scenario.input_len,
+        scenario.output_len,
+        scenario.request_rate,
+        scenario.range_ratio,
+        scenario.backend,
+        tuple(sorted((k, str(v)) for k, v in scenario.extra_args.items())),
+    )
+
+
+def observe_for_run(
+    target: Any,
+    tgt: BenchTarget,
+    emulated: bool,
+    scenarios: Sequence[Scenario],
+    platform: str | None,
+    sample_metrics: bool,
+    launcher: str | None,
+    smi: str | None,
+    price: float | None,
+    price_source: str | None,
+) -> ObserveConfig:
+    """Which samplers run and the price the cost figures use: given, else the platform's."""
+    from ..plan import load_catalog
+
+    known = load_catalog().platforms.get(platform) if platform else None
+    if price is None and known is not None and known.price_per_device_hour:
+        price, price_source = known.price_per_device_hour, known.price_source
+    return observe_config(
+        launcher=launcher or getattr(target, "launcher", None),
+        base_url=tgt.url,
+        emulated=emulated,
+        smi=smi or (known.smi if known else None),
+        scenarios=list(scenarios),
+        price_per_device_hour=price,
+        price_source=price_source or ("price_per_device_hour parameter" if price else None),
+        metrics=sample_metrics,
+        time_scale=getattr(target, "time_scale", None),
+    )
