@@ -368,6 +368,9 @@ resume: bool = True
 devices: Optional[int] = None           # GPUs behind the server (per-GPU figures); None: the deployed plan's, else the recipe's; never guessed for an external server
 fail_on_error: bool = True              # raise at the end when a scenario failed: the stage is then not ok
 verify_tokens: bool = True              # one request per scenario first: the server's token counts must match the benchmark's
+sample_metrics: bool = True             # sample the server's /metrics beside each scenario (needs --enable-metrics)
+stop_when_saturated: bool = False       # end a concurrency sweep once the server queues and throughput stops growing
+price_per_device_hour: Optional[float] = None  # $ per device-hour for the cost column; None: the platform's published price
 """,
     ),
     (
@@ -412,7 +415,8 @@ print(f"{len(chosen)} scenarios: {', '.join(s.id for s in chosen)}")
 results = speed.run_scenarios(
     chosen, target, run_dir, tokenizer=tok, offline=offline, command_prefix=command_prefix,
     python=bench_python, dataset_path=dataset_path, timeout_s=timeout_s, resume=resume,
-    memory_plan=memory_plan, devices=devices, platform=platform, verify_tokens=verify_tokens)
+    memory_plan=memory_plan, devices=devices, platform=platform, verify_tokens=verify_tokens,
+    sample_metrics=sample_metrics, stop_when_saturated=stop_when_saturated, price_per_device_hour=price_per_device_hour)
 cols = ["scenario", "status", "label", "max_concurrency", "completed", "total_input_tokens", "total_output_tokens", "output_throughput",
         "total_throughput", "output_tok_s_per_gpu", "tok_s_per_user", "median_ttft_ms", "median_tpot_ms", "error"]
 results[[c for c in cols if c in results.columns]]
@@ -428,6 +432,31 @@ Latencies, median and p99 side by side (InferenceX style):
         "code",
         """
 speed.latency_table(results[results["status"] == "ok"])
+""",
+    ),
+    (
+        "md",
+        """
+## Inside the server
+
+While each scenario ran, the server's `/metrics` (running and queued requests, KV pool usage) and,
+where the server's devices are on this host, their telemetry (board power) were sampled. A
+concurrency reads `64 (41 effective)` when the server ran fewer requests at a time than asked;
+goodput counts only the requests that met the scenario's SLO; J/token comes from measured board
+power; $/M tokens from a device-hour price whose source is shown.
+""",
+    ),
+    (
+        "code",
+        """
+speed.inside_table(results)
+""",
+    ),
+    (
+        "code",
+        """
+figure = speed.server_timeseries(run_dir, results)
+figure.show() if figure is not None else print("no /metrics or telemetry samples in this run")
 """,
     ),
     (

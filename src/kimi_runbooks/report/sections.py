@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pandas as pd
+
 from ..invoke import agentic_card
+from ..speed.saturation import concurrency_label
 from .collect import RunData
 from .html_parts import DASH, Column, details, esc, fmt_number, pre, table, text_cell
 from .tables import external_table, stages_table
@@ -25,7 +28,11 @@ INVOKE_COLUMNS = [
 SPEED_COLUMNS = [
     Column("scenario", "scenario"),
     Column("status", "status", render=lambda v, r: _status(v)),
-    Column("max_concurrency", "concurrency", "int"),
+    Column(
+        "max_concurrency",
+        "concurrency (effective)",
+        render=lambda v, r: esc(concurrency_label(v, r.get("effective_concurrency"))),
+    ),
     Column("completed", "done", "int"),
     Column("output_throughput", "output tok/s", "num"),
     Column("output_tok_s_per_gpu", "tok/s/device", "num"),
@@ -34,6 +41,10 @@ SPEED_COLUMNS = [
     Column("p99_ttft_ms", "TTFT p99 (ms)", "num"),
     Column("median_tpot_ms", "TPOT p50 (ms)", "num"),
     Column("p99_tpot_ms", "TPOT p99 (ms)", "num"),
+    Column("goodput_tok_s", "goodput tok/s (SLO)", "num"),
+    Column("joules_per_output_token", "J/token", "num"),
+    Column("usd_per_million_output_tokens", "$/M tokens", "num"),
+    Column("saturation_reasons", "saturated because"),
     Column("error", "error"),
 ]
 
@@ -107,7 +118,16 @@ def speed_section(data: RunData) -> str:
             f"; the emulator ran at time scale {float(data.speed['time_scale'].iloc[0]):g} and its latencies "
             "and throughputs are shown rescaled to time scale 1"
         )
-    return f'<p class="note">{esc(note)}</p>' + table(SPEED_COLUMNS, rows, "no scenario ran")
+    prices = sorted({str(p) for p in data.speed.get("price_source", pd.Series(dtype=object)).dropna()})
+    if prices:
+        note += "; $/M tokens at the device-hour price of " + ", ".join(prices)
+    shown = [c for c in SPEED_COLUMNS if c.key in ("scenario", "status") or any(_present(r.get(c.key)) for r in rows)]
+    return f'<p class="note">{esc(note)}</p>' + table(shown, rows, "no scenario ran")
+
+
+def _present(value: Any) -> bool:
+    """A cell worth a column: not None, NaN or empty (a column nobody filled is left out)."""
+    return value is not None and value == value and value != ""
 
 
 def accuracy_section(data: RunData) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..accuracy.compare import chart as accuracy_chart
-from ..speed import reference_frame
+from ..speed import reference_frame, server_timeseries
 from .cards import diagnosis_card, speed_findings, top
 from .collect import RunData
 from .figures import caption, concurrency_figure, finding, pareto_figure
@@ -85,6 +85,10 @@ def show_speed(data: RunData) -> None:
         refs = reference_frame(data.platform)
         sources = list(refs["source"]) if "source" in refs.columns else []
         _show_html(f'<p class="note">{esc(caption(sources))}</p>')
+    inside = server_timeseries(data.run_dir, data.speed) if data.speed is not None else None
+    if inside is not None:
+        inside.update_layout(height=min(inside.layout.height or 600, 600))
+        inside.show()
 
 
 def speed_figures(data: RunData) -> list[Any]:

@@ -10,6 +10,8 @@
 * results    `load_results(path)` -> DataFrame with InferenceX-style derived metrics
 * compare    `reference_frame(...)`, `compare(run, refs, tolerance=...)`
 * figures    throughput/latency vs concurrency, Pareto, context x concurrency heatmap
+* observe    /metrics and device telemetry beside each scenario: saturation, goodput, J/token, $/M
+* inside     the table and time-series figures of what the server did during each scenario
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .argv import DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, OfflineDatas
 from .capacity import capacity_plan, cell_fit, live_server_info
 from .compare import compare, compare_wide, family, reference_frame
 from .figures import heatmap, latency_vs_concurrency, pareto, pareto_front, throughput_vs_concurrency
+from .inside import inside_table, series_frame, server_timeseries
 from .outcome import error_line, request_details
 from .parse import BenchParseError, parse_block, parse_jsonl_text, parse_result_text
 from .results import (
@@ -65,6 +68,9 @@ __all__ = [
     "dataset_name",
     "family",
     "heatmap",
+    "inside_table",
+    "series_frame",
+    "server_timeseries",
     "latency_table",
     "latency_vs_concurrency",
     "live_server_info",

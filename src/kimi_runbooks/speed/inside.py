@@ -1,0 +1,113 @@
+"""What the server and its devices did while each scenario ran: a table and time-series figures.
+
+The rows come from load_results (observe.py's fields flattened by results.observed_columns); the
+time series from run_dir/metrics/<scenario>.jsonl and run_dir/telemetry/<scenario>.jsonl. Every
+figure and column says whether its numbers are measured or emulated, and where the price of the
+cost column comes from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..rundir import RunFolder, read_jsonl
+from .saturation import concurrency_label
+
+INSIDE_COLUMNS = {
+    "scenario": "scenario",
+    "label": "origin",
+    "concurrency": "concurrency (effective)",
+    "saturation_reasons": "saturated because",
+    "server_peak_queued": "peak queued",
+    "server_peak_token_usage": "peak KV usage",
+    "slo": "SLO (ms)",
+    "slo_attainment": "SLO met by",
+    "goodput_tok_s": "goodput tok/s",
+    "joules_per_output_token": "J / output token",
+    "usd_per_million_output_tokens": "$ / M output tokens",
+    "price_source": "price source",
+    "metrics_note": "metrics",
+    "telemetry_where": "telemetry",
+}
+
+
+def inside_table(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per scenario: effective concurrency, saturation, goodput, energy and cost."""
+    if results is None or results.empty:
+        return pd.DataFrame(columns=list(INSIDE_COLUMNS.values()))
+    df = results.copy()
+    df["concurrency"] = [
+        concurrency_label(r.get("max_concurrency"), r.get("effective_concurrency")) for _, r in df.iterrows()
+    ]
+    keep = [c for c in INSIDE_COLUMNS if c in df.columns]
+    return df[keep].rename(columns=INSIDE_COLUMNS)
+
+
+SERIES = (
+    ("num_running_reqs", "running requests"),
+    ("num_queue_reqs", "queued requests"),
+    ("token_usage", "KV pool usage"),
+)
+
+
+def series_frame(run_dir: str | Path, scenario_ids: list[str]) -> pd.DataFrame:
+    """Long frame (scenario, t, series, value) of the /metrics and telemetry samples."""
+    folder = RunFolder(run_dir)
+    rows: list[dict[str, Any]] = []
+    for sid in scenario_ids:
+        for sample in _read(folder.metrics_series(sid)):
+            for key, name in SERIES:
+                if isinstance(sample.get(key), (int, float)):
+                    rows.append({"scenario": sid, "t": sample["t"], "series": name, "value": float(sample[key])})
+        for sample in _read(folder.telemetry_series(sid)):
+            powers = [d.get("power_w") for d in sample.get("devices", []) if d.get("power_w") is not None]
+            if powers:
+                rows.append({"scenario": sid, "t": sample["t"], "series": "board power (W)", "value": sum(powers)})
+    return pd.DataFrame(rows, columns=["scenario", "t", "series", "value"])
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    return read_jsonl(path) if path.exists() else []
+
+
+def server_timeseries(run_dir: str | Path, results: pd.DataFrame, *, max_scenarios: int = 6) -> go.Figure | None:
+    """Running, queued, KV usage (and board power when sampled) over each scenario's run; None
+    when nothing was sampled. The title says measured or emulated."""
+    if results is None or results.empty or "scenario" not in results.columns:
+        return None
+    ids = [str(s) for s in results["scenario"]][:max_scenarios]
+    frame = series_frame(run_dir, ids)
+    if frame.empty:
+        return None
+    names = [n for _, n in SERIES] + ["board power (W)"]
+    present = [n for n in names if n in set(frame["series"])]
+    fig = make_subplots(rows=len(present), cols=1, shared_xaxes=True, subplot_titles=present, vertical_spacing=0.08)
+    for row, name in enumerate(present, 1):
+        part = frame[frame["series"] == name]
+        for sid, points in part.groupby("scenario", sort=False):
+            fig.add_trace(
+                go.Scatter(
+                    x=points["t"],
+                    y=points["value"],
+                    mode="lines",
+                    name=str(sid),
+                    legendgroup=str(sid),
+                    showlegend=row == 1,
+                ),
+                row=row,
+                col=1,
+            )
+    emulated = bool(results.get("emulated", pd.Series(dtype=bool)).fillna(False).astype(bool).any())
+    origin = "emulated (the emulator's /metrics, its latency model)" if emulated else "measured"
+    fig.update_layout(
+        title=f"Inside the server during each scenario: {origin}",
+        height=220 * len(present) + 80,
+        template="plotly_white",
+    )
+    fig.update_xaxes(title_text="seconds since the scenario started", row=len(present), col=1)
+    return fig
