@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ..target import resolve_target
 from .argv import DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, OfflineDatasetWarning, build_argv, dataset_name
+from .benchenv import offline_tokenizer
 from .capacity import capacity_plan, cell_fit, live_server_info
 from .compare import compare, compare_wide, family, reference_frame
 from .figures import heatmap, latency_vs_concurrency, pareto, pareto_front, throughput_vs_concurrency
@@ -34,7 +35,7 @@ from .results import (
     load_results,
     raise_if_failed,
 )
-from .run import SpeedRun, offline_tokenizer, run_one, run_scenarios, server_problem
+from .run import SpeedRun, run_one, run_scenarios, server_problem
 from .scenarios import platform_capacity, select_scenarios
 from .tokens import TOLERANCE, TokenCheck, TokenizerMissing, choose_tokenizer, judge, stage_tokenizer
 

@@ -33,7 +33,7 @@ class ObserveConfig:
     telemetry_tool: str | None = None
     telemetry_where: str = ""
     """"this host (local)" when sampled, else why nothing was sampled."""
-    interval_s: float = 1.0
+    interval_s: float = 0.5
     price_per_device_hour: float | None = None
     price_source: str | None = None
     slo_attainment: float = goodput.DEFAULT_ATTAINMENT
@@ -74,7 +74,7 @@ def observe_config(
     price_per_device_hour: float | None = None,
     price_source: str | None = None,
     metrics: bool = True,
-    interval_s: float = 1.0,
+    interval_s: float = 0.5,
     time_scale: float | None = None,
     environ: dict[str, str] | None = None,
 ) -> ObserveConfig:

@@ -30,8 +30,9 @@ from ..procs import start_session, stop_group
 from ..progress import report_progress
 from ..rundir import RunFolder, now_iso, read_jsonl
 from ..server_check import check_server
-from ..toolenv import OFFLINE_ENV, ToolEnvError, make_offline_tokenizer, tool_env
+from ..toolenv import OFFLINE_ENV
 from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
+from .benchenv import default_bench_python
 from .capacity import capacity_plan, cell_fit, live_server_info
 from .goodput import goodput_argv
 from .observe import ObserveConfig, ScenarioObserver, observe_for_run, sweep_key
@@ -40,6 +41,7 @@ from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .results import FINISHED, load_results
 from .saturation import should_stop
 from .tokens import TokenCheck, probe_scenarios, unchecked
+from .worker import BenchWorker, WorkerUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +108,8 @@ class SpeedRun:
     timeout_s: float | Mapping[str, float] | None = DEFAULT_TIMEOUT_S
     health_check: bool = True
     token_checks: dict[str, TokenCheck] = field(default_factory=dict)
+    worker: BenchWorker | None = None
+    """One long-lived bench_serving process for the stage (worker.py); None: a process per scenario."""
     observe: ObserveConfig | None = None
     """/metrics and device telemetry sampled beside each scenario (observe.py); None: neither."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -176,10 +180,10 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
     t0 = time.monotonic()
     timeout = _timeout_for(scenario, run.timeout_s)
     if run.observe is None:
-        code, timed_out = _run_child(folder, argv, log_path, run.child_env, timeout, label=scenario.id)
+        code, timed_out = _execute(run, argv, log_path, timeout, scenario.id)
     else:
         with ScenarioObserver(run.observe, run.target.url, folder, scenario) as observer:
-            code, timed_out = _run_child(folder, argv, log_path, run.child_env, timeout, label=scenario.id)
+            code, timed_out = _execute(run, argv, log_path, timeout, scenario.id)
     folder.redact_file(output_file)  # bench_serving embeds /server_info, which can carry the api_key
     metrics, parsed_from = _parse_outputs(output_file, log_path)
     details = request_details(output_file)
@@ -203,6 +207,18 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
             if check.verified is False:
                 row.update(status="not comparable", error=check.reason)
     return run.record(row)
+
+
+def _execute(run: SpeedRun, argv: list[str], log_path: Path, timeout: float, label: str) -> tuple[int | None, bool]:
+    """The scenario through the stage's worker when it can take it (the bench env's own python,
+    no command prefix), else as its own process; the same arguments either way."""
+    worker = run.worker
+    if worker is not None and worker.unavailable is None and argv[:3] == [run.python, "-m", BENCH_MODULE]:
+        try:
+            return worker.run(argv[3:], log_path, timeout, poll=lambda: _report_requests(run.folder, log_path, label))
+        except WorkerUnavailable as exc:
+            log.warning("bench worker unavailable (%s): one process per scenario", exc)
+    return _run_child(run.folder, argv, log_path, run.child_env, timeout, label=label)
 
 
 def _run_child(
@@ -272,6 +288,7 @@ def run_scenarios(
     price_per_device_hour: float | None = None,
     price_source: str | None = None,
     stop_when_saturated: bool = False,
+    worker: bool = True,
 ) -> pd.DataFrame:
     """Run each scenario in order (`run_one`); each result is appended to run_dir/bench.jsonl.
 
@@ -285,9 +302,9 @@ def run_scenarios(
     are on this host, their telemetry (`smi`, default the platform's) are sampled (observe.py);
     `price_per_device_hour` (default the platform's published price) gives $ per million tokens.
     `stop_when_saturated` skips the rest of a concurrency sweep once the server queues and
-    throughput stops growing (saturation.should_stop).
+    throughput stops growing (saturation.should_stop). `worker` runs the scenarios in one
+    long-lived bench_serving process (worker.py) instead of one process each.
     """
-    from tqdm.auto import tqdm
 
     tgt = BenchTarget.of(target)
     folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder.create(run_dir)
@@ -334,6 +351,25 @@ def run_scenarios(
     done = {r["scenario"] for r in read_jsonl(folder.bench) if r.get("status") in FINISHED} if resume else set()
     todo = [s for s in scenarios if s.id not in done]
     run.token_checks = token_checks(todo, run, verify_tokens, progress)
+    if worker and not command_prefix:
+        run.worker = BenchWorker(run.python, child_env, folder)
+    try:
+        _loop(scenarios, run, done, progress, stop_when_saturated)
+    finally:
+        if run.worker is not None:
+            run.worker.close()
+    df = load_results(folder.bench, devices=devices)
+    ids = [s.id for s in scenarios]
+    return df[df["scenario"].isin(ids)].reset_index(drop=True) if "scenario" in df.columns else df
+
+
+def _loop(
+    scenarios: Sequence[Scenario], run: SpeedRun, done: set[str], progress: bool, stop_when_saturated: bool
+) -> None:
+    """Each scenario in order: resumed ones skipped, a saturated sweep's rest skipped, the rest run."""
+    from tqdm.auto import tqdm
+
+    folder = run.folder
     last_of_sweep: dict[tuple[Any, ...], dict[str, Any]] = {}
     stopped: dict[tuple[Any, ...], str] = {}
     bar = tqdm(list(scenarios), desc="bench", unit="scenario", disable=not progress)
@@ -374,9 +410,6 @@ def run_scenarios(
             milestone=True,
         )
     bar.close()
-    df = load_results(folder.bench, devices=devices)
-    ids = [s.id for s in scenarios]
-    return df[df["scenario"].isin(ids)].reset_index(drop=True) if "scenario" in df.columns else df
 
 
 def token_checks(todo: Sequence[Scenario], run: SpeedRun, verify: bool, progress: bool) -> dict[str, TokenCheck]:
@@ -405,27 +438,3 @@ def token_checks(todo: Sequence[Scenario], run: SpeedRun, verify: bool, progress
     if progress and items:
         print(f"[{now_iso()}] checking token accounting: one request per scenario ({len(items)})", flush=True)
     return probe_scenarios(items, run.target.url, python=default_bench_python(), env=run.child_env)
-
-
-def default_bench_python(command_prefix: Sequence[str] | None = None) -> str:
-    """The `bench` tool env's python (no prefix redirects elsewhere), else python3 with a warning."""
-    if command_prefix:
-        return "python3"
-    try:
-        return str(tool_env("bench").python)
-    except ToolEnvError as exc:
-        log.warning("bench tool env unavailable (%s); using python3", exc)
-        return "python3"
-
-
-def offline_tokenizer(
-    run_dir: str | Path | RunFolder, tokenizer: str | Path | None = None, offline: bool = True
-) -> str | Path | None:
-    """The --tokenizer to use: the given one, or (offline) a small local one built in run_dir."""
-    if tokenizer is not None or not offline:
-        return tokenizer
-    folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
-    dest = folder.tokenizer
-    if not (dest / "tokenizer.json").exists():
-        make_offline_tokenizer(folder.mkdir(dest))
-    return dest

@@ -1,0 +1,82 @@
+"""The long-lived benchmark worker, run by the bench tool env's python (by path: it imports nothing
+of kimi_runbooks, only the standard library and sglang).
+
+It imports SGLang's benchmark module once, then for each request line on stdin
+(`{"args": [...], "log": "/path"}`) calls the module's own CLI entry point (`cli_main`, the
+function `python -m sglang.bench_serving` runs) with exactly those arguments, its stdout and
+stderr sent to the log file, and answers one line (`{"returncode": N}`) on the original stdout.
+A clean return is 0, SystemExit keeps its code (argparse errors: 2), any other exception is 1
+with its traceback in the log. speed/worker.py drives it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+
+def _load() -> Any:
+    t0 = time.monotonic()
+    try:
+        import sglang.benchmark.serving as serving  # type: ignore[import-not-found]  # SGLang >= 0.5.20
+    except ImportError:
+        import sglang.bench_serving as serving  # type: ignore[import-not-found]  # older wheels
+    if not callable(getattr(serving, "cli_main", None)):
+        raise ImportError(f"{serving.__name__} has no cli_main: this SGLang is too old for the worker")
+    return serving, time.monotonic() - t0
+
+
+def _run(serving: Any, args: list[str], log: str) -> int:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    saved = os.dup(1), os.dup(2)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.argv = ["bench_serving", *args]
+    try:
+        serving.cli_main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - any failure of one benchmark is that scenario's result
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+    return code
+
+
+def main() -> int:
+    reply = os.fdopen(os.dup(1), "w", buffering=1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # stray prints between runs must not corrupt the reply channel
+    os.close(devnull)
+    try:
+        serving, took = _load()
+    except Exception as exc:  # noqa: BLE001 - reported to the driver, which falls back to the CLI
+        reply.write(json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        return 1
+    reply.write(json.dumps({"ready": True, "module": serving.__name__, "import_s": round(took, 3)}) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        t0 = time.monotonic()
+        code = _run(serving, [str(a) for a in request["args"]], str(request["log"]))
+        reply.write(json.dumps({"returncode": code, "seconds": round(time.monotonic() - t0, 3)}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

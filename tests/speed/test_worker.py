@@ -1,0 +1,135 @@
+"""Issue 15 item 6: the scenarios of a speed stage run in one long-lived bench_serving worker.
+
+Heavy (the bench env): results keep every key and, against a fixed emulator profile, stay within
+noise of one-process-per-scenario; a worker killed mid-scenario fails that scenario only and the
+next runs in a new worker; a timed-out scenario stops the worker; a python without sglang makes
+the runner fall back to one process per scenario."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from kimi_runbooks import speed
+from kimi_runbooks.emulator.testing import start_subprocess
+from kimi_runbooks.plan.catalog import Scenario
+from kimi_runbooks.rundir import RunFolder, read_jsonl
+from kimi_runbooks.speed.worker import BenchWorker, WorkerUnavailable
+from kimi_runbooks.target import RunHandle
+from kimi_runbooks.toolenv import make_offline_tokenizer
+
+pytestmark = pytest.mark.heavy
+
+PROFILE = ["--ttft-ms", "40", "--ttft-per-1k-ms", "0", "--itl-ms", "8", "--itl-per-running-ms", "0"]
+
+
+def _scenario(sid: str, prompts: int = 12, output_len: int = 16) -> Scenario:
+    return Scenario(
+        id=sid,
+        title=sid,
+        dataset="random-ids",
+        input_len=64,
+        output_len=output_len,
+        num_prompts=prompts,
+        max_concurrency=4,
+        request_rate="inf",
+        range_ratio=1.0,
+        seed=1,
+        warmup_requests=0,
+        backend="sglang",
+    )
+
+
+@pytest.fixture(scope="module")
+def tokenizer(require_tool_env, tmp_path_factory):
+    env = require_tool_env("bench")
+    return make_offline_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer", env=env)
+
+
+def _handle(url: str) -> RunHandle:
+    return RunHandle(base_url=url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200")
+
+
+def _run(url, tokenizer, folder, scenarios, **kw):
+    return speed.run_scenarios(
+        scenarios, _handle(url), folder, tokenizer=tokenizer, offline=True, devices=8, platform="h200",
+        progress=False, verify_tokens=False, sample_metrics=False, **kw,
+    )  # fmt: skip
+
+
+def test_worker_results_match_one_process_per_scenario(tokenizer, tmp_path):
+    scenarios = [_scenario("w-a"), _scenario("w-b")]
+    with start_subprocess(["--time-scale", "1.0", *PROFILE]) as emu:
+        by_worker = _run(emu.base_url, tokenizer, tmp_path / "worker", scenarios, worker=True)
+        by_process = _run(emu.base_url, tokenizer, tmp_path / "process", scenarios, worker=False)
+    rows_w = read_jsonl(tmp_path / "worker" / "bench.jsonl")
+    rows_p = read_jsonl(tmp_path / "process" / "bench.jsonl")
+    assert [r["status"] for r in rows_w + rows_p] == ["ok"] * 4
+    assert rows_w[0]["argv"] == [
+        a if "process" not in a else a.replace("process", "worker") for a in rows_p[0]["argv"]
+    ]  # the same CLI arguments either way (only the run folder differs)
+    for w, p in zip(rows_w, rows_p, strict=True):
+        assert set(w["metrics"]) == set(p["metrics"])  # every key of the CLI's result line
+        assert w["metrics"]["completed"] == p["metrics"]["completed"] == 12
+        for key in ("median_ttft_ms", "median_itl_ms"):
+            assert w["metrics"][key] == pytest.approx(p["metrics"][key], rel=0.15), key  # within noise
+    assert list(by_worker.columns) == list(by_process.columns)
+    log = (tmp_path / "worker" / "logs" / "bench-w-b.log").read_text()
+    assert "Serving Benchmark Result" in log  # the CLI's printed block, in the scenario's own log
+
+
+def _workers() -> list[int]:
+    """Pids of this test process's running bench workers (pgrep without a shell, which would match itself)."""
+    found = subprocess.run(
+        ["pgrep", "-P", str(os.getpid()), "-f", "bench_worker_main.py"], capture_output=True, text=True
+    ).stdout
+    return sorted(int(p) for p in found.split())
+
+
+def _kill_worker_when_running(folder, stop: threading.Event) -> None:
+    log = folder / "logs" / "bench-crash.log"
+    while not stop.is_set():
+        if log.exists() and "/40 [" in log.read_text(errors="replace"):  # requests under way
+            out = _workers()
+            if out:
+                os.kill(out[-1], signal.SIGKILL)
+                return
+        time.sleep(0.05)
+
+
+def test_a_killed_worker_fails_its_scenario_and_the_next_runs_in_a_new_one(tokenizer, tmp_path):
+    scenarios = [_scenario("crash", prompts=40, output_len=64), _scenario("after")]
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_worker_when_running, args=(tmp_path, stop), daemon=True)
+    with start_subprocess(["--time-scale", "1.0", *PROFILE]) as emu:
+        killer.start()
+        try:
+            _run(emu.base_url, tokenizer, tmp_path, scenarios, worker=True)
+        finally:
+            stop.set()
+    rows = {r["scenario"]: r for r in read_jsonl(tmp_path / "bench.jsonl")}
+    assert rows["crash"]["status"] == "failed" and rows["crash"]["returncode"] == -signal.SIGKILL
+    assert rows["after"]["status"] == "ok", rows["after"].get("error")
+
+
+def test_a_timed_out_scenario_stops_the_worker(tokenizer, tmp_path):
+    scenarios = [_scenario("slow", prompts=40, output_len=200), _scenario("next")]
+    with start_subprocess(["--time-scale", "1.0", *PROFILE]) as emu:
+        _run(emu.base_url, tokenizer, tmp_path, scenarios, worker=True, timeout_s={"slow": 3, "default": 300})
+    rows = {r["scenario"]: r for r in read_jsonl(tmp_path / "bench.jsonl")}
+    assert rows["slow"]["status"] == "failed" and "timed out after 3 s" in rows["slow"]["error"]
+    assert rows["next"]["status"] == "ok"
+    assert not _workers()  # nothing left running
+
+
+def test_a_python_without_sglang_is_reported_unavailable(tmp_path):
+    worker = BenchWorker(sys.executable, dict(os.environ), RunFolder.create(tmp_path / "run"))
+    with pytest.raises(WorkerUnavailable, match="sglang"):
+        worker.run(["--help"], tmp_path / "run" / "logs" / "x.log", 60)
+    assert worker.unavailable and "sglang" in worker.unavailable
