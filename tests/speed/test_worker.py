@@ -133,3 +133,25 @@ def test_a_python_without_sglang_is_reported_unavailable(tmp_path):
     with pytest.raises(WorkerUnavailable, match="sglang"):
         worker.run(["--help"], tmp_path / "run" / "logs" / "x.log", 60)
     assert worker.unavailable and "sglang" in worker.unavailable
+
+
+def test_token_checks_run_in_the_same_worker(tokenizer, tmp_path, monkeypatch):
+    """The token probe (one request per scenario) runs inside the stage's worker: one start for
+    the probe and both scenarios, and the counts are verified."""
+    starts: list[int] = []
+    original = BenchWorker._start
+
+    def counted(self):
+        starts.append(1)
+        return original(self)
+
+    monkeypatch.setattr(BenchWorker, "_start", counted)
+    with start_subprocess(["--time-scale", "1.0", *PROFILE]) as emu:
+        speed.run_scenarios(
+            [_scenario("t-a"), _scenario("t-b")], _handle(emu.base_url), tmp_path, tokenizer=tokenizer,
+            offline=True, devices=8, platform="h200", progress=False, sample_metrics=False,
+        )  # fmt: skip
+    rows = read_jsonl(tmp_path / "bench.jsonl")
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+    assert all(r["tokens"]["verified"] is True for r in rows), [r["tokens"] for r in rows]
+    assert len(starts) == 1 and (tmp_path / "logs" / "token-probe.log").exists()

@@ -4,7 +4,9 @@ of kimi_runbooks, only the standard library and sglang).
 It imports SGLang's benchmark module once, then for each request line on stdin
 (`{"args": [...], "log": "/path"}`) calls the module's own CLI entry point (`cli_main`, the
 function `python -m sglang.bench_serving` runs) with exactly those arguments, its stdout and
-stderr sent to the log file, and answers one line (`{"returncode": N}`) on the original stdout.
+stderr sent to the log file, and answers one line (`{"returncode": N}`) on the original stdout. A request
+`{"probe": {...}, "script": ".../token_probe.py", "log": ...}` runs the token probe's `run_all`
+in this same process (no second import of sglang) and answers `{"results": [...]}`.
 A clean return is 0, SystemExit keeps its code (argparse errors: 2), any other exception is 1
 with its traceback in the log. speed/worker.py drives it.
 """
@@ -57,6 +59,44 @@ def _run(serving: Any, args: list[str], log: str) -> int:
     return code
 
 
+def _probe(loaded: dict[str, Any], request: dict[str, Any]) -> list[dict[str, Any]]:
+    """token_probe.run_all for the request, the module loaded once from its path; output to the log."""
+    import importlib.util
+
+    script = str(request["script"])
+    if script not in loaded:
+        spec = importlib.util.spec_from_file_location("token_probe", script)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {script}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        loaded[script] = module
+    with open(str(request["log"]), "a", encoding="utf-8") as log, _redirected(log):
+        return list(loaded[script].run_all(request["probe"]))
+
+
+class _redirected:
+    """stdout and stderr (file descriptors too) into an open file for the duration."""
+
+    def __init__(self, fh: Any) -> None:
+        self.fh = fh
+
+    def __enter__(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.saved = os.dup(1), os.dup(2)
+        os.dup2(self.fh.fileno(), 1)
+        os.dup2(self.fh.fileno(), 2)
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self.saved[0], 1)
+        os.dup2(self.saved[1], 2)
+        os.close(self.saved[0])
+        os.close(self.saved[1])
+
+
 def main() -> int:
     reply = os.fdopen(os.dup(1), "w", buffering=1)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -68,11 +108,15 @@ def main() -> int:
         reply.write(json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
         return 1
     reply.write(json.dumps({"ready": True, "module": serving.__name__, "import_s": round(took, 3)}) + "\n")
+    probes: dict[str, Any] = {}
     for line in sys.stdin:
         if not line.strip():
             continue
         request = json.loads(line)
         t0 = time.monotonic()
+        if "probe" in request:
+            reply.write(json.dumps({"results": _probe(probes, request)}) + "\n")
+            continue
         code = _run(serving, [str(a) for a in request["args"]], str(request["log"]))
         reply.write(json.dumps({"returncode": code, "seconds": round(time.monotonic() - t0, 3)}) + "\n")
     return 0

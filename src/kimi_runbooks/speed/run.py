@@ -350,10 +350,10 @@ def run_scenarios(
     )
     done = {r["scenario"] for r in read_jsonl(folder.bench) if r.get("status") in FINISHED} if resume else set()
     todo = [s for s in scenarios if s.id not in done]
-    run.token_checks = token_checks(todo, run, verify_tokens, progress)
     if worker and not command_prefix:
         run.worker = BenchWorker(run.python, child_env, folder)
     try:
+        run.token_checks = token_checks(todo, run, verify_tokens, progress)
         _loop(scenarios, run, done, progress, stop_when_saturated)
     finally:
         if run.worker is not None:
@@ -437,4 +437,11 @@ def token_checks(todo: Sequence[Scenario], run: SpeedRun, verify: bool, progress
         items.append((scenario.id, argv[argv.index(BENCH_MODULE) + 1 :]))
     if progress and items:
         print(f"[{now_iso()}] checking token accounting: one request per scenario ({len(items)})", flush=True)
-    return probe_scenarios(items, run.target.url, python=default_bench_python(), env=run.child_env)
+    return probe_scenarios(
+        items,
+        run.target.url,
+        python=default_bench_python(),
+        env=run.child_env,
+        worker=run.worker,
+        log_path=run.folder.logs / "token-probe.log",
+    )

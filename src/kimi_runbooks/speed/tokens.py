@@ -16,6 +16,7 @@ compared with references.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,9 @@ from typing import Any
 from ..rundir import RunFolder
 from ..toolenv import make_offline_tokenizer
 from ..toolscripts import script
+from .worker import BenchWorker, WorkerUnavailable
+
+log = logging.getLogger(__name__)
 
 TOLERANCE = 0.02
 """Largest relative difference between the server's count and the benchmark's that still compares."""
@@ -140,11 +144,24 @@ def probe_scenarios(
     python: str,
     env: Mapping[str, str],
     timeout_s: float = PROBE_TIMEOUT_S,
+    worker: BenchWorker | None = None,
+    log_path: Path | None = None,
 ) -> dict[str, TokenCheck]:
-    """Run token_probe.py once for all (scenario id, bench_serving arguments); one check each."""
+    """Run token_probe.py once for all (scenario id, bench_serving arguments); one check each.
+    With the stage's bench worker it runs there (sglang already imported), else as its own process."""
     if not items:
         return {}
     request = {"base_url": base_url, "timeout": 120, "scenarios": [{"id": i, "bench_args": a} for i, a in items]}
+    if worker is not None and worker.unavailable is None and log_path is not None:
+        try:
+            answers = worker.probe(request, script("token_probe.py"), log_path, timeout_s)
+        except (WorkerUnavailable, TimeoutError, OSError) as exc:
+            log.warning("token probe in the bench worker failed (%s): running it as its own process", exc)
+        else:
+            judged = {r["id"]: judge(r) for r in answers if r.get("id") in dict(items)}
+            return {
+                i: judged.get(i, TokenCheck(False, "token counts could not be checked: no answer")) for i, _ in items
+            }
     try:
         proc = subprocess.run(
             [python, str(script("token_probe.py"))],

@@ -100,6 +100,22 @@ class BenchWorker:
         code = answer.get("returncode")
         return (int(code) if isinstance(code, int) else 1), False
 
+    def probe(self, request: dict[str, Any], script: Path, log_path: Path, timeout: float) -> list[dict[str, Any]]:
+        """token_probe.run_all(request) inside the worker (tokens.py); WorkerUnavailable or
+        TimeoutError when it cannot answer (the caller then runs the probe as its own process)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = self._start()
+        proc = self.proc
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps({"probe": request, "script": str(script), "log": str(log_path)}) + "\n")
+        proc.stdin.flush()
+        line = self._read_line(proc, time.monotonic() + timeout, None)
+        answer = _json(line) if line else None
+        if answer is None or not isinstance(answer.get("results"), list):
+            self._discard(proc)
+            raise TimeoutError(f"the worker gave no token-probe answer within {timeout:g} s")
+        return [r for r in answer["results"] if isinstance(r, dict)]
+
     def _read_line(self, proc: subprocess.Popen[str], deadline: float, poll: Callable[[], None] | None) -> str | None:
         """The worker's next reply line; None at EOF (it died) or past the deadline."""
         assert proc.stdout is not None

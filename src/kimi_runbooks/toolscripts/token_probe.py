@@ -130,9 +130,10 @@ def probe(base_url, item, timeout, tokenizers):
     return out
 
 
-def main():
-    request = json.load(sys.stdin)
+def run_all(request):
+    """One result dict per scenario of the request (what main prints, one JSON line each)."""
     tokenizers = {}
+    results = []
     for item in request["scenarios"]:
         try:
             with contextlib.redirect_stdout(sys.stderr):  # the dataset code prints; stdout carries results only
@@ -141,6 +142,12 @@ def main():
             result = {"id": item["id"], "error": f"bench_serving refused the arguments (exit {exc.code})"}
         except Exception as exc:  # noqa: BLE001 - one scenario's failure is reported, the rest still run
             result = {"id": item["id"], "error": f"{type(exc).__name__}: {str(exc)[:500]}"}
+        results.append(result)
+    return results
+
+
+def main():
+    for result in run_all(json.load(sys.stdin)):
         print(json.dumps(result), flush=True)
 
 
