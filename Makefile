@@ -25,8 +25,8 @@ tool-envs: setup
 
 demo: setup
 	bash scripts/setup_tool_env.sh bench
-	$(BIN)/papermill runbooks/h200.ipynb outputs/demo-h200.ipynb -p launcher emulator -p time_scale 0.05
-	@echo "report: $$(ls -td outputs/*/report.html | head -1)"
+	bash scripts/setup_tool_env.sh sgl-eval
+	$(BIN)/python scripts/demo.py
 
 test: setup
 	$(BIN)/pytest -q

@@ -449,7 +449,8 @@ power; $/M tokens from a device-hour price whose source is shown.
     (
         "code",
         """
-speed.inside_table(results)
+display(speed.inside_table(results))
+speed.sweep_goodput(results)  # per sweep with an SLO: the highest concurrency that still meets it
 """,
     ),
     (

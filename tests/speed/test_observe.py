@@ -160,6 +160,24 @@ def test_load_beyond_the_servers_running_limit_is_flagged_saturated(tokenizer, t
 
 
 @pytest.mark.heavy
+def test_load_beyond_the_kv_pool_queues_and_is_flagged(tokenizer, tmp_path):
+    """A KV pool of 300 tokens holds three 88-token requests: concurrency 8 queues the rest."""
+    sc = _scenario("kv-c8", 8, prompts=16)
+    args = ["--profile", "h200", "--time-scale", "1.0", "--max-total-num-tokens", "300", "--enable-metrics"]
+    with start_subprocess(args) as emu:
+        speed.run_scenarios(
+            [sc], _handle(emu.base_url, 1.0), tmp_path, tokenizer=tokenizer, offline=True, devices=8,
+            platform="h200", timeout_s=300, progress=False, verify_tokens=False,
+        )  # fmt: skip
+    row = read_jsonl(tmp_path / "bench.jsonl")[-1]
+    sat, server = row["saturation"], row["server"]
+    print(f"saturation: {sat}; server: {server}")
+    assert row["status"] == "ok" and sat["saturated"] is True
+    assert sat["effective_concurrency"] < 0.9 * 8 and server["peak_queued"] >= 1
+    assert server["peak_token_usage"] > 0.5  # the pool, not a running-request cap, held them back
+
+
+@pytest.mark.heavy
 def test_a_saturated_sweep_stops_and_says_why(tokenizer, tmp_path):
     """Two running requests at most: past concurrency 2 throughput stops growing while requests
     queue, so the sweep stops there and the rest is skipped with the reason (never silently)."""

@@ -53,3 +53,12 @@ def test_should_stop_once_throughput_flattens_while_saturated() -> None:
     assert not saturation.should_stop(before, growing_and_queued)
     assert not saturation.should_stop(before, flat_not_queued)
     assert not saturation.should_stop(None, flat_and_queued)
+
+
+def test_a_scenario_too_short_to_sample_is_not_called_saturated():
+    """Two samples while requests ran (a 0.1 s scenario, a 0.5 s sampler) say nothing about the mean."""
+    short = saturation.saturation(4, 8, {"samples": 3, "mean_running": 1.0, "busy_samples": 2, "peak_queued": 0})
+    assert short["saturated"] is False and short["effective_concurrency"] is None
+    assert "too short" in short["note"]
+    enough = saturation.saturation(4, 8, {"samples": 9, "mean_running": 1.0, "busy_samples": 6, "peak_queued": 0})
+    assert enough["saturated"] is True and enough["effective_concurrency"] == 1.0

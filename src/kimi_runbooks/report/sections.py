@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..invoke import agentic_card
+from ..speed.inside import sweep_goodput
 from ..speed.saturation import concurrency_label
 from .collect import RunData
 from .html_parts import DASH, Column, details, esc, fmt_number, pre, table, text_cell
@@ -122,7 +123,19 @@ def speed_section(data: RunData) -> str:
     if prices:
         note += "; $/M tokens at the device-hour price of " + ", ".join(prices)
     shown = [c for c in SPEED_COLUMNS if c.key in ("scenario", "status") or any(_present(r.get(c.key)) for r in rows)]
-    return f'<p class="note">{esc(note)}</p>' + table(shown, rows, "no scenario ran")
+    sweeps = sweep_goodput(data.speed)
+    best = "".join(
+        f"<li>{esc(r['sweep'])} (SLO {esc(r['SLO (ms)'])}): "
+        + (
+            f"highest concurrency meeting it: {int(r['best concurrency meeting the SLO'])}"
+            if _present(r["best concurrency meeting the SLO"])
+            else "no concurrency met it"
+        )
+        + f" (of {esc(r['concurrencies'])})</li>"
+        for r in sweeps.to_dict("records")
+    )
+    goodput = f'<p class="note">Goodput, per sweep:</p><ul>{best}</ul>' if best else ""
+    return f'<p class="note">{esc(note)}</p>' + table(shown, rows, "no scenario ran") + goodput
 
 
 def _present(value: Any) -> bool:

@@ -22,7 +22,7 @@ from .benchenv import offline_tokenizer
 from .capacity import capacity_plan, cell_fit, live_server_info
 from .compare import compare, compare_wide, family, reference_frame
 from .figures import heatmap, latency_vs_concurrency, pareto, pareto_front, throughput_vs_concurrency
-from .inside import inside_table, series_frame, server_timeseries
+from .inside import inside_table, series_frame, server_timeseries, sweep_goodput
 from .outcome import error_line, request_details
 from .parse import BenchParseError, parse_block, parse_jsonl_text, parse_result_text
 from .results import (
@@ -72,6 +72,7 @@ __all__ = [
     "inside_table",
     "series_frame",
     "server_timeseries",
+    "sweep_goodput",
     "latency_table",
     "latency_vs_concurrency",
     "live_server_info",

@@ -16,6 +16,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..rundir import RunFolder, read_jsonl
+from .compare import family
+from .goodput import DEFAULT_ATTAINMENT
 from .saturation import concurrency_label
 
 INSIDE_COLUMNS = {
@@ -46,6 +48,30 @@ def inside_table(results: pd.DataFrame) -> pd.DataFrame:
     ]
     keep = [c for c in INSIDE_COLUMNS if c in df.columns]
     return df[keep].rename(columns=INSIDE_COLUMNS)
+
+
+def sweep_goodput(results: pd.DataFrame, attainment: float = DEFAULT_ATTAINMENT) -> pd.DataFrame:
+    """Per sweep (scenarios that differ only in concurrency) with an SLO: the concurrencies run,
+    and the highest one at which at least `attainment` of the requests met the SLO."""
+    columns = ["sweep", "SLO (ms)", "concurrencies", "best concurrency meeting the SLO", "SLO met by there"]
+    if results is None or results.empty or "slo_attainment" not in results.columns:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    done = results[results["slo_attainment"].notna()]
+    for name, part in done.groupby(done["scenario"].map(family), sort=False):
+        part = part.sort_values("max_concurrency")
+        met = part[part["slo_attainment"] >= attainment]
+        best = met.iloc[-1] if len(met) else None
+        rows.append(
+            {
+                "sweep": name,
+                "SLO (ms)": part["slo"].iloc[0],
+                "concurrencies": ", ".join(str(int(c)) for c in part["max_concurrency"]),
+                "best concurrency meeting the SLO": int(best["max_concurrency"]) if best is not None else None,
+                "SLO met by there": float(best["slo_attainment"]) if best is not None else None,
+            }
+        )
+    return pd.DataFrame(rows, columns=columns)
 
 
 SERIES = (

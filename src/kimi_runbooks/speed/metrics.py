@@ -157,6 +157,7 @@ def summarise(samples: list[dict[str, Any]], note: str | None = None) -> dict[st
         "samples": len(good),
         "peak_running": max(running) if running else None,
         "mean_running": round(statistics.fmean(busy), 2) if busy else 0.0,
+        "busy_samples": len(busy),
         "peak_queued": max(_series(good, "num_queue_reqs"), default=None),
         "peak_token_usage": max(_series(good, "token_usage"), default=None),
         "peak_used_tokens": max(_series(good, "num_used_tokens"), default=None),

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 EFFECTIVE_SHARE = 0.9
+MIN_BUSY_SAMPLES = 3
+"""Fewer samples taken while requests ran say too little about the mean: no effective concurrency."""
 FULL_POOL = 0.95
 MIN_GAIN = 0.05
 """A sweep stops (stop_when_saturated) when the next concurrency adds less than this throughput."""
@@ -25,6 +27,11 @@ def saturation(
     """Effective concurrency and why the scenario counts as saturated (empty reasons: it did not)."""
     target = min(requested or num_prompts, num_prompts)
     effective = server.get("mean_running")
+    busy = server.get("busy_samples")
+    note = None
+    if isinstance(busy, int) and busy < MIN_BUSY_SAMPLES:
+        effective = None  # a scenario shorter than a few sampling intervals: the mean is noise
+        note = f"{busy} samples while requests ran: too short to measure the effective concurrency"
     reasons = []
     if isinstance(effective, (int, float)) and server.get("samples") and effective < EFFECTIVE_SHARE * target:
         reasons.append(f"ran {effective:g} requests at a time on average, {target} requested")
@@ -40,6 +47,7 @@ def saturation(
         "client_concurrency": client_concurrency,
         "saturated": bool(reasons),
         "reasons": reasons,
+        **({"note": note} if note else {}),
     }
 
 
