@@ -58,6 +58,9 @@ def test_suites_run_skip_and_resume(tmp_path):
     tool = {r.metric: r for r in by_suite["toolcall-builtin"]}
     assert tool["success"].value == tool["success"].n == len(ci_samples()) and tool["success"].emulated
     assert tool["tool_call_f1"].settings["samples_kind"] == "ci-generated"
+    # the server's /metrics were sampled while the suite ran (issue 16), and kept per suite
+    assert tool["success"].server and tool["success"].server["samples"] >= 2
+    assert (run / "metrics" / "accuracy-toolcall-builtin.jsonl").exists()
     # second call: toolcall-builtin is finished with the same settings, only the skipped ones are retried
     appended = read_jsonl(run / "accuracy.jsonl")[lines_after_first:]
     assert {r["suite"] for r in appended} == {"k2vv-toolcall", "mmmu-pro", "gpqa-diamond"}

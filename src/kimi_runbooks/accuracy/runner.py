@@ -15,6 +15,7 @@ from typing import Any
 from .. import toolenv
 from ..origin import source_label
 from ..progress import report_progress
+from ..speed.metrics import MetricsSampler
 from ..target import RunHandle, fetch_server_info, resolve_target, served_model
 from . import vendor_verifier
 from .common import EvalRow, StageMissing, append_rows, finished_fingerprints, read_rows, settings_fingerprint
@@ -82,14 +83,18 @@ def run_accuracy(cfg: AccuracyConfig) -> list[EvalRow]:
             continue
         start = time.monotonic()
         report_progress(ctx.folder, "accuracy", f"{suite}: started ({SUITES[suite][0]})", milestone=True)
+        sampler = MetricsSampler(ctx.handle.base_url, folder=ctx.folder, scenario=f"accuracy-{suite}", interval_s=1.0)
         try:
-            rows = RUNNERS[suite](ctx, suite)
+            with sampler:  # what the server did while the suite ran (speed/metrics.py)
+                rows = RUNNERS[suite](ctx, suite)
         except (StageMissing, toolenv.ToolEnvMissing, FileNotFoundError) as exc:
             rows = [_status_row(ctx, suite, "skipped", str(exc), start)]
         except Exception as exc:  # noqa: BLE001 - one failing suite must not stop the others
             rows = [_status_row(ctx, suite, "error", f"{type(exc).__name__}: {exc}", start)]
+        server = sampler.summary()
         for r in rows:
             r.fingerprint = key
+            r.server = server
         append_rows(ctx.folder, rows)
         statuses = sorted({r.status for r in rows})
         report_progress(

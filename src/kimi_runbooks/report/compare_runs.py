@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from ..origin import source_label
 from ..rundir import outputs_base, write_redacted
 from ..speed import pareto_front, reference_frame
+from ..speed.saturation import concurrency_label
 from .cards import sglang_version
 from .collect import RunData, collect
 from .figures import OTHER_REF, _layout
@@ -34,6 +35,8 @@ SCENARIO_METRICS = (
     ("tok_s_per_user", "tok/s/user", "higher"),
     ("median_ttft_ms", "TTFT p50 (ms)", "lower"),
     ("median_tpot_ms", "TPOT p50 (ms)", "lower"),
+    ("goodput_tok_s", "goodput tok/s", "higher"),
+    ("usd_per_million_output_tokens", "$/M tokens", "lower"),
 )
 
 
@@ -100,13 +103,16 @@ def scenario_sections(rows: pd.DataFrame, runs: list[RunData]) -> str:
         base = group.iloc[0]
         records: list[dict[str, Any]] = []
         for _, row in group.iterrows():
-            rec: dict[str, Any] = {"origin": row["origin"], "concurrency": row.get("max_concurrency")}
+            rec: dict[str, Any] = {
+                "origin": row["origin"],
+                "concurrency": concurrency_label(row.get("max_concurrency"), row.get("effective_concurrency")),
+            }
             for key, label, _better in SCENARIO_METRICS:
                 rec[label] = row.get(key)
                 if row["run_index"] != base["run_index"] and _num(base.get(key)) and _num(row.get(key)):
                     rec[label + " Δ"] = float(row[key]) / float(base[key]) - 1
             records.append(rec)
-        columns = [Column("origin", "run"), Column("concurrency", "concurrency", "int")]
+        columns = [Column("origin", "run"), Column("concurrency", "concurrency (effective)")]
         for _, label, better in SCENARIO_METRICS:
             columns.append(Column(label, label, "num"))
             columns.append(Column(label + " Δ", "Δ vs first", "raw", render=_delta(better)))

@@ -53,7 +53,7 @@ def saturation(
 
 def concurrency_label(requested: Any, effective: Any) -> str:
     """`64 (41 effective)` when the server ran fewer than asked, else just the requested number."""
-    if requested in (None, ""):
+    if requested in (None, "") or (isinstance(requested, float) and requested != requested):
         return "–"
     if isinstance(effective, (int, float)) and effective < EFFECTIVE_SHARE * float(requested):
         return f"{int(requested)} ({effective:.0f} effective)"
