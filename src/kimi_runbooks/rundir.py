@@ -374,6 +374,12 @@ class RunFolder:
         if clean != text:
             p.write_text(clean, encoding="utf-8")
 
+    def copy_tree(self, source: str | Path, dest: str | Path) -> Path:
+        """Copy a directory (a tokenizer, a dataset) into the folder, merging with what is there."""
+        target = self._inside(dest)
+        shutil.copytree(source, target, dirs_exist_ok=True)
+        return target
+
     @contextmanager
     def open_log(self, path: str | Path, mode: str = "w") -> Iterator[IO[str]]:
         """A text handle for a child process's output; the file is redacted when it closes."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .paths import REPO_ROOT
+from .rundir import RunFolder
 from .toolscripts import script
 
 __all__ = [
@@ -304,5 +305,4 @@ def make_offline_tokenizer(dest: Path, *, vocab_size: int = 1024, env: ToolEnv |
             building.rename(cache)  # atomic; a concurrent builder that won leaves its copy
         except OSError:
             shutil.rmtree(building, ignore_errors=True)
-    shutil.copytree(cache, dest, dirs_exist_ok=True)
-    return dest
+    return RunFolder(dest.parent).copy_tree(cache, dest)  # writes go through RunFolder

@@ -87,7 +87,7 @@ def test_worker_results_match_one_process_per_scenario(tokenizer, tmp_path):
 def _workers() -> list[int]:
     """Pids of this test process's running bench workers (pgrep without a shell, which would match itself)."""
     found = subprocess.run(
-        ["pgrep", "-P", str(os.getpid()), "-f", "bench_worker_main.py"], capture_output=True, text=True
+        ["pgrep", "-P", str(os.getpid()), "-f", "bench_worker.py"], capture_output=True, text=True
     ).stdout
     return sorted(int(p) for p in found.split())
 
@@ -139,13 +139,13 @@ def test_token_checks_run_in_the_same_worker(tokenizer, tmp_path, monkeypatch):
     """The token probe (one request per scenario) runs inside the stage's worker: one start for
     the probe and both scenarios, and the counts are verified."""
     starts: list[int] = []
-    original = BenchWorker._start
+    original = BenchWorker._open
 
     def counted(self):
         starts.append(1)
         return original(self)
 
-    monkeypatch.setattr(BenchWorker, "_start", counted)
+    monkeypatch.setattr(BenchWorker, "_open", counted)
     with start_subprocess(["--time-scale", "1.0", *PROFILE]) as emu:
         speed.run_scenarios(
             [_scenario("t-a"), _scenario("t-b")], _handle(emu.base_url), tmp_path, tokenizer=tokenizer,
@@ -155,3 +155,29 @@ def test_token_checks_run_in_the_same_worker(tokenizer, tmp_path, monkeypatch):
     assert [r["status"] for r in rows] == ["ok", "ok"]
     assert all(r["tokens"]["verified"] is True for r in rows), [r["tokens"] for r in rows]
     assert len(starts) == 1 and (tmp_path / "logs" / "token-probe.log").exists()
+
+
+def test_a_runbooks_shared_worker_serves_the_stage_and_stops_with_the_run(tokenizer, tmp_path, monkeypatch):
+    """The runbook starts the worker before its stages (shared_worker.start); the speed stage
+    connects to it instead of importing sglang again, and stop() leaves nothing behind."""
+    from kimi_runbooks.speed import shared_worker
+
+    folder = RunFolder.create(tmp_path / "run")
+    shared = shared_worker.start(folder, offline=True)
+    assert shared is not None
+
+    def no_spawn(self):
+        raise AssertionError("the stage started a worker of its own instead of using the runbook's")
+
+    monkeypatch.setattr(BenchWorker, "_spawn", no_spawn)
+    try:
+        with start_subprocess(["--time-scale", "1.0", *PROFILE]) as emu:
+            _run(emu.base_url, tokenizer, folder.path, [_scenario("s-a"), _scenario("s-b")], worker=True)
+    finally:
+        shared.stop()
+    rows = read_jsonl(folder.bench)
+    assert [r["status"] for r in rows] == ["ok", "ok"], [r.get("error") for r in rows]
+    assert not (folder.path / shared_worker.SHARED_FILE).exists()
+    assert not os.path.exists(shared.description["socket"])
+    shared.proc.wait(timeout=10)
+    assert shared_worker.find(folder, shared.description["python"], True) is None

@@ -28,8 +28,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from jsonschema import ValidationError, validate
-from jsonschema.exceptions import SchemaError
 from tqdm import tqdm
 
 from ..rundir import RunFolder, read_jsonl
@@ -90,6 +88,9 @@ def load_samples(path: str | Path, *, model: str | None = None, limit: int | Non
 
 def validate_tool_call(tool_call: dict[str, Any], tools: list[dict[str, Any]]) -> bool:
     """K2VV's rule: the named tool exists, its arguments are JSON, and they satisfy its schema."""
+    from jsonschema import ValidationError, validate  # ~0.8 s to import: only when a call is checked
+    from jsonschema.exceptions import SchemaError
+
     try:
         name = tool_call["function"]["name"]
         schema = next((t["function"]["parameters"] for t in tools if t["function"]["name"] == name), None)

@@ -15,8 +15,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-
 from .session import StreamResult
 
 MARKERS = re.compile(r"<\|tool_calls?_section_(?:begin|end)\|>|<\|tool_call_(?:begin|end|argument_begin)\|>")
@@ -182,7 +180,7 @@ def argument_problems(label: str, raw: str, schema: dict[str, Any]) -> list[str]
         return [f"{label}: arguments are not valid JSON ({exc}): {_clip(raw, 160)!r}"]
     if not isinstance(args, dict):
         return [f"{label}: arguments are {type(args).__name__}, not a JSON object"]
-    validator = jsonschema.validators.validator_for(schema)(schema)
+    validator = _validator_for(schema)(schema)
     errors = sorted(validator.iter_errors(args), key=lambda e: list(e.path))
     if errors:
         return [
@@ -239,3 +237,11 @@ def first_difference(got: Any, want: Any, path: str = "") -> str | None:
 
 def _short(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)[:80]
+
+
+def _validator_for(schema: Any) -> Any:
+    """jsonschema's validator class for `schema`, imported on first use: importing jsonschema
+    costs ~0.8 s (its optional format checkers), paid by every kernel that imports the report."""
+    import jsonschema
+
+    return jsonschema.validators.validator_for(schema)

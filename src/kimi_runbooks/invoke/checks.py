@@ -19,8 +19,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import jsonschema
-
 from .image import data_url, receipt_png
 from .results import Status
 from .session import CheckFailed, CheckSkipped, Recorder, Session, describe_error, split_extra
@@ -187,7 +185,7 @@ def _tool_problems(
     except ValueError as exc:
         return problems + [f"arguments are not valid JSON ({exc}): {raw[:200]!r}"]
     errors = sorted(
-        jsonschema.validators.validator_for(fn["parameters"])(fn["parameters"]).iter_errors(args),
+        _validator_for(fn["parameters"])(fn["parameters"]).iter_errors(args),
         key=lambda e: list(e.path),
     )
     if errors:
@@ -378,3 +376,11 @@ CHECKS: dict[str, Callable[[Session, Recorder], str]] = {
     "image_tools": check_image_tools,
     "concurrency": check_concurrency,
 }
+
+
+def _validator_for(schema: Any) -> Any:
+    """jsonschema's validator class for `schema`, imported on first use: importing jsonschema
+    costs ~0.8 s (its optional format checkers), paid by every kernel that imports the report."""
+    import jsonschema
+
+    return jsonschema.validators.validator_for(schema)

@@ -31,6 +31,7 @@ from ..progress import report_progress
 from ..rundir import RunFolder, now_iso, read_jsonl
 from ..server_check import check_server
 from ..toolenv import OFFLINE_ENV
+from . import shared_worker
 from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
 from .benchenv import default_bench_python
 from .capacity import capacity_plan, cell_fit, live_server_info
@@ -351,7 +352,8 @@ def run_scenarios(
     done = {r["scenario"] for r in read_jsonl(folder.bench) if r.get("status") in FINISHED} if resume else set()
     todo = [s for s in scenarios if s.id not in done]
     if worker and not command_prefix:
-        run.worker = BenchWorker(run.python, child_env, folder)
+        shared = shared_worker.find(folder, run.python, offline)  # the runbook's, already warm
+        run.worker = BenchWorker(run.python, child_env, folder, shared, {"OPENAI_API_KEY": api_key})
     try:
         run.token_checks = token_checks(todo, run, verify_tokens, progress)
         _loop(scenarios, run, done, progress, stop_when_saturated)

@@ -8,7 +8,9 @@ stderr sent to the log file, and answers one line (`{"returncode": N}`) on the o
 `{"probe": {...}, "script": ".../token_probe.py", "log": ...}` runs the token probe's `run_all`
 in this same process (no second import of sglang) and answers `{"results": [...]}`.
 A clean return is 0, SystemExit keeps its code (argparse errors: 2), any other exception is 1
-with its traceback in the log. speed/worker.py drives it.
+with its traceback in the log. A request may carry `env` (set before it runs: the stage's API
+key). speed/worker.py drives it over its stdin/stdout, or, started with `--listen PATH` by a
+runbook before its stages, over a Unix socket (speed/shared_worker.py).
 """
 
 from __future__ import annotations
@@ -97,6 +99,62 @@ class _redirected:
         os.close(self.saved[1])
 
 
+def _serve(serving: Any, lines: Any, reply: Any) -> None:
+    """Answer each request line until the input ends (a pipe closed, a connection closed)."""
+    probes: dict[str, Any] = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        for key, value in (request.get("env") or {}).items():  # e.g. OPENAI_API_KEY, per stage
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = str(value)
+        t0 = time.monotonic()
+        if "probe" in request:
+            reply.write(json.dumps({"results": _probe(probes, request)}) + "\n")
+            reply.flush()
+            continue
+        code = _run(serving, [str(a) for a in request["args"]], str(request["log"]))
+        reply.write(json.dumps({"returncode": code, "seconds": round(time.monotonic() - t0, 3)}) + "\n")
+        reply.flush()
+
+
+def _hello(serving: Any, took: float) -> str:
+    facts = {
+        "ready": True,
+        "module": serving.__name__,
+        "import_s": round(took, 3),
+        "pid": os.getpid(),
+        "pgid": os.getpgid(0),
+        "python": sys.executable,
+        "offline": os.environ.get("HF_HUB_OFFLINE") == "1",
+    }
+    return json.dumps(facts) + "\n"
+
+
+def _listen(serving: Any, took: float, path: str) -> int:
+    """Serve one connection at a time on a Unix socket (a runbook starts this before its stages,
+    so the speed stage finds sglang already imported). The socket appears once ready."""
+    import socket
+
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    tmp = f"{path}.{os.getpid()}"
+    server.bind(tmp)
+    server.listen(1)
+    os.rename(tmp, path)  # atomically visible, and only when it can answer
+    while True:
+        conn, _ = server.accept()
+        with conn, conn.makefile("r", encoding="utf-8") as lines, conn.makefile("w", encoding="utf-8") as reply:
+            try:
+                reply.write(_hello(serving, took))
+                reply.flush()
+                _serve(serving, lines, reply)
+            except (OSError, ValueError):
+                continue  # the client went away; wait for the next one
+
+
 def main() -> int:
     reply = os.fdopen(os.dup(1), "w", buffering=1)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -107,18 +165,10 @@ def main() -> int:
     except Exception as exc:  # noqa: BLE001 - reported to the driver, which falls back to the CLI
         reply.write(json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
         return 1
-    reply.write(json.dumps({"ready": True, "module": serving.__name__, "import_s": round(took, 3)}) + "\n")
-    probes: dict[str, Any] = {}
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        t0 = time.monotonic()
-        if "probe" in request:
-            reply.write(json.dumps({"results": _probe(probes, request)}) + "\n")
-            continue
-        code = _run(serving, [str(a) for a in request["args"]], str(request["log"]))
-        reply.write(json.dumps({"returncode": code, "seconds": round(time.monotonic() - t0, 3)}) + "\n")
+    if len(sys.argv) == 3 and sys.argv[1] == "--listen":
+        return _listen(serving, took, sys.argv[2])
+    reply.write(_hello(serving, took))
+    _serve(serving, sys.stdin, reply)
     return 0
 
 
