@@ -11,6 +11,9 @@ $(STAMP): pyproject.toml src/kimi_runbooks/kernel.py
 	$(BIN)/pip install -q -U pip
 	$(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/python -m kimi_runbooks.kernel install > /dev/null
+	# bytecode for the package: each stage kernel imports it, and PYTHONDONTWRITEBYTECODE
+	# environments never write it themselves (edited files are recompiled in memory as usual)
+	$(BIN)/python -m compileall -q src > /dev/null
 	touch $(STAMP)
 
 setup: $(STAMP)

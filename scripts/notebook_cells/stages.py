@@ -185,6 +185,7 @@ max_tokens_thinking: int = 8192         # max_tokens for every generation (Kimi 
 image_expect: Optional[str] = None      # text the receipt answer must mention; None: the drawn item name
 image_url: Optional[str] = None         # optional image URL for servers with internet access
 concurrency: int = 4                    # parallel requests in the concurrency smoke test; below 2 skips it
+parallel: int = 4                       # checks run this many at a time (1: one after another; the concurrency check runs alone)
 fail_on_error: bool = False             # raise at the end when any check failed
 """,
     ),
@@ -234,7 +235,7 @@ records what was expected, what each turn showed, the verdict and the reason.
         """
 results = invoke.run_all(
     target, checks, timeout=timeout, max_tokens_thinking=max_tokens_thinking,
-    image_expect=image_expect, image_url=image_url, concurrency=concurrency,
+    image_expect=image_expect, image_url=image_url, concurrency=concurrency, parallel=parallel,
     progress=invoke.progress_to(run_dir),
 )
 """,

@@ -36,8 +36,11 @@ def execute_notebook(
     execution_timeout: float | None = None,
     progress_bar: bool = False,
     log_output: bool = False,
+    save_each_cell: bool = True,
 ) -> Any:
-    """papermill.execute_notebook on an IPC kernel; `execution_timeout` bounds each cell (None: none)."""
+    """papermill.execute_notebook on an IPC kernel; `execution_timeout` bounds each cell (None: none).
+    `save_each_cell` writes the executed copy after every cell (a stage that hangs can be read
+    while it runs); the report, quick and re-renderable, skips it (~1 s with its plotly bundle)."""
     import papermill as pm
 
     return pm.execute_notebook(
@@ -50,4 +53,5 @@ def execute_notebook(
         log_output=log_output,
         execution_timeout=execution_timeout,
         kernel_manager_class=IPCKernelManager,
+        request_save_on_cell_execute=save_each_cell,
     )

@@ -204,6 +204,14 @@ def _statuses(results):
     return {r.name: r.status for r in results}
 
 
+def test_checks_run_four_at_a_time_give_the_same_verdicts_in_the_same_order(emulator_url):
+    serial = invoke.run_all(emulator_url, model=MODEL, **FAST)
+    seen: list[str] = []
+    together = invoke.run_all(emulator_url, model=MODEL, parallel=4, progress=lambda r: seen.append(r.name), **FAST)
+    assert [(r.name, r.status) for r in together] == [(r.name, r.status) for r in serial]
+    assert seen == [r.name for r in serial]  # progress is reported in order too
+
+
 def test_every_check_passes_on_the_emulator(emulator_url):
     results = invoke.run_all(emulator_url, model=MODEL, **FAST)
     statuses = _statuses(results)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -142,8 +143,13 @@ def run_all(
     concurrency: int = 4,
     emulated: bool | None = None,
     progress: Callable[[CheckResult], None] | None = None,
+    parallel: int = 1,
 ) -> list[CheckResult]:
     """Run the checks in order (all by default); each is isolated, so one failure never stops the rest.
+
+    parallel > 1 runs that many checks at a time (results still in order; the `concurrency`
+    check runs alone afterwards, since it measures concurrent requests itself). Latencies are
+    then those of a server answering a few requests at once.
 
     checks names feature checks (CHECKS) and agentic cases (AGENTIC_CASES); None runs all of both.
     target is a RunHandle or a base_url (then model, else the server's first /v1/models id).
@@ -176,13 +182,22 @@ def run_all(
         concurrency=int(concurrency or 0),
         emulated=detect_emulated(handle, timeout) if emulated is None else emulated,
     )
+
+    def one(name: str) -> list[CheckResult]:
+        return _blocked(name, session, blocked) if blocked else _run_name(name, session)
+
     results: list[CheckResult] = []
     try:
-        for name in names:
-            for result in _blocked(name, session, blocked) if blocked else _run_name(name, session):
-                results.append(result)
-                if progress:
-                    progress(result)
+        together = [n for n in names if n != "concurrency"] if parallel > 1 else []
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            futures = {name: pool.submit(one, name) for name in together}
+            for name in names:
+                if name not in futures and futures:
+                    wait(list(futures.values()))  # a check run alone waits until nothing else runs
+                for result in futures[name].result() if name in futures else one(name):
+                    results.append(result)
+                    if progress:
+                        progress(result)
     finally:
         client.close()
     return results

@@ -112,6 +112,7 @@ def render(
         kernel_name=kernel_name,
         cwd=str(folder.path),
         progress_bar=progress,
+        save_each_cell=False,
     )
     redact_notebook(folder, executed)
     return export_html(executed, folder, title=f"Kimi runbook report {folder.run_id}")
