@@ -15,7 +15,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from ..plan.catalog import ParamsError, default_params_dir
+from ..plan.catalog import SAFE_LOADER, ParamsError, default_params_dir
 
 Severity = Literal["error", "warning", "info"]
 Phase = Literal["startup", "serving", "any"]
@@ -120,7 +120,7 @@ def _load(root: Path) -> tuple[Signature, ...]:
     found: list[Signature] = []
     for path in files:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
             found += SignatureFile.model_validate(data).signatures
         except yaml.YAMLError as exc:
             raise ParamsError(f"{path}: not valid YAML: {exc}") from None

@@ -19,6 +19,7 @@ from .shell import is_env_name
 
 GIB = 1024**3
 GB = 1000**3
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: params/ loads 25x faster
 
 
 class ParamsError(ValueError):
@@ -357,9 +358,6 @@ def default_params_dir() -> Path:
     if override:
         return Path(override)
     return PARAMS_DIR
-
-
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: params/ loads 25x faster
 
 
 def _read_yaml(path: Path) -> Any:
