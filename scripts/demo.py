@@ -10,6 +10,7 @@ WARN, 1 otherwise.
 
 from __future__ import annotations
 
+import logging
 import sys
 import tempfile
 import time
@@ -26,6 +27,8 @@ RUNBOOK_GOAL_S = 30.0
 
 
 def main() -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("papermill").setLevel(logging.INFO)  # the runbook's own lines, as they come
     outputs = REPO_ROOT / "outputs"
     run_dir = outputs / f"demo-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
     print("preparing: the benchmark client's offline tokenizer (built once per bench env)", flush=True)

@@ -27,3 +27,23 @@ def test_no_run_folder_is_a_no_op(tmp_path) -> None:
     report_progress(None, "invoke", "x")
     report_progress(tmp_path / "missing", "invoke", "x")
     assert not (tmp_path / "missing").exists()
+
+
+def test_in_jupyter_a_widget_shows_stages_done_and_the_latest_event(tmp_path) -> None:
+    """The runbook's bar (ipywidgets): stages done of all, the relayed event beside it; outside a
+    kernel there is no widget, only lines."""
+    import ipywidgets
+
+    from kimi_runbooks.progress import StageBar, stage_bar
+
+    assert stage_bar(4) is None  # pytest is not a Jupyter kernel
+    bar = StageBar(4, ipywidgets)
+    folder = RunFolder.create(tmp_path / "run")
+    bar.stage("speed", 2)
+    with ProgressRelay(folder, printer=lambda line: None, interval_s=0.05, bar=bar):
+        report_progress(folder, "speed", "a: 3/8 requests <fast>", milestone=True)
+        time.sleep(0.3)
+    assert bar.bar.value == 2 and bar.bar.max == 4
+    assert bar.label.value == "speed: a: 3/8 requests &lt;fast&gt;"  # escaped: the label is HTML
+    bar.stage("speed", 3, "ok")
+    assert bar.bar.value == 3 and bar.label.value == "speed: ok"

@@ -4,11 +4,13 @@ A stage runs inside its own notebook kernel, so its prints reach the runbook onl
 ends (for the speed stage, hours later on hardware). Instead each stage appends short events to
 run_dir/progress.jsonl (`report_progress`), and the runbook tails that file while the stage runs
 (`ProgressRelay`): one line per event in papermill's log and in Jupyter, rate-limited so a
-bench client's request counter does not flood the output.
+bench client's request counter does not flood the output. In a Jupyter kernel with ipywidgets,
+`stage_bar` adds a live bar (stages done of all) with the latest event beside it.
 """
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 from collections.abc import Callable
@@ -55,11 +57,16 @@ class ProgressRelay:
     """Tails progress.jsonl in a thread and prints new events as `[runbook] <stage>: <message>`."""
 
     def __init__(
-        self, folder: RunFolder, printer: Callable[[str], None] | None = None, interval_s: float = 0.5
+        self,
+        folder: RunFolder,
+        printer: Callable[[str], None] | None = None,
+        interval_s: float = 0.5,
+        bar: StageBar | None = None,
     ) -> None:
         self.folder = folder
         self.path = folder.file(PROGRESS_FILE)
         self.printer = printer or (lambda line: print(line, flush=True))
+        self.bar = bar
         self.interval_s = interval_s
         self._seen = len(read_jsonl(self.path))
         self._last: dict[tuple[str, str], float] = {}
@@ -91,3 +98,38 @@ class ProgressRelay:
             if row.get("milestone") or due or (final and last_of_slot):
                 self._last[slot] = time.monotonic()
                 self.printer(f"[runbook] {row.get('stage')}: {row.get('message')}")
+            if self.bar is not None:
+                self.bar.event(f"{row.get('stage')}: {row.get('message')}")
+
+
+class StageBar:
+    """A Jupyter progress widget for a runbook: stages done of all, and the latest event."""
+
+    def __init__(self, total: int, widgets: Any) -> None:
+        self.bar = widgets.IntProgress(value=0, min=0, max=max(total, 1), description="stages")
+        self.label = widgets.HTML(value="starting")
+        self.box = widgets.HBox([self.bar, self.label])
+
+    def stage(self, name: str, done: int, status: str = "running") -> None:
+        self.bar.value = done
+        self.label.value = html.escape(f"{name}: {status}")
+
+    def event(self, text: str) -> None:
+        self.label.value = html.escape(text[:200])
+
+
+def stage_bar(total: int) -> StageBar | None:
+    """The widget when this process is a Jupyter kernel with ipywidgets (displayed at once), else
+    None: papermill's log and a terminal get the relayed lines only."""
+    try:
+        import ipywidgets
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return None
+    bar = StageBar(total, ipywidgets)
+    display(bar.box)
+    return bar

@@ -36,7 +36,7 @@ from .notebook_run import execute_notebook
 from .paths import NOTEBOOKS_DIR
 from .plan import LaunchPlan, ParamsError, PlanConfig, plan
 from .procs import RUN_TOKEN_ENV
-from .progress import ProgressRelay
+from .progress import ProgressRelay, StageBar, stage_bar
 from .run_fingerprint import RESULT_FILES, check_resume, fingerprint
 from .runbook_params import (
     PARAMETER_NAMES,
@@ -127,6 +127,7 @@ def run_stage(
     folder: RunFolder,
     notebooks_dir: Path,
     kernel_name: str | None = None,
+    bar: StageBar | None = None,
 ) -> report.StageState:
     """Execute one stage notebook into run_dir/notebooks/; the result is appended to stages.jsonl."""
     notebook = stage(name).notebook
@@ -142,7 +143,7 @@ def run_stage(
         print(f"[runbook] {name}: started ({source.name}; {stage(name).does})", flush=True)
         folder.append_jsonl(folder.stages, {"stage": name, "status": "running", "started_at": now_iso()})
         try:
-            with ProgressRelay(folder):
+            with ProgressRelay(folder, bar=bar):
                 execute_notebook(
                     str(source),
                     str(executed),
@@ -315,12 +316,18 @@ def _run_stages(
         with _run_environment(token):
             bench = _start_bench_worker(folder, options)
             try:
-                for name in [s for s in options.stages if s != "report"]:
+                work = [s for s in options.stages if s != "report"]
+                bar = stage_bar(len(work))
+                for done, name in enumerate(work):
                     if name != "deploy" and states.get("deploy") and states["deploy"].status != "ok":
                         states[name] = report.StageState(name, "skipped", f"deploy {states['deploy'].status}")
                         record_stage(folder, states[name])
                         continue
-                    states[name] = run_stage(name, config, options, folder, nb_dir, kernel_name)
+                    if bar is not None:
+                        bar.stage(name, done)
+                    states[name] = run_stage(name, config, options, folder, nb_dir, kernel_name, bar)
+                    if bar is not None:
+                        bar.stage(name, done + 1, states[name].status)
             finally:
                 if bench is not None:
                     bench.stop()
