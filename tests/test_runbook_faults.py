@@ -57,7 +57,7 @@ def test_malformed_tool_call_json_fails_the_accuracy_stage(tmp_path):
 
 @pytest.mark.parametrize(
     ("success", "expected"),
-    [(0, "FAIL"), (9, "WARN"), (12, "PASS")],
+    [(0, "FAIL"), (1, "FAIL"), (5, "FAIL"), (6, "WARN"), (9, "WARN"), (12, "PASS")],  # most failed: failed
 )
 def test_the_verdict_follows_the_failed_count(tmp_path, success, expected):
     """A crafted run folder: 12 tool-call requests of which `success` succeeded."""

@@ -49,7 +49,7 @@ class RunbookOptions(BaseModel):
     scenario_set: str | None = "smoke"
     eval_suites: list[str] | None = None
     run_dir: str | None = None
-    time_scale: float = Field(default=1.0, gt=0)
+    time_scale: float = Field(default=1.0, gt=0, le=1000, allow_inf_nan=False)
     fail_on_error: bool = True
     force: bool = False
     """Reuse a run folder that holds another configuration's results (they are moved aside)."""

@@ -42,8 +42,9 @@ poller) and end; a second sweep after this catches whatever they started meanwhi
 class Watchdog:
     """The runbook's side: start it, and release it after a clean teardown."""
 
-    def __init__(self, process: subprocess.Popen[bytes], sock: socket.socket) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], sock: socket.socket, folder: RunFolder | None = None) -> None:
         self.process = process
+        self.folder = folder
         self._sock = sock
 
     @classmethod
@@ -64,7 +65,7 @@ class Watchdog:
                 pass_fds=tuple(keep_fds),
             )
         theirs.close()
-        return cls(process, ours)
+        return cls(process, ours, folder)
 
     def release(self, timeout: float = 10.0) -> None:
         """The runbook tore down itself: tell the watchdog to exit without acting."""
@@ -78,6 +79,8 @@ class Watchdog:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self.folder is not None:  # it wrote its log after open_log's close: redact what it wrote
+            self.folder.redact_file(self.folder.logs / "watchdog.log")
 
     @property
     def pid(self) -> int:

@@ -78,8 +78,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
         fault = parse_fault(args.fault)
     except ValueError as exc:
         parser.error(str(exc))
-    if args.time_scale <= 0:
-        parser.error("--time-scale must be positive")
+    if not 0 < args.time_scale <= 1000:  # also refuses nan and inf (a run that would never end)
+        parser.error("--time-scale must be a number above 0 and at most 1000 (0.01 runs 100x faster)")
     profile = _profile(args, launch_args)
     if args.context_length:
         launch_args["context_length"] = args.context_length

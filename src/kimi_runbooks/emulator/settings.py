@@ -95,8 +95,8 @@ class EmulatorSettings:
     def __post_init__(self) -> None:
         if isinstance(self.fault, str):
             self.fault = parse_fault(self.fault)
-        if self.time_scale <= 0:
-            raise ValueError("time_scale must be positive")
+        if not 0 < self.time_scale <= 1000:  # also refuses nan and inf
+            raise ValueError("time_scale must be above 0 and at most 1000")
         if self.fault and self.fault.kind == "slow-start" and self.fault.value is not None:
             self.startup_seconds = max(self.startup_seconds, self.fault.value)
         if self.launch_args.get("context_length"):

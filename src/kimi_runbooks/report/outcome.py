@@ -94,6 +94,8 @@ def suite_problems(suite: str, rows: Sequence[dict[str, Any]]) -> tuple[list[str
             failed = int(total - done)
             if done == 0:
                 failures.append(f"accuracy suite {suite}: every request failed (0 of {int(total)} succeeded)")
+            elif failed > total / 2:  # most of the work failed: the stage failed
+                failures.append(f"accuracy suite {suite}: most requests failed ({failed} of {int(total)})")
             elif failed > 0:
                 partial.append(f"accuracy suite {suite}: {failed} of {int(total)} requests failed")
     schema = metrics.get("schema_accuracy")
@@ -106,6 +108,8 @@ def suite_problems(suite: str, rows: Sequence[dict[str, Any]]) -> tuple[list[str
     rate, n = (_number(error_rate.get("value")), _number(error_rate.get("n"))) if error_rate else (None, None)
     if rate is not None and rate >= 1.0:
         failures.append(f"accuracy suite {suite}: every request errored (error_rate 1.0 over {int(n or 0)})")
+    elif rate is not None and rate > 0.5:
+        failures.append(f"accuracy suite {suite}: most requests errored (error_rate {rate:.2g} over {int(n or 0)})")
     elif rate:
         partial.append(f"accuracy suite {suite}: error_rate {rate:.2g} over {int(n or 0)} requests")
     return failures, partial

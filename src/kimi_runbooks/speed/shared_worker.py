@@ -37,6 +37,7 @@ class SharedWorker:
 
     def stop(self) -> None:
         stop_group(self.proc, grace_s=0)
+        self.folder.redact_file(self.folder.logs / "bench-worker.log")  # written after open_log closed
         Path(str(self.description["socket"])).unlink(missing_ok=True)
         self.folder.file(SHARED_FILE).unlink(missing_ok=True)
 

@@ -203,6 +203,14 @@ class BenchWorker:
         channel, self.channel = self.channel, None
         if channel is None:
             return
+        try:
+            self._close(channel)
+        finally:
+            log = self.folder.logs / "bench-worker.log"
+            if log.exists():
+                self.folder.redact_file(log)  # the worker wrote it after open_log closed
+
+    def _close(self, channel: _Channel) -> None:
         if channel.proc is None:
             channel.close()
             return
