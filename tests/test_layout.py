@@ -4,6 +4,7 @@ and no file written into a run folder except through `rundir.RunFolder` (which r
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,16 @@ def test_write_detector_sees_each_kind_of_write(tmp_path: Path) -> None:
         "json.dump({}, fh)\nshutil.copyfile('a', 'b')\nopen('r')\nPath('q').open()\n"
     )
     assert len(_writes(sample)) == 5
+
+
+def test_no_test_edits_sys_path() -> None:
+    """Tests import the package as installed and their helpers through pytest's rootdir; scripts
+    run by another interpreter get their own folder on sys.path from Python itself."""
+    tests_dir = REPO_ROOT / "tests"
+    edits = [
+        f"{path.relative_to(tests_dir)}:{n}"
+        for path in sorted(tests_dir.rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"sys\.path\.(insert|append|extend)\(", line) and path.name != "test_layout.py"
+    ]
+    assert not edits, f"sys.path edited in {edits}"

@@ -148,5 +148,4 @@ def main(argv: list[str]) -> int:
 if __name__ == "__main__":
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.exit(main(sys.argv))

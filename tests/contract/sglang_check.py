@@ -22,9 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import compare
+import compare  # siblings: `python tests/contract/sglang_check.py` puts this folder on sys.path
 import replay
 import surface_checks
 
