@@ -83,7 +83,7 @@ def run_accuracy(cfg: AccuracyConfig) -> list[EvalRow]:
             continue
         start = time.monotonic()
         report_progress(ctx.folder, "accuracy", f"{suite}: started ({SUITES[suite][0]})", milestone=True)
-        sampler = MetricsSampler(ctx.handle.base_url, folder=ctx.folder, scenario=f"accuracy-{suite}", interval_s=1.0)
+        sampler = MetricsSampler(ctx.handle.base_url, folder=ctx.folder, scenario=f"accuracy-{suite}")
         try:
             with sampler:  # what the server did while the suite ran (speed/metrics.py)
                 rows = RUNNERS[suite](ctx, suite)

@@ -11,7 +11,7 @@ from ..invoke import agentic_card
 from ..speed.inside import sweep_goodput
 from ..speed.saturation import concurrency_label
 from .collect import RunData
-from .html_parts import DASH, Column, details, esc, fmt_number, pre, table, text_cell
+from .html_parts import DASH, Column, details, esc, fmt_number, missing, pre, table, text_cell
 from .tables import external_table, stages_table
 from .verdict import accuracy_comparison
 
@@ -122,13 +122,15 @@ def speed_section(data: RunData) -> str:
     prices = sorted({str(p) for p in data.speed.get("price_source", pd.Series(dtype=object)).dropna()})
     if prices:
         note += "; $/M tokens at the device-hour price of " + ", ".join(prices)
-    shown = [c for c in SPEED_COLUMNS if c.key in ("scenario", "status") or any(_present(r.get(c.key)) for r in rows)]
+    shown = [
+        c for c in SPEED_COLUMNS if c.key in ("scenario", "status") or any(not missing(r.get(c.key)) for r in rows)
+    ]
     sweeps = sweep_goodput(data.speed)
     best = "".join(
         f"<li>{esc(r['sweep'])} (SLO {esc(r['SLO (ms)'])}): "
         + (
             f"highest concurrency meeting it: {int(r['best concurrency meeting the SLO'])}"
-            if _present(r["best concurrency meeting the SLO"])
+            if not missing(r["best concurrency meeting the SLO"])
             else "no concurrency met it"
         )
         + f" (of {esc(r['concurrencies'])})</li>"
@@ -136,11 +138,6 @@ def speed_section(data: RunData) -> str:
     )
     goodput = f'<p class="note">Goodput, per sweep:</p><ul>{best}</ul>' if best else ""
     return f'<p class="note">{esc(note)}</p>' + table(shown, rows, "no scenario ran") + goodput
-
-
-def _present(value: Any) -> bool:
-    """A cell worth a column: not None, NaN or empty (a column nobody filled is left out)."""
-    return value is not None and value == value and value != ""
 
 
 def accuracy_section(data: RunData) -> str:

@@ -57,6 +57,10 @@ def parse_metrics(text: str) -> dict[str, float]:
     return {**sums, **maxima, **hist}
 
 
+SAMPLE_INTERVAL_S = 0.5
+"""Between two scrapes: often enough for a few-second scenario, too rarely to load a server."""
+
+
 @dataclass
 class MetricsSampler:
     """Scrapes /metrics every `interval_s` in a thread while a scenario runs (a context manager)."""
@@ -65,7 +69,7 @@ class MetricsSampler:
     folder: RunFolder | None = None
     scenario: str = "scenario"
     api_key: str | None = None
-    interval_s: float = 1.0
+    interval_s: float = SAMPLE_INTERVAL_S
     samples: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)

@@ -18,7 +18,7 @@ from ..plan.catalog import Scenario
 from ..rundir import RunFolder
 from . import efficiency, goodput, saturation
 from .argv import BenchTarget
-from .metrics import MetricsSampler
+from .metrics import SAMPLE_INTERVAL_S, MetricsSampler
 from .telemetry import TelemetrySampler, find_tool
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
@@ -33,7 +33,7 @@ class ObserveConfig:
     telemetry_tool: str | None = None
     telemetry_where: str = ""
     """"this host (local)" when sampled, else why nothing was sampled."""
-    interval_s: float = 0.5
+    interval_s: float = SAMPLE_INTERVAL_S
     price_per_device_hour: float | None = None
     price_source: str | None = None
     slo_attainment: float = goodput.DEFAULT_ATTAINMENT
@@ -74,7 +74,7 @@ def observe_config(
     price_per_device_hour: float | None = None,
     price_source: str | None = None,
     metrics: bool = True,
-    interval_s: float = 0.5,
+    interval_s: float = SAMPLE_INTERVAL_S,
     time_scale: float | None = None,
     environ: dict[str, str] | None = None,
 ) -> ObserveConfig:

@@ -79,12 +79,12 @@ def failure_text(code: int | None, log: str, wrote_result: bool) -> str:
 def request_details(output_file: Path) -> dict[str, Any] | None:
     """From the `--output-details` result line: how many requests failed and their distinct errors,
     plus the input/output lengths bench_serving recorded (min, max, total)."""
-    try:
-        lines = [ln for ln in output_file.read_text(errors="replace").splitlines() if ln.strip().startswith("{")]
-        row = json.loads(lines[-1]) if lines else None
-    except (OSError, ValueError):
-        return None
-    if not isinstance(row, dict) or "errors" not in row:
+    return details_of(raw_result(output_file))
+
+
+def details_of(row: dict[str, Any]) -> dict[str, Any] | None:
+    """request_details of a result line already read (None without per-request details)."""
+    if "errors" not in row:
         return None
     errors = [str(e) for e in row.get("errors") or [] if e]
     details: dict[str, Any] = {

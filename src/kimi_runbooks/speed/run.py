@@ -37,7 +37,7 @@ from .benchenv import default_bench_python
 from .capacity import capacity_plan, cell_fit, live_server_info
 from .goodput import goodput_argv
 from .observe import ObserveConfig, ScenarioObserver, observe_for_run, sweep_key
-from .outcome import classify, raw_result, request_details
+from .outcome import classify, details_of, raw_result
 from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .results import FINISHED, load_results
 from .saturation import should_stop
@@ -187,9 +187,10 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
             code, timed_out = _execute(run, argv, log_path, timeout, scenario.id)
     folder.redact_file(output_file)  # bench_serving embeds /server_info, which can carry the api_key
     metrics, parsed_from = _parse_outputs(output_file, log_path)
-    details = request_details(output_file)
+    raw = raw_result(output_file)  # read once: per-request arrays for the details and goodput
+    details = details_of(raw)
     if run.observe is not None:
-        bench = {**raw_result(output_file), **(metrics or {})}  # per-request arrays for goodput
+        bench = {**raw, **(metrics or {})}
         row.update(observer.derive(bench, run.common.get("devices"), bool(run.common.get("emulated"))))
     row.update(
         duration_s=round(time.monotonic() - t0, 3),
