@@ -181,3 +181,40 @@ def test_a_runbooks_shared_worker_serves_the_stage_and_stops_with_the_run(tokeni
     assert not os.path.exists(shared.description["socket"])
     shared.proc.wait(timeout=10)
     assert shared_worker.find(folder, shared.description["python"], True) is None
+
+
+def test_a_killed_shared_worker_fails_its_scenario_as_died_not_timed_out(tokenizer, tmp_path):
+    """Killed with SIGKILL, the runbook's worker stays a zombie (the runbook reaps it later): the end
+    of its output, not its pid, says it died. The scenario names that, the next one runs in a worker
+    of the stage's own."""
+    from kimi_runbooks.speed import shared_worker
+
+    folder = RunFolder.create(tmp_path / "run")
+    shared = shared_worker.start(folder, offline=True)
+    assert shared is not None
+    log = folder.logs / "bench-crash.log"
+
+    def kill_when_running() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if log.exists() and "/40 [" in log.read_text(errors="replace"):
+                os.killpg(shared.proc.pid, signal.SIGKILL)
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_when_running, daemon=True)
+    try:
+        with start_subprocess(["--time-scale", "1.0", *PROFILE]) as emu:
+            killer.start()
+            _run(
+                emu.base_url,
+                tokenizer,
+                folder.path,
+                [_scenario("crash", prompts=40, output_len=64), _scenario("after")],
+            )
+    finally:
+        shared.stop()
+    rows = {r["scenario"]: r for r in read_jsonl(folder.bench)}
+    assert rows["crash"]["status"] == "failed" and "BenchWorkerFailed" in rows["crash"]["error"]
+    assert "timed out" not in rows["crash"]["error"]
+    assert rows["after"]["status"] == "ok", rows["after"].get("error")

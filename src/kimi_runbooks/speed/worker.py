@@ -64,7 +64,13 @@ class _Channel:
             return False
 
     def returncode(self) -> int:
-        code = self.proc.returncode if self.proc is not None else None
+        """The exit status of a worker of our own (reaped here), else 1: a runbook's is not ours to reap."""
+        code = None
+        if self.proc is not None:
+            try:
+                code = self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
         return code if code not in (None, 0) else 1
 
     def kill(self) -> None:
@@ -170,12 +176,17 @@ class BenchWorker:
         finally:
             if log_path.exists():
                 self.folder.redact_file(log_path)  # bench_serving may print /server_info
-        if line is None:
-            if channel.alive():  # still running at the deadline
-                self._discard()
-                return None, True
-            self.channel = None  # died mid-scenario: this scenario failed, the next starts a new worker
+        if line is None:  # still running at the deadline
+            self._discard()
+            return None, True
+        if not line:  # died mid-scenario: this scenario failed, the next starts a new worker
+            self.channel = None
             channel.close()
+            with self.folder.open_log(log_path, mode="a") as log:
+                log.write(  # shaped like an exception line, so outcome.error_line shows it as the cause
+                    f"\nBenchWorkerFailed: the bench worker (process group {channel.pgid}) was killed or crashed "
+                    "during this scenario; the next scenario starts a new one\n"
+                )
             return channel.returncode(), False
         answer = _json(line) or {}
         code = answer.get("returncode")
@@ -251,7 +262,9 @@ def _connect(shared: dict[str, Any], deadline: float) -> _Channel | None:
 
 
 def _read_line(channel: _Channel, deadline: float, poll: Callable[[], None] | None) -> str | None:
-    """The worker's next reply line; None at EOF (it died) or past the deadline."""
+    """The worker's next reply line; "" when it is gone (end of its output, or it exited), None
+    past the deadline. (A socket peer killed by a signal stays a zombie until the runbook reaps it,
+    so the end of its output, not its pid, says it died.)"""
     with selectors.DefaultSelector() as sel:
         sel.register(channel.waitable, selectors.EVENT_READ)
         while True:
@@ -260,12 +273,11 @@ def _read_line(channel: _Channel, deadline: float, poll: Callable[[], None] | No
                 return None
             if sel.select(timeout=min(POLL_S, left)):
                 try:
-                    line = channel.reader.readline()
+                    return channel.reader.readline()
                 except OSError:
-                    return None
-                return line or None
+                    return ""
             if not channel.alive():
-                return None
+                return ""
             if poll is not None:
                 poll()
 
