@@ -102,3 +102,21 @@ def test_the_notebook_globals_are_checked_too():
         runbook.collect_parameters(namespace)
     del namespace["bogus_knob"]
     assert runbook.collect_parameters({**namespace, "runbook": runbook}) == {"platform": "h200", "run_dir": None}
+
+
+def test_a_stage_override_of_the_wrong_type_is_refused_before_anything_starts(tmp_path):
+    """A value meant for a number ('$(touch x)' as a price) is named with the declared type and the fix."""
+    with pytest.raises(runbook.PlanInvalid) as info:
+        runbook.run_runbook(
+            {
+                "platform": "h200",
+                "run_dir": str(tmp_path / "run"),
+                "stages": ["deploy", "speed"],
+                "stage_overrides": {"speed": {"price_per_device_hour": "$(touch pwned)", "resume": "no"}},
+            }
+        )
+    text = str(info.value)
+    assert "['price_per_device_hour'] is '$(touch pwned)'" in text and "Optional[float]" in text
+    assert "['resume'] is 'no'" in text and "declares it bool" in text
+    assert "nothing was started" in text and not (tmp_path / "run" / "handle.json").exists()
+    assert not list(tmp_path.rglob("pwned"))

@@ -188,7 +188,53 @@ def _stage_override_problems(options: RunbookOptions, notebooks_dir: Path) -> li
                 f"stage_overrides[{name!r}] names {_nearest(key, declared)}, which the {name} notebook does "
                 f"not declare. Fix: use its parameters: {sorted(declared)}."
             )
+        types = parameter_types(notebooks_dir / stage(name).notebook)
+        for key, value in sorted(values.items()):
+            wanted = types.get(key)
+            if wanted and not _fits(value, wanted):
+                problems.append(
+                    f"stage_overrides[{name!r}][{key!r}] is {value!r}, but the {name} notebook declares it "
+                    f"{wanted}. Fix: pass a value of that type."
+                )
     return problems
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "float": (int, float),
+    "bool": (bool,),
+    "list": (list, tuple),
+    "dict": (dict,),
+}
+
+
+def parameter_types(notebook: Path) -> dict[str, str]:
+    """The annotation of each typed parameter of a notebook's parameters cell (`x: Optional[int]`)."""
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "parameters" in cell.metadata.get("tags", []):
+            return {
+                node.target.id: ast.unparse(node.annotation)
+                for node in ast.parse(cell.source).body
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+            }
+    return {}
+
+
+def _fits(value: Any, annotation: str) -> bool:
+    """Whether a value suits a parameter's annotation (str, int, float, bool, list, dict, Optional[...])."""
+    inner = annotation.removeprefix("Optional[").removesuffix("]") if annotation.startswith("Optional[") else None
+    if inner is not None:
+        return value is None or _fits(value, inner)
+    kinds = _TYPES.get(annotation)
+    if kinds is None:
+        return True  # Any and the like: nothing to check
+    if isinstance(value, bool) and bool not in kinds:
+        return False  # True is an int to Python, not to a user who meant a number
+    return isinstance(value, kinds)
 
 
 def _scenario_problems(options: RunbookOptions) -> list[str]:

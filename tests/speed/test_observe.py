@@ -196,3 +196,14 @@ def test_a_saturated_sweep_stops_and_says_why(tokenizer, tmp_path):
     last_run = rows[len(rows) - len(skipped) - 1]
     assert last_run["saturation"]["saturated"] is True
     assert all(f"the sweep saturated at {last_run['scenario']}" in r["error"] for r in skipped)
+
+
+@pytest.mark.parametrize("price", ["3.5", -1.0, 0, True])
+def test_a_price_that_is_not_a_positive_number_is_refused_with_the_fix(price):
+    from kimi_runbooks.speed.argv import BenchTarget
+    from kimi_runbooks.speed.observe import observe_for_run
+
+    with pytest.raises(ValueError, match="price_per_device_hour is .*Fix: a positive number"):
+        observe_for_run(
+            None, BenchTarget(base_url="http://127.0.0.1:1"), True, [], "h200", True, None, None, price, None
+        )

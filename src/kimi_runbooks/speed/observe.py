@@ -183,6 +183,11 @@ def observe_for_run(
     """Which samplers run and the price the cost figures use: given, else the platform's."""
     from ..plan import load_catalog
 
+    if price is not None and (isinstance(price, bool) or not isinstance(price, (int, float)) or not price > 0):
+        raise ValueError(
+            f"price_per_device_hour is {price!r}. Fix: a positive number of $ per device-hour, "
+            "or None for the platform's published price."
+        )
     known = load_catalog().platforms.get(platform) if platform else None
     if price is None and known is not None and known.price_per_device_hour:
         price, price_source = known.price_per_device_hour, known.price_source
