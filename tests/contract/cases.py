@@ -389,6 +389,14 @@ CASES: list[Case] = [
     Case("auth-models-missing", "auth", "GET", "/v1/models", variant="auth"),
     Case("auth-health-open", "auth", "GET", "/health", variant="auth"),
     Case("auth-metrics-open", "auth", "GET", "/metrics", variant="auth"),
+    Case(
+        "auth-server-info",
+        "auth",
+        "GET",
+        "/server_info",
+        headers={"authorization": f"Bearer {API_KEY}"},
+        variant="auth",
+    ),
     # ---- models and info
     Case("models", "models", "GET", "/v1/models"),
     Case("model-by-id", "models", "GET", f"/v1/models/{MODEL}"),

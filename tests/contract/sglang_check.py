@@ -175,7 +175,7 @@ def schema_checks(exchange: dict[str, Any]) -> list[tuple[str, Any, Any]]:
 
 def run(captured: dict[str, Any]) -> dict[str, Any]:
     import sglang
-    from sglang_ref import Reference
+    from sglang_ref import Reference, server_info_api_key
 
     emulator = captured["emulator"]
     deviations = emulator.get("deviations") or []
@@ -183,6 +183,7 @@ def run(captured: dict[str, Any]) -> dict[str, Any]:
     allowed_info = {d["name"] for d in deviations if d["kind"] == "server_info"}
     allowed_meta = {d["name"] for d in deviations if d["kind"] == "meta_info"}
     allowed_metrics = {d["name"] for d in deviations if d["kind"] == "metric"}
+    allowed_values = {d["name"] for d in deviations if d["kind"] == "server_info_value"}
     started = time.monotonic()
     ref = Reference(model=emulator["model"], context_length=emulator["context_length"], api_key=emulator["api_key"])
     eos = int(emulator["eos_token_id"])
@@ -226,6 +227,12 @@ def run(captured: dict[str, Any]) -> dict[str, Any]:
                 add(exchange, [("status", exchange["response"]["status"], answer["status"])])
             elif path == "/server_info":
                 add(exchange, surface_checks.check_server_info(emu_body, ref_body, allowed_info))
+                key = emulator["api_key"] if exchange["variant"] == "auth" else None
+                expected = server_info_api_key(key)
+                if "api_key" in allowed_values:  # the declared deviation: masked, never the key itself
+                    expected = "***" if key else None
+                if emu_body.get("api_key") != expected:
+                    add(exchange, [("server_info.api_key", emu_body.get("api_key"), expected)])
             elif path == "/model_info":
                 add(exchange, surface_checks.check_model_info(emu_body, ref_body, allowed_info))
             else:

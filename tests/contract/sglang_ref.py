@@ -185,6 +185,18 @@ def _api_key_middleware(app: Any, api_key: str) -> Any:
     return captured["cls"](app, **kwargs)
 
 
+def server_info_api_key(api_key: str | None) -> Any:
+    """``api_key`` as SGLang's /server_info prints it for a server started with this key.
+
+    Through SGLang's own code: ServerArgs from the CLI, then build_server_info (what the
+    route returns under the live scheduler fields).
+    """
+    from sglang.srt.utils.common import build_server_info
+
+    argv = ["--model-path", "dummy"] + (["--api-key", api_key] if api_key else [])
+    return build_server_info(prepare_server_args(argv), {})["api_key"]
+
+
 class Reference:
     """One booted reference: ``send`` replays a request; ``script`` sets what the engine yields."""
 

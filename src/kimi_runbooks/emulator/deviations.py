@@ -6,8 +6,10 @@ Each one is a marker that lets a runbook, a report or a reader tell a rehearsal 
 server; ``EmulatorSettings(strict_sglang=True)`` (CLI ``--strict-sglang``) switches all of
 them off, so a client can be checked against a server that looks like SGLang and nothing else.
 
-Not a deviation but worth saying: the emulator never echoes an API key (``api_key`` in
-/server_info is ``"***"`` when one is set, also in strict mode); SGLang prints it.
+Strict mode therefore also echoes the API key in /server_info, as SGLang 0.5.23 does
+(``ServerArgs.resolved_dict`` in sglang/srt/server_args.py redacts only watermark secrets): a
+runbook pointed at a strict emulator sees the key come back exactly as a real server sends it,
+and tests/contract/test_strict_runbook.py checks that none of it reaches a run folder.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 @dataclass(frozen=True)
 class Deviation:
-    kind: str  # "header" | "server_info" | "metric"
+    kind: str  # "header" | "server_info" (a key) | "server_info_value" (a key's value) | "metric"
     name: str
     value: str
     reason: str
@@ -41,6 +43,12 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "emulated",
         "true (and version ends in '-emulated')",
         "what deploy/bench/report read to label every number EMULATED",
+    ),
+    Deviation(
+        "server_info_value",
+        "api_key",
+        '"***" when a key is set (SGLang prints the key itself)',
+        "a rehearsal's server never hands its key to a log, a manifest or a report",
     ),
     Deviation(
         "metric", EMULATED_METRIC, "gauge 1", "so a Prometheus scrape of the emulator cannot pass for a real server"

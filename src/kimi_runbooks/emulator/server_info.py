@@ -74,7 +74,8 @@ def server_args(settings: EmulatorSettings) -> dict[str, Any]:
     args.update({k: v for k, v in settings.launch_args.items() if k in fields})
     args["context_length"] = settings.max_model_len
     args["enable_metrics"] = settings.enable_metrics
-    args["api_key"] = "***" if settings.api_key else None
+    # masked: an allowed deviation (deviations.py); strict mode echoes it as SGLang does
+    args["api_key"] = ("***" if settings.marked else settings.api_key) if settings.api_key else None
     return args
 
 
