@@ -35,7 +35,10 @@ GAUGES_SUMMED = (
 GAUGES_MAX = ("token_usage", "cache_hit_rate", "spec_accept_length")
 HISTOGRAMS = ("time_to_first_token_seconds", "inter_token_latency_seconds")
 PREFIX = "sglang:"
-METRICS_OFF = "metrics off: the server has no /metrics (start SGLang with --enable-metrics to see queueing)"
+METRICS_OFF = (
+    "metrics off: the server has no Prometheus /metrics (an SGLang server shows queueing when started"
+    " with --enable-metrics; other servers may have none)"
+)
 
 
 def parse_metrics(text: str) -> dict[str, float]:
