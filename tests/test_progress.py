@@ -47,3 +47,14 @@ def test_in_jupyter_a_widget_shows_stages_done_and_the_latest_event(tmp_path) ->
     assert bar.label.value == "speed: a: 3/8 requests &lt;fast&gt;"  # escaped: the label is HTML
     bar.stage("speed", 3, "ok")
     assert bar.bar.value == 3 and bar.label.value == "speed: ok"
+
+
+def test_the_widget_prints_a_short_line_where_only_text_is_shown() -> None:
+    """papermill's log and nbconvert show text/plain: one plain sentence, not the widget's repr."""
+    import ipywidgets
+
+    from kimi_runbooks.progress import StageBar
+
+    data = StageBar(3, ipywidgets).bundle()
+    assert "application/vnd.jupyter.widget-view+json" in data  # Jupyter still draws the widget
+    assert "HBox" not in data["text/plain"] and "IntProgress" not in data["text/plain"]

@@ -117,6 +117,13 @@ class StageBar:
     def event(self, text: str) -> None:
         self.label.value = html.escape(text[:200])
 
+    def bundle(self) -> dict[str, Any]:
+        """The widget's display data with a short plain-text form: papermill's log and nbconvert
+        print text/plain, where the widget's own repr ("HBox(children=(IntProgress(...") is noise."""
+        data: dict[str, Any] = dict(self.box._repr_mimebundle_())
+        data["text/plain"] = "[runbook stage progress: a Jupyter widget; the lines below say the same]"
+        return data
+
 
 def stage_bar(total: int) -> StageBar | None:
     """The widget when this process is a Jupyter kernel with ipywidgets (displayed at once), else
@@ -131,5 +138,5 @@ def stage_bar(total: int) -> StageBar | None:
     if shell is None or not hasattr(shell, "kernel"):
         return None
     bar = StageBar(total, ipywidgets)
-    display(bar.box)
+    display(bar.bundle(), raw=True)
     return bar
