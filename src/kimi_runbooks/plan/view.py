@@ -100,7 +100,7 @@ def plan_text(config: dict[str, Any] | PlanConfig) -> str:
 
 
 def command_generator(catalog: Catalog | None = None) -> Any:
-    """An ipywidgets form (platform, model, TP/DP/EP, DP attention, EAGLE3, parsers, KV dtype,
+    """An ipywidgets form (platform, model, devices per node, TP/DP/EP, DP attention, EAGLE3, parsers, KV dtype,
     context length) that re-plans on every change and shows command, docker form, memory and
     validation errors inline."""
     import ipywidgets as w
@@ -108,6 +108,7 @@ def command_generator(catalog: Catalog | None = None) -> Any:
     catalog = catalog or load_catalog()
     platform = w.Dropdown(options=sorted(catalog.platforms), value="h200", description="platform")
     model = w.Dropdown(options=["(recipe default)", *sorted(catalog.models)], description="model")
+    devices = w.BoundedIntText(value=0, min=0, max=64, description="devices/node (0=as shipped)")
     tp = w.BoundedIntText(value=0, min=0, max=64, description="tp (0=default)")
     dp = w.BoundedIntText(value=0, min=0, max=64, description="dp (0=none)")
     ep = w.BoundedIntText(value=0, min=0, max=64, description="ep (0=none)")
@@ -118,7 +119,7 @@ def command_generator(catalog: Catalog | None = None) -> Any:
     ctx = w.BoundedIntText(value=0, min=0, max=1_000_000, description="context (0=model)")
     version = w.Text(value="0.5.9", description="SGLang")
     out = w.Output()
-    controls = [platform, model, tp, dp, ep, dp_attn, speculative, parsers, kv, ctx, version]
+    controls = [platform, model, devices, tp, dp, ep, dp_attn, speculative, parsers, kv, ctx, version]
 
     def refresh(*_: Any) -> None:
         config: dict[str, Any] = {
@@ -128,7 +129,7 @@ def command_generator(catalog: Catalog | None = None) -> Any:
         }
         if model.value != "(recipe default)":
             config["model"] = model.value
-        for knob, widget in (("tp", tp), ("dp", dp), ("ep", ep), ("context_length", ctx)):
+        for knob, widget in (("devices", devices), ("tp", tp), ("dp", dp), ("ep", ep), ("context_length", ctx)):
             if widget.value:
                 config[knob] = widget.value
         if dp_attn.value:
