@@ -31,7 +31,7 @@ def format_plan(p: LaunchPlan) -> str:
         lines.append(f"\n## devices: {p.devices_used} in use, pinned with {pinned}")
     lines.append("\n## memory per device (estimate until a live /server_info replaces it)")
     for key, value in p.memory.as_dict().items():
-        if key != "notes":
+        if key != "notes" and not (key == "replicas" and value == 1):
             lines.append(f"  {key:<24} {value}")
     lines += [f"  note: {note}" for note in p.memory.notes]
     if p.warnings:
