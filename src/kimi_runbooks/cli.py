@@ -52,6 +52,7 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--node-ip", action="append", default=[], dest="node_ips")
     p.add_argument("--sglang-version", default=DEFAULT_SGLANG_VERSION)
+    p.add_argument("--docker-image", help="image of the docker form (default: the platform's)")
     p.add_argument(
         "--env",
         action="append",
@@ -128,6 +129,7 @@ def config_from_args(args: argparse.Namespace) -> PlanConfig:
             "devices",
             "node_ips",
             "sglang_version",
+            "docker_image",
             "allow",
             "extra_args",
         )

@@ -147,3 +147,13 @@ def test_rules_command_lists_every_rule_with_range_and_source() -> None:
         check=False,
     )
     assert bad.returncode == 2 and "0.5.9" in bad.stderr
+
+
+def test_a_plan_for_a_newer_sglang_than_its_image_says_so_until_the_image_matches() -> None:
+    p = plan({"platform": "mi355x", "tp": 8, "sglang_version": "0.5.23"})
+    assert p.ok and "image-version-differs" in {w.id for w in p.warnings}
+    image = "lmsysorg/sglang:v0.5.23-rocm700-mi35x"  # what a user would pass; not a published tag here
+    matched = plan({"platform": "mi355x", "tp": 8, "sglang_version": "0.5.23", "docker_image": image})
+    assert "image-version-differs" not in {w.id for w in matched.warnings}
+    assert matched.docker_argv is not None and image in matched.docker_argv and matched.docker_image == image
+    assert "image-version-differs" not in {w.id for w in plan({"platform": "mi355x"}).warnings}

@@ -52,6 +52,9 @@ class PlanConfig(BaseModel):
     """Add SGLang's --enable-metrics (the speed stage samples /metrics: queueing, KV pool). Off by
     default so a plan reproduces the published command; the runbooks turn it on."""
     env: dict[str, str] = Field(default_factory=dict)
+    docker_image: str | None = None
+    """The image of the docker form (default: the platform's, the cookbook's); say which one runs
+    the --sglang-version you plan for."""
     entrypoint: str = "sglang serve"
     sglang_version: str = DEFAULT_SGLANG_VERSION
     allow: list[str] = Field(default_factory=list)

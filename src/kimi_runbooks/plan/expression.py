@@ -55,6 +55,8 @@ FACT_NAMES = frozenset(
         "host",
         "api_key_env",
         "sglang_version",
+        "docker_image",
+        "image_version",
         "weights_gib_per_device",
         "usable_gib_per_device",
         "kv_budget_gib",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -242,6 +243,14 @@ def _rule(rule_id: str, message: str, fix: str) -> RuleResult:
 
 # --------------------------------------------------------------------------- facts for rules
 
+_IMAGE_TAG_VERSION = re.compile(r":v?(\d+\.\d+\.\d+(?:(?:rc|\.post|\.dev)\d+)?)")
+
+
+def image_version(image: str | None) -> str:
+    """The SGLang version in a docker image tag (lmsysorg/sglang:v0.5.9-rocm700-mi35x -> 0.5.9), or ""."""
+    match = _IMAGE_TAG_VERSION.search(image or "")
+    return match.group(1) if match else ""
+
 
 def rule_facts(
     *,
@@ -306,6 +315,8 @@ def rule_facts(
         "host": config.host,
         "api_key_env": config.api_key_env or "",
         "sglang_version": config.sglang_version,
+        "docker_image": config.docker_image or platform.docker_image or "",
+        "image_version": image_version(config.docker_image or platform.docker_image),
         "weights_gib_per_device": round(memory.weights_gib_per_device, 1),
         "usable_gib_per_device": round(memory.usable_gib_per_device, 1),
         "kv_budget_gib": memory.kv_budget_gib,

@@ -231,7 +231,8 @@ def _docker_argv(
     config: PlanConfig, platform: Platform, env: dict[str, str], server_argv: list[str]
 ) -> list[str] | None:
     """`docker run` of the platform's image; the container binds 0.0.0.0, the host port `host`."""
-    if not platform.docker_image:
+    image = config.docker_image or platform.docker_image
+    if not image:
         return None
     argv = ["docker", "run", "--rm", "-d", "--name", f"kimi-runbooks-{platform.id}-{config.port}"]
     if platform.vendor == "amd":
@@ -255,7 +256,7 @@ def _docker_argv(
     inner = list(server_argv)
     host_index = inner.index("--host") + 1
     inner[host_index] = "0.0.0.0"
-    return argv + [platform.docker_image] + shlex.split(config.entrypoint) + inner
+    return argv + [image] + shlex.split(config.entrypoint) + inner
 
 
 # --------------------------------------------------------------------------- deployments

@@ -103,6 +103,11 @@ class LaunchPlan:
     version_changes: list[VersionChange] = field(default_factory=list)
 
     @property
+    def docker_image(self) -> str | None:
+        """The image of the docker form: the user's --docker-image, else the platform's."""
+        return self.config.docker_image or self.platform.docker_image
+
+    @property
     def launch_env(self) -> dict[str, str]:
         """What the server process gets: the recipe's env plus the device pinning."""
         return {**self.env, **self.device_env}
