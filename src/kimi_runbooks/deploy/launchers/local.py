@@ -17,15 +17,13 @@ if TYPE_CHECKING:
 def local_command(plan: LaunchPlan, environ: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     """argv (the key filled in from `environ`) and the full child env for launcher='local'.
     Only references the plan generated are filled; every user value reaches SGLang as typed.
-    The plan's device pinning yields to a CUDA/HIP_VISIBLE_DEVICES the user already exported."""
+    The plan's device pinning (shown in its command) wins over an exported *_VISIBLE_DEVICES:
+    to choose the devices, plan with device_ids."""
     try:
         argv = plan.resolved_argv(environ)
         env = plan.resolved_env(environ)
     except KeyError as exc:
         raise DeployError(f"cannot launch: {exc.args[0]}. Fix: export it before launching.") from None
-    for name in plan.device_env:
-        if name in environ and name not in plan.env:
-            env.pop(name, None)
     return argv, {**environ, **env}
 
 
