@@ -22,7 +22,7 @@ def test_mi350x_tp8_exits_2_with_the_aiter_reason():
 def test_nvfp4_on_h200_exits_2_with_the_reason():
     proc = run("plan", "--platform", "h200", "--model", "kimi-k2.6-nvfp4")
     assert proc.returncode == 2
-    assert "nvfp4-needs-blackwell" in proc.stderr and "Blackwell" in proc.stderr
+    assert "fp4-weights-need-hardware" in proc.stderr and "NVFP4: NVIDIA Blackwell" in proc.stderr
 
 
 def test_json_has_the_documented_fields():
@@ -67,4 +67,4 @@ def test_bad_values_are_clear_errors(bad):
 
 def test_validate_params():
     proc = run("validate-params")
-    assert proc.returncode == 0 and "10 platforms" in proc.stdout
+    assert proc.returncode == 0 and "11 platforms" in proc.stdout

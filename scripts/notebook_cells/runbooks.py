@@ -45,6 +45,15 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
             recipe.deployment,
             "published multi-role deployment (params/deployments)" if recipe.deployment else "None: single server",
         ),
+        "devices": (
+            None,
+            f"None: {platform.devices_per_node} per node, the machine as shipped; the recipe uses {recipe.devices}"
+            + (
+                " (the plan pins them and lists the alternatives for the rest)"
+                if recipe.devices < platform.devices
+                else ""
+            ),
+        ),
         "tp": (recipe.tp, "recipe"),
         "dp": (recipe.dp, "recipe" if recipe.dp else "None: no data parallelism"),
         "ep": (recipe.ep, "recipe" if recipe.ep else "None: no expert parallelism"),
@@ -122,6 +131,15 @@ The parameters below are this platform's recipe ({recipe.source}). Every knob is
 configuration that breaks a rule stops here, with the rule, its fix and its source, before any
 server starts. The stage notebooks then run in order (deploy, invoke, speed, accuracy), each
 executed copy saved in `run_dir/notebooks/`; the server is always torn down; the report is rendered.
+"""
+    if not recipe.deployment and recipe.devices < platform.devices:
+        idle = platform.devices - recipe.devices
+        intro += f"""
+**Devices.** A {platform.name} node has {platform.devices_per_node} devices; this recipe (tp {recipe.tp}) uses
+{recipe.devices}. The plan pins them and lists what the other {idle} could do, each as a valid plan with its
+memory: another replica behind SGLang's data-parallel router (`-p dp {platform.devices // recipe.devices}`),
+or one larger tp group where the SGLang version allows it (`-p sglang_version`). On a machine with only
+{recipe.devices} devices pass `-p devices {recipe.devices}`; `-p device_ids "[4, 5, 6, 7]"` picks which ones.
 """
     cells = [
         ("md", intro),

@@ -673,6 +673,7 @@ from typing import Optional
 
 platform: str = "h200"                  # params/platforms id
 model: Optional[str] = None             # None: the platform recipe's model
+devices: Optional[int] = None           # accelerators per node you have; None: the platform's, as shipped
 tp: Optional[int] = None
 dp: Optional[int] = None
 ep: Optional[int] = None
@@ -689,7 +690,7 @@ sglang_version: str = "0.5.9"
 from kimi_runbooks.plan import command_generator, plan_text
 
 config = {k: v for k, v in dict(
-    platform=platform, model=model, tp=tp, dp=dp, ep=ep, enable_dp_attention=enable_dp_attention,
+    platform=platform, model=model, devices=devices, tp=tp, dp=dp, ep=ep, enable_dp_attention=enable_dp_attention,
     kv_cache_dtype=kv_cache_dtype, context_length=context_length, speculative=speculative,
     sglang_version=sglang_version).items() if v is not None}
 """,

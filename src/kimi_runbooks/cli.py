@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .plan import DEFAULT_SGLANG_VERSION, ParamsError, PlanConfig, format_plan, load_catalog, plan
+from .plan.view import format_rules
 
 EXIT_INVALID = 2
 
@@ -37,9 +38,21 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=30000)
     p.add_argument("--api-key-env", help="NAME of the env var holding the API key")
     p.add_argument("--model-path", help="local weights directory instead of the hub id")
-    p.add_argument("--nnodes", type=int)
+    p.add_argument("--nnodes", "--nodes", type=int, dest="nnodes", help="nodes the server spans")
+    p.add_argument(
+        "--devices",
+        type=int,
+        help="accelerators per node you have (default: the platform's, as the machine ships: 8 for AMD Instinct "
+        "and NVIDIA HGX, 4 per GB200/GB300 tray, 16 dies per Ascend A3 node)",
+    )
+    p.add_argument(
+        "--device-ids",
+        help="comma-separated accelerator indices this server uses, e.g. 4,5,6,7 (pinned with "
+        "CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ASCEND_RT_VISIBLE_DEVICES)",
+    )
     p.add_argument("--node-ip", action="append", default=[], dest="node_ips")
     p.add_argument("--sglang-version", default=DEFAULT_SGLANG_VERSION)
+    p.add_argument("--docker-image", help="image of the docker form (default: the platform's)")
     p.add_argument(
         "--env",
         action="append",
@@ -80,6 +93,16 @@ def _env_pairs(items: list[str]) -> dict[str, str]:
     return env
 
 
+def _device_ids(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise CliInputError(
+            f"--device-ids {text!r} is not a list of indices. "
+            "Fix: pass comma-separated numbers, e.g. --device-ids 4,5,6,7"
+        ) from None
+
+
 def config_from_args(args: argparse.Namespace) -> PlanConfig:
     fields: dict[str, Any] = {
         name: getattr(args, name)
@@ -103,8 +126,10 @@ def config_from_args(args: argparse.Namespace) -> PlanConfig:
             "api_key_env",
             "model_path",
             "nnodes",
+            "devices",
             "node_ips",
             "sglang_version",
+            "docker_image",
             "allow",
             "extra_args",
         )
@@ -115,6 +140,8 @@ def config_from_args(args: argparse.Namespace) -> PlanConfig:
         fields["tool_call_parser"] = None
     if args.env:
         fields["env"] = _env_pairs(args.env)
+    if args.device_ids:
+        fields["device_ids"] = _device_ids(args.device_ids)
     return PlanConfig(**{k: v for k, v in fields.items() if v is not None})
 
 
@@ -170,6 +197,24 @@ def cmd_validate_params(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rules(args: argparse.Namespace) -> int:
+    try:
+        catalog = load_catalog()
+        if args.sglang_version:
+            PlanConfig(platform="-", sglang_version=args.sglang_version)  # the version check and its fix
+    except ParamsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except ValidationError as exc:
+        print(f"error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.json:
+        print(json.dumps([r.model_dump() for r in catalog.rules], indent=2))
+    else:
+        print(format_rules(catalog, args.sglang_version))
+    return 0
+
+
 def cmd_teardown(args: argparse.Namespace) -> int:
     """Stop what runs left running: the named run folders', or every orphan the registry knows."""
     from .deploy import registry
@@ -212,6 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_plan = sub.add_parser("plan", help="validate a configuration and print its launch plan")
     _add_plan_args(p_plan)
     p_plan.set_defaults(func=cmd_plan)
+    p_rules = sub.add_parser("rules", help="list every launch rule with its SGLang version range and source")
+    p_rules.add_argument("--sglang-version", help="also say whether each versioned rule applies at this version")
+    p_rules.add_argument("--json", action="store_true")
+    p_rules.set_defaults(func=cmd_rules)
     p_val = sub.add_parser("validate-params", help="load and validate every file under params/")
     p_val.add_argument("--params-dir")
     p_val.set_defaults(func=cmd_validate_params)

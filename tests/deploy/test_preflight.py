@@ -176,3 +176,18 @@ def test_port_check_on_an_address_not_here_names_the_fix() -> None:
     check = pf.check_port("192.0.2.1", 30000)  # TEST-NET-1: never an address of this machine
     assert check.status == "fail" and "not an address of this machine" in check.detail
     assert "127.0.0.1" in check.fix
+
+
+def test_a_pinned_plan_checks_only_its_devices(fake_smi_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # an 8-GPU MI350X node, the tp-4 recipe pinned to 0-3: memory held on device 6 is not in the way
+    monkeypatch.setenv("FAKE_GPU_COUNT", "8")
+    monkeypatch.setenv("FAKE_GPU_BUSY", "6")
+    accel, mem = pf.check_accelerators(_plan("mi350x"), dict(os.environ))
+    assert accel.status == "pass" and mem.status == "pass"
+    monkeypatch.setenv("FAKE_GPU_BUSY", "2")
+    assert pf.check_accelerators(_plan("mi350x"), dict(os.environ))[1].status == "fail"
+    # pinned to 4-7 on a node that shows only 4 devices: the missing indices are named
+    monkeypatch.setenv("FAKE_GPU_COUNT", "4")
+    monkeypatch.delenv("FAKE_GPU_BUSY")
+    accel = pf.check_accelerators(make_plan({"platform": "mi350x", "device_ids": [4, 5, 6, 7]}), dict(os.environ))[0]
+    assert accel.status == "fail" and "[4, 5, 6, 7]" in accel.detail and "--device-ids" in accel.fix

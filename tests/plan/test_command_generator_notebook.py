@@ -31,3 +31,26 @@ def test_invalid_parameters_show_errors_inline(tmp_path):
     )
     text = _text(nbformat.read(out, as_version=4))
     assert "INVALID" in text and "amd-aiter-mla-heads" in text
+
+
+def test_devices_is_a_parameter_and_an_eight_gpu_amd_node_shows_the_replica_alternative(tmp_path):
+    out = tmp_path / "cg.ipynb"
+    run_notebook(
+        str(ROOT / "notebooks/command_generator.ipynb"),
+        str(out),
+        parameters={"platform": "mi300x"},
+        cwd=str(tmp_path),
+        progress_bar=False,
+    )
+    text = _text(nbformat.read(out, as_version=4))
+    assert "HIP_VISIBLE_DEVICES=0,1,2,3" in text and "2 replicas of tp 4 (--dp 2): VALID" in text
+    out4 = tmp_path / "cg4.ipynb"
+    run_notebook(
+        str(ROOT / "notebooks/command_generator.ipynb"),
+        str(out4),
+        parameters={"platform": "mi300x", "devices": 4},
+        cwd=str(tmp_path),
+        progress_bar=False,
+    )
+    text4 = _text(nbformat.read(out4, as_version=4))
+    assert "verdict: VALID" in text4 and "VISIBLE_DEVICES" not in text4 and "alternatives" not in text4

@@ -24,10 +24,10 @@ def ids(launch: object) -> set[str]:
 
 
 def test_tp_as_extra_arg_on_mi350x_hits_the_aiter_and_devices_rules_and_names_the_knob() -> None:
-    proc = cli("--platform", "mi350x", "--extra-arg=--tp-size=8")
+    proc = cli("--platform", "mi350x", "--extra-arg=--tp-size=16")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "amd-aiter-mla-heads" in proc.stderr and "devices-match" in proc.stderr
-    assert "use --tp 8 (knob tp), not --extra-arg --tp-size=8" in proc.stderr
+    assert "use --tp 16 (knob tp), not --extra-arg --tp-size=16" in proc.stderr
 
 
 def test_mem_fraction_as_extra_arg_hits_the_range_rule() -> None:
@@ -45,7 +45,7 @@ def test_host_as_extra_arg_hits_the_bind_all_warning() -> None:
 
 def test_the_last_occurrence_wins_in_both_spellings() -> None:
     launch = plan({"platform": "h200", "extra_args": ["--tp-size=8", "--tensor-parallel-size", "4"]})
-    assert "devices-match" in ids(launch)  # tp 4 on 8 GPUs: the later value is the one judged
+    assert "weights-fit" in ids(launch)  # tp 4 on H200s: the later value is the one judged
     assert launch.argv.count("--tp") == 1 and launch.argv[launch.argv.index("--tp") + 1] == "4"
     assert launch.memory.weights_gib_per_device == plan({"platform": "h200", "tp": 4}).memory.weights_gib_per_device
 

@@ -42,9 +42,9 @@ def test_allow_of_an_unknown_rule_is_an_error():
     assert "unknown-allow" in ids(plan({"platform": "h200", "allow": ["no-such-rule"]}))
 
 
-def test_nvfp4_only_on_blackwell():
-    assert "nvfp4-needs-blackwell" in ids(plan({"platform": "h200", "model": "kimi-k2.6-nvfp4"}))
-    assert "nvfp4-needs-blackwell" in ids(plan({"platform": "mi355x", "model": "kimi-k2.6-nvfp4"}))
+def test_nvfp4_only_where_the_hardware_runs_it():
+    assert "fp4-weights-need-hardware" in ids(plan({"platform": "h200", "model": "kimi-k2.6-nvfp4"}))
+    assert "fp4-weights-need-hardware" in ids(plan({"platform": "mi355x", "model": "kimi-k2.6-nvfp4"}))
     for platform in ("b200", "b300", "gb300", "rtx-pro-6000"):
         assert plan({"platform": platform, "model": "kimi-k2.6-nvfp4"}).ok, platform
 
@@ -56,7 +56,11 @@ def test_eagle3_not_on_amd_and_ascend_needs_w4a8():
 
 
 def test_topology_rules():
-    assert "devices-match" in ids(plan({"platform": "h200", "tp": 4}))
+    assert "devices-match" in ids(plan({"platform": "h200", "tp": 16}))
+    assert "devices-match" in ids(plan({"platform": "mi300x", "tp": 8, "devices": 4}))
+    assert "nodes-split-evenly" in ids(plan({"platform": "h200", "tp": 9, "nnodes": 2}))
+    idle = plan({"platform": "b300", "tp": 4})  # half a node: valid, said, pinned
+    assert idle.ok and "devices-idle" in {w.id for w in idle.warnings}
     assert "dp-divides-tp" in ids(plan({"platform": "h200", "dp": 3, "enable_dp_attention": True}))
     assert "dp-replicas-devices" in ids(plan({"platform": "b200", "model": "kimi-k2-instruct", "dp": 4}))
     assert "ep-divides-devices" in ids(plan({"platform": "h200", "ep": 3}))
@@ -69,7 +73,7 @@ def test_memory_and_context_rules():
 
 
 def test_all_failures_reported_together():
-    p = plan({"platform": "mi350x", "tp": 8, "speculative": True, "context_length": 10**6})
+    p = plan({"platform": "mi350x", "tp": 16, "speculative": True, "context_length": 10**6})
     assert {"amd-aiter-mla-heads", "eagle3-not-on-amd", "context-within-model", "devices-match"} <= ids(p)
 
 

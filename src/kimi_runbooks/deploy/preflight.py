@@ -184,13 +184,10 @@ def gpu_processes(environ: dict[str, str]) -> list[str]:
 
 def devices_needed(plan: LaunchPlan) -> int:
     """Accelerators one node of this plan uses (the whole node for published deployments)."""
-    per_node = plan.platform.devices_per_node
     if plan.deployment is not None:
-        return per_node
+        return plan.platform.devices_per_node
     knobs = resolve_knobs(plan.config, plan.platform, plan.model)
-    replicas = knobs.dp if (knobs.dp and knobs.dp > 1 and not knobs.enable_dp_attention) else 1
-    total = knobs.tp * (knobs.pp or 1) * replicas
-    return min(per_node, -(-total // max(knobs.nnodes, 1)))
+    return min(knobs.devices_per_node, -(-knobs.devices_used // max(knobs.nnodes, 1)))
 
 
 def check_accelerators(plan: LaunchPlan, environ: dict[str, str]) -> list[Check]:
@@ -214,7 +211,30 @@ def check_accelerators(plan: LaunchPlan, environ: dict[str, str]) -> list[Check]
         )
     else:
         accel = Check("accelerators", "pass", f"{len(matching)}x {want_name} visible ({smi}); {need} needed")
+    pinned = pinned_device_ids(plan)
+    if pinned is not None and matching:
+        chosen = [d for d in matching if d.index in pinned]
+        missing = sorted(set(pinned) - {d.index for d in chosen})
+        if missing and accel.status == "pass":
+            accel = Check(
+                "accelerators",
+                "fail",
+                f"the plan pins devices {sorted(pinned)}; {smi} shows no {want_name} with index {missing}",
+                "pick indices the node has with --device-ids (runbooks: -p device_ids), or plan without them",
+            )
+        return [accel, _check_memory(chosen or matching, smi, environ)]
     return [accel, _check_memory(matching or devices, smi, environ)]
+
+
+def pinned_device_ids(plan: LaunchPlan) -> set[int] | None:
+    """Indices the plan pins its server to (plan.device_env, which every launcher passes);
+    None when nothing is pinned or the value is not indices."""
+    for value in plan.device_env.values():
+        try:
+            return {int(part) for part in value.split(",") if part.strip()}
+        except ValueError:
+            return None
+    return None
 
 
 def _norm(name: str) -> str:

@@ -18,6 +18,8 @@ WEIGHT_BYTES: dict[str, tuple[float, float]] = {
     "int4": (0.5 + 2 / 32, 2.0),
     # nvfp4: 4-bit values, one fp8 scale per 16 -> 0.5 + 1/16; attention and shared FFN bf16
     "nvfp4": (0.5 + 1 / 16, 2.0),
+    # mxfp4 (OCP MX): 4-bit values, one E8M0 scale byte per 32 -> 0.5 + 1/32; dense bf16 (assumed)
+    "mxfp4": (0.5 + 1 / 32, 2.0),
     # w4a8 (modelslim): INT4 experts with per-group scales (assumed like int4), dense bf16
     "w4a8": (0.5 + 2 / 32, 2.0),
     # fp8: block-quantized (128x128 blocks, negligible scales) for every linear layer

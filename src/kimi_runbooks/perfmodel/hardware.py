@@ -46,8 +46,8 @@ def expert_dtype(model: Model, platform: Platform) -> str:
     fmt = model.weight_format
     if fmt == "fp8":
         return "fp8" if platform.fp8 else "bf16"
-    if fmt == "nvfp4":
-        return "fp4" if "nvfp4" in platform.fp4_formats else "bf16"
+    if fmt in ("nvfp4", "mxfp4"):
+        return "fp4" if fmt in platform.fp4_formats else "bf16"
     if fmt == "w4a8":
         return "int8"
     return "bf16"  # int4 W4A16: weights dequantized to bf16 inside the GEMM

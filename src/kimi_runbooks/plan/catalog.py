@@ -74,6 +74,12 @@ class Recipe(Strict):
     deployment: str | None = None
     source: str
 
+    @property
+    def devices(self) -> int:
+        """Accelerators the recipe uses: tp, times dp when dp starts whole replicas."""
+        replicas = self.dp if (self.dp and self.dp > 1 and not self.enable_dp_attention) else 1
+        return self.tp * replicas
+
 
 PeakDtype = Literal["bf16", "fp8", "fp4", "int8"]
 
@@ -111,8 +117,14 @@ class Platform(Strict):
     device_name: str
     memory_gib: float
     memory_source: str
-    devices_per_node: int
+    devices_per_node: int = Field(ge=1)
+    """Accelerators in one node as the machine ships (8 GPUs in an HGX or AMD Instinct server, 4 per
+    GB200/GB300 compute tray, 16 dies in an Atlas 800 A3); the recipe says how many a plan uses."""
+    devices_per_node_source: str | None = None
+    cards_per_node: int | None = None
+    """Physical cards when one card holds several devices (Ascend A3: 8 cards of 2 dies)."""
     nodes: int = 1
+    """Nodes the platform's default recipe spans."""
     fp8: bool
     fp4_formats: list[str] = Field(default_factory=list)
     smi: Literal["nvidia-smi", "rocm-smi", "npu-smi"]
@@ -161,16 +173,18 @@ class DraftModel(Strict):
     path: str
     size_gb: float
     source: str
+    env: EnvMap = Field(default_factory=dict)
+    """Environment the published EAGLE3 command sets (e.g. SGLANG_ENABLE_SPEC_V2=1 for Kimi-K2.5)."""
 
 
 class Model(Strict):
     id: str
     hf_id: str
     served_name: str
-    family: Literal["kimi-k2", "kimi-k2.6"]
+    family: Literal["kimi-k2", "kimi-k2.5", "kimi-k2.6"]
     architecture: Architecture
     max_context_length: int
-    weight_format: Literal["fp8", "int4", "nvfp4", "w4a8"]
+    weight_format: Literal["fp8", "int4", "nvfp4", "mxfp4", "w4a8"]
     quantization_flag: str | None = None
     checkpoint_gb: float
     checkpoint_source: str

@@ -52,10 +52,18 @@ class PlanConfig(BaseModel):
     """Add SGLang's --enable-metrics (the speed stage samples /metrics: queueing, KV pool). Off by
     default so a plan reproduces the published command; the runbooks turn it on."""
     env: dict[str, str] = Field(default_factory=dict)
+    docker_image: str | None = None
+    """The image of the docker form (default: the platform's, the cookbook's); say which one runs
+    the --sglang-version you plan for."""
     entrypoint: str = "sglang serve"
     sglang_version: str = DEFAULT_SGLANG_VERSION
     allow: list[str] = Field(default_factory=list)
     nnodes: int | None = Field(default=None, ge=1)
+    devices: int | None = Field(default=None, ge=1)
+    """Accelerators per node the user has (default: the platform's devices_per_node, the machine as shipped)."""
+    device_ids: list[int] = Field(default_factory=list)
+    """Which accelerators of the node the server uses (pinned with CUDA/HIP/ASCEND_RT_VISIBLE_DEVICES);
+    default: the first ones when the plan leaves some idle."""
     node_ips: list[str] = Field(default_factory=list)
     dist_init_port: int = Field(default=5000, ge=1, le=65535)
     ifname: str | None = None
@@ -79,6 +87,15 @@ class PlanConfig(BaseModel):
             raise ValueError(
                 f"env names {bad} are not environment variable names. Fix: use names of letters, digits "
                 "and underscores that do not start with a digit (e.g. SGLANG_USE_AITER), one entry per variable"
+            )
+        return value
+
+    @field_validator("device_ids")
+    @classmethod
+    def _distinct_ids(cls, value: list[int]) -> list[int]:
+        if any(i < 0 for i in value) or len(set(value)) != len(value):
+            raise ValueError(
+                f"device_ids {value} must be distinct accelerator indices >= 0. Fix: e.g. 4,5,6,7 for the second half"
             )
         return value
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -62,6 +63,41 @@ class ResolvedKnobs:
     tool_call_parser: str | None
     env: dict[str, str]
     nnodes: int
+    devices_per_node: int
+    """Accelerators per node the user has (config.devices, else the platform's)."""
+
+    @property
+    def replicas(self) -> int:
+        """Whole server replicas `--dp` starts (without DP attention each dp rank is a full tp group)."""
+        return self.dp if (self.dp and self.dp > 1 and not self.enable_dp_attention) else 1
+
+    @property
+    def devices_used(self) -> int:
+        return self.tp * (self.pp or 1) * self.replicas
+
+
+VISIBLE_DEVICES_ENV = {
+    "nvidia": "CUDA_VISIBLE_DEVICES",
+    "amd": "HIP_VISIBLE_DEVICES",
+    "huawei": "ASCEND_RT_VISIBLE_DEVICES",
+}
+"""The variable that pins a process to some accelerators, per vendor (CUDA, ROCm HIP, Ascend CANN)."""
+
+
+def pinned_devices(config: PlanConfig, platform: Platform, knobs: ResolvedKnobs) -> dict[str, str]:
+    """`{VAR: "0,1,2,3"}` when the plan uses only some of a node's accelerators (or the user named
+    them), so the server takes exactly those; empty when it uses the whole node or the user set VAR."""
+    var = VISIBLE_DEVICES_ENV[platform.vendor]
+    if var in knobs.env:
+        return {}
+    per_node = -(-knobs.devices_used // max(knobs.nnodes, 1))
+    if config.device_ids:
+        ids = config.device_ids
+    elif per_node < knobs.devices_per_node:
+        ids = list(range(per_node))
+    else:
+        return {}
+    return {var: ",".join(str(i) for i in ids)}
 
 
 def _parser(value: str | None, default: str | None) -> str | None:
@@ -103,13 +139,22 @@ def resolve_knobs(config: PlanConfig, platform: Platform, model: Model) -> Resol
         tool_call_parser=_parser(config.tool_call_parser, "kimi_k2"),
         env={**recipe.env, **config.env},
         nnodes=config.nnodes or platform.nodes,
+        devices_per_node=config.devices or platform.devices_per_node,
     )
 
 
 METRICS_FLAG = "--enable-metrics"
 
 
-def server_args(config: PlanConfig, knobs: ResolvedKnobs, model: Model) -> list[tuple[str, ArgValue | None]]:
+AMD_EAGLE3_FLAG = "--disable-custom-all-reduce"
+"""EAGLE on AMD must run with --disable-custom-all-reduce: the aiter custom all-reduce kernel
+(aiter::cross_device_reduce_2stage) deadlocks in the EAGLE target-verify step at high concurrency
+(sgl-project/sglang PR 29313, GLM-5.1 cookbook; the fallback is RCCL)."""
+
+
+def server_args(
+    config: PlanConfig, knobs: ResolvedKnobs, model: Model, vendor: str = "nvidia"
+) -> list[tuple[str, ArgValue | None]]:
     values = {
         "model_path": knobs.model_path,
         "served_model_name": knobs.served_model_name,
@@ -130,6 +175,8 @@ def server_args(config: PlanConfig, knobs: ResolvedKnobs, model: Model) -> list[
         args.extend(EAGLE3_ARGS)
         draft = config.draft_model_path or (model.draft_model.path if model.draft_model else None)
         args.append(("--speculative-draft-model-path", draft))
+        if vendor == "amd":
+            args.append((AMD_EAGLE3_FLAG, True))
     args.append(("--trust-remote-code", config.trust_remote_code))
     if config.enable_metrics:  # an --extra-arg of the same flag is merged in place of this one
         args.append((METRICS_FLAG, True))
@@ -196,6 +243,14 @@ def _rule(rule_id: str, message: str, fix: str) -> RuleResult:
 
 # --------------------------------------------------------------------------- facts for rules
 
+_IMAGE_TAG_VERSION = re.compile(r":v?(\d+\.\d+\.\d+(?:(?:rc|\.post|\.dev)\d+)?)")
+
+
+def image_version(image: str | None) -> str:
+    """The SGLang version in a docker image tag (lmsysorg/sglang:v0.5.9-rocm700-mi35x -> 0.5.9), or ""."""
+    match = _IMAGE_TAG_VERSION.search(image or "")
+    return match.group(1) if match else ""
+
 
 def rule_facts(
     *,
@@ -215,9 +270,11 @@ def rule_facts(
     devices: int,
     nnodes: int,
     memory: MemoryPlan,
+    devices_per_node: int | None = None,
 ) -> dict[str, Any]:
     heads = model.architecture.num_attention_heads
     dp_replicas = dp if (dp and dp > 1 and not enable_dp_attention) else 1
+    needed = tp * (pp or 1) * dp_replicas
     return {
         "platform": platform.id,
         "platform_name": platform.name,
@@ -226,7 +283,11 @@ def rule_facts(
         "fp8": platform.fp8,
         "fp4_formats": tuple(platform.fp4_formats),
         "devices": devices,
-        "devices_per_node": platform.devices_per_node,
+        "devices_per_node": devices_per_node or platform.devices_per_node,
+        "idle_devices": max(devices - needed, 0),
+        "needed_per_node": -(-needed // max(nnodes, 1)),
+        "device_ids_count": len(config.device_ids),
+        "max_device_id": max(config.device_ids, default=-1),
         "nnodes": nnodes,
         "memory_gib": platform.memory_gib,
         "runtime_reserve_gib": platform.runtime_reserve_gib,
@@ -245,7 +306,7 @@ def rule_facts(
         "pp": pp or 1,
         "tp_pp": tp * (pp or 1),
         "dp_replicas": dp_replicas,
-        "needed_devices": tp * (pp or 1) * dp_replicas,
+        "needed_devices": needed,
         "enable_dp_attention": enable_dp_attention,
         "kv_cache_dtype": kv_cache_dtype or "auto",
         "mem_fraction_static": mem_fraction_static,
@@ -254,6 +315,8 @@ def rule_facts(
         "host": config.host,
         "api_key_env": config.api_key_env or "",
         "sglang_version": config.sglang_version,
+        "docker_image": config.docker_image or platform.docker_image or "",
+        "image_version": image_version(config.docker_image or platform.docker_image),
         "weights_gib_per_device": round(memory.weights_gib_per_device, 1),
         "usable_gib_per_device": round(memory.usable_gib_per_device, 1),
         "kv_budget_gib": memory.kv_budget_gib,

@@ -16,14 +16,22 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from .catalog import Catalog, Model, Platform, load_catalog
-from .config import PlanConfig
+from .catalog import Catalog, Model, Platform, Rule, load_catalog
+from .config import DEFAULT_SGLANG_VERSION, PlanConfig
 from .deployments import plan_deployment
 from .flags import canonical_flag, merge_args, parse_extra_args
-from .knobs import ResolvedKnobs, apply_knob_flags, resolve_knobs, rule_facts, server_args, unknown_allows
-from .launch_plan import LaunchPlan, NodeCommand
+from .knobs import (
+    ResolvedKnobs,
+    apply_knob_flags,
+    pinned_devices,
+    resolve_knobs,
+    rule_facts,
+    server_args,
+    unknown_allows,
+)
+from .launch_plan import Alternative, LaunchPlan, NodeCommand, VersionChange
 from .memory import plan_memory
-from .rules import RuleResult, check_rules
+from .rules import RuleExpressionError, RuleResult, check_rules, evaluate, rule_applies
 from .shell import Ref, Word, args_to_argv, env_ref, join_word, render_script, shell_command
 
 
@@ -46,12 +54,14 @@ def plan(config: PlanConfig | dict[str, Any], catalog: Catalog | None = None) ->
     return _plan_single(config, catalog, platform, model)
 
 
-def _plan_single(config: PlanConfig, catalog: Catalog, platform: Platform, model: Model) -> LaunchPlan:
+def _plan_single(
+    config: PlanConfig, catalog: Catalog, platform: Platform, model: Model, *, alternatives: bool = True
+) -> LaunchPlan:
     leading, extra = parse_extra_args(config.extra_args)
     config, extra, refused = apply_knob_flags(config, extra)
     _, recipe_extra = parse_extra_args(platform.recipe.extra_args if platform.recipe.model == model.id else [])
     knobs = resolve_knobs(config, platform, model)
-    args = merge_args(server_args(config, knobs, model), [*recipe_extra, *extra])
+    args = merge_args(server_args(config, knobs, model, platform.vendor), [*recipe_extra, *extra])
     lookup = {canonical_flag(f): v for f, v in args}
     speculative = lookup.get("--speculative-algorithm") not in (None, False)
     dp_ranks = (knobs.dp or 1) if knobs.enable_dp_attention else 1
@@ -64,6 +74,7 @@ def _plan_single(config: PlanConfig, catalog: Catalog, platform: Platform, model
         kv_cache_dtype=knobs.effective_kv_cache_dtype,
         dp_attention_ranks=dp_ranks,
         speculative=speculative,
+        replicas=knobs.replicas,
     )
     facts = rule_facts(
         config=config,
@@ -79,28 +90,34 @@ def _plan_single(config: PlanConfig, catalog: Catalog, platform: Platform, model
         mem_fraction_static=knobs.effective_mem_fraction_static,
         context_length=knobs.context_length,
         speculative=speculative,
-        devices=platform.devices_per_node * knobs.nnodes,
+        devices=knobs.devices_per_node * knobs.nnodes,
         nnodes=knobs.nnodes,
         memory=memory,
+        devices_per_node=knobs.devices_per_node,
     )
     results: list[RuleResult] = [*refused, *check_rules(catalog.rules, facts, set(config.allow))]
     results.extend(unknown_allows(config, catalog))
     results.sort(key=lambda r: r.severity != "error")
 
+    env = dict(knobs.env)
+    if speculative and model.draft_model is not None:
+        env = {**model.draft_model.env, **env}
+    device_env = pinned_devices(config, platform, knobs)
+    launch_env = {**env, **device_env}
     server_argv = args_to_argv(args) + leading
     argv = shlex.split(config.entrypoint) + server_argv
     nodes: list[NodeCommand] = []
     if knobs.nnodes > 1:
-        nodes = _multi_node_commands(config, knobs, argv)
-    docker_argv = _docker_argv(config, platform, knobs, server_argv)
-    return LaunchPlan(
+        nodes = _multi_node_commands(config, knobs, argv, launch_env)
+    docker_argv = _docker_argv(config, platform, launch_env, server_argv)
+    launch = LaunchPlan(
         config=config,
         platform=platform,
         model=model,
         deployment=None,
         argv=argv,
-        env=dict(knobs.env),
-        command=shell_command(argv, knobs.env),
+        env=env,
+        command=shell_command(argv, launch_env),
         docker_argv=docker_argv,
         docker=shell_command(docker_argv) if docker_argv else None,
         nodes=nodes,
@@ -109,10 +126,87 @@ def _plan_single(config: PlanConfig, catalog: Catalog, platform: Platform, model
         serve_host=config.host,
         serve_port=config.port,
         results=results,
+        device_env=device_env,
+        version_changes=version_changes(catalog.rules, facts),
     )
+    if alternatives and facts["idle_devices"] > 0 and knobs.nnodes == 1:
+        launch.alternatives = _alternatives(config, catalog, platform, model, knobs)
+    return launch
 
 
-def _multi_node_commands(config: PlanConfig, knobs: ResolvedKnobs, argv: list[str]) -> list[NodeCommand]:
+def version_changes(rules: list[Rule], facts: dict[str, Any]) -> list[VersionChange]:
+    """Rules with a version range that apply (or fire) differently at the plan's SGLang version
+    than at the default one, for this plan's platform and model."""
+    if facts["sglang_version"] == DEFAULT_SGLANG_VERSION:
+        return []
+    at_default = {**facts, "sglang_version": DEFAULT_SGLANG_VERSION}
+    changes = []
+    for rule in rules:
+        if not rule.applies.sglang:
+            continue
+        try:
+            before, now = rule_applies(rule, at_default), rule_applies(rule, facts)
+            fires = bool(evaluate(rule.violation, facts))
+        except (RuleExpressionError, TypeError, ValueError, ArithmeticError, LookupError, AttributeError):
+            continue  # check_rules reports a broken rule
+        if before != now:
+            changes.append(
+                VersionChange(
+                    rule.id, rule.applies.sglang, DEFAULT_SGLANG_VERSION, before, now, before and fires, now and fires
+                )
+            )
+    return changes
+
+
+def _alternatives(
+    config: PlanConfig, catalog: Catalog, platform: Platform, model: Model, knobs: ResolvedKnobs
+) -> list[Alternative]:
+    """Ways to use the whole node when the plan leaves devices idle: whole replicas behind SGLang's
+    data-parallel router (`--dp N`), and one larger tp group where the rules at this version allow it."""
+    found: list[Alternative] = []
+    group = knobs.tp * (knobs.pp or 1)
+    devices = knobs.devices_per_node
+    base = config.model_dump(exclude={"device_ids"})
+    if knobs.replicas == 1 and not knobs.enable_dp_attention and devices // group >= 2:
+        replicas = devices // group
+        found.append(
+            _alternative(
+                f"{replicas} replicas of tp {group} (--dp {replicas})",
+                f"SGLang's data-parallel router (--dp {replicas} without --enable-dp-attention) starts {replicas} "
+                f"copies of the tp {group} server and spreads requests over them: about {replicas}x the throughput "
+                "and KV pool, the same latency per request",
+                {**base, "dp": replicas, "enable_dp_attention": None},
+                catalog,
+                platform,
+                model,
+            )
+        )
+    if (knobs.pp or 1) == 1 and knobs.replicas == 1 and devices > knobs.tp:
+        alt = _alternative(
+            f"tp {devices} (one server on all {devices} devices)",
+            f"one tp {devices} group: the weights spread over {devices} devices, leaving more memory per device "
+            "for the KV pool and lower latency per token",
+            {**base, "tp": devices},
+            catalog,
+            platform,
+            model,
+        )
+        found.append(alt)
+    return found
+
+
+def _alternative(
+    title: str, why: str, fields: dict[str, Any], catalog: Catalog, platform: Platform, model: Model
+) -> Alternative:
+    config = PlanConfig.model_validate(fields)
+    alt_plan = _plan_single(config, catalog, platform, model, alternatives=False)
+    refused = [e.id for e in alt_plan.errors]
+    return Alternative(title, why, alt_plan if not refused else None, refused)
+
+
+def _multi_node_commands(
+    config: PlanConfig, knobs: ResolvedKnobs, argv: list[str], env: dict[str, str]
+) -> list[NodeCommand]:
     master = config.node_ips[0] if config.node_ips else env_ref("NODE0_IP", "NODE0_IP to the address of node 0")
     commands = []
     for rank in range(knobs.nnodes):
@@ -124,9 +218,9 @@ def _multi_node_commands(config: PlanConfig, knobs: ResolvedKnobs, argv: list[st
             "--dist-init-addr",
             join_word(master, f":{config.dist_init_port}"),
         ]
-        command = shell_command(node_argv, knobs.env)
-        script = render_script([], [], [], knobs.env, node_argv)
-        commands.append(NodeCommand("server", rank, node_argv, dict(knobs.env), command, script))
+        command = shell_command(node_argv, env)
+        script = render_script([], [], [], env, node_argv)
+        commands.append(NodeCommand("server", rank, node_argv, dict(env), command, script))
     return commands
 
 
@@ -134,10 +228,11 @@ HF_CACHE_MOUNT = Word(Ref("HOME"), "/.cache/huggingface:/root/.cache/huggingface
 
 
 def _docker_argv(
-    config: PlanConfig, platform: Platform, knobs: ResolvedKnobs, server_argv: list[str]
+    config: PlanConfig, platform: Platform, env: dict[str, str], server_argv: list[str]
 ) -> list[str] | None:
     """`docker run` of the platform's image; the container binds 0.0.0.0, the host port `host`."""
-    if not platform.docker_image:
+    image = config.docker_image or platform.docker_image
+    if not image:
         return None
     argv = ["docker", "run", "--rm", "-d", "--name", f"kimi-runbooks-{platform.id}-{config.port}"]
     if platform.vendor == "amd":
@@ -154,14 +249,14 @@ def _docker_argv(
         argv += ["--gpus", "all"]
     argv += ["--ipc=host", "--shm-size", "32g", "-p", f"{config.host}:{config.port}:{config.port}"]
     argv += ["-v", HF_CACHE_MOUNT]
-    for key, value in knobs.env.items():
+    for key, value in env.items():
         argv += ["-e", join_word(f"{key}=", value)]
     if config.api_key_env:
         argv += ["-e", config.api_key_env]
     inner = list(server_argv)
     host_index = inner.index("--host") + 1
     inner[host_index] = "0.0.0.0"
-    return argv + [platform.docker_image] + shlex.split(config.entrypoint) + inner
+    return argv + [image] + shlex.split(config.entrypoint) + inner
 
 
 # --------------------------------------------------------------------------- deployments

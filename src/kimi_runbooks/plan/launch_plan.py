@@ -34,6 +34,50 @@ class NodeCommand:
         }
 
 
+@dataclass(frozen=True)
+class Alternative:
+    """Another way to use the devices a plan leaves idle: a valid plan of its own, or why not."""
+
+    title: str
+    why: str
+    plan: LaunchPlan | None
+    refused_by: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "why": self.why,
+            "valid": self.plan is not None and self.plan.ok,
+            "refused_by": list(self.refused_by),
+            "command": self.plan.command if self.plan else None,
+            "docker": self.plan.docker if self.plan else None,
+            "devices_used": self.plan.devices_used if self.plan else None,
+            "memory": self.plan.memory.as_dict() if self.plan else None,
+        }
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    """A rule whose SGLang version range makes it apply differently than at the default version."""
+
+    rule_id: str
+    sglang: str
+    default_version: str
+    applies_at_default: bool
+    applies_now: bool
+    fires_at_default: bool
+    fires_now: bool
+
+    def __str__(self) -> str:
+        def state(applies: bool, fires: bool) -> str:
+            return ("applies, fires" if fires else "applies, passes") if applies else "does not apply"
+
+        return (
+            f"{self.rule_id} (SGLang {self.sglang}): at {self.default_version} "
+            f"{state(self.applies_at_default, self.fires_at_default)}; now {state(self.applies_now, self.fires_now)}"
+        )
+
+
 @dataclass
 class LaunchPlan:
     config: PlanConfig
@@ -51,6 +95,22 @@ class LaunchPlan:
     serve_host: str
     serve_port: int
     results: list[RuleResult] = field(default_factory=list)
+    device_env: dict[str, str] = field(default_factory=dict)
+    """The devices this plan pins (CUDA/HIP/ASCEND_RT_VISIBLE_DEVICES) when it leaves some of the
+    node idle; part of the command, the docker form and the launch env, kept apart from `env` (the
+    recipe's variables)."""
+    alternatives: list[Alternative] = field(default_factory=list)
+    version_changes: list[VersionChange] = field(default_factory=list)
+
+    @property
+    def docker_image(self) -> str | None:
+        """The image of the docker form: the user's --docker-image, else the platform's."""
+        return self.config.docker_image or self.platform.docker_image
+
+    @property
+    def launch_env(self) -> dict[str, str]:
+        """What the server process gets: the recipe's env plus the device pinning."""
+        return {**self.env, **self.device_env}
 
     @property
     def errors(self) -> list[RuleResult]:
@@ -69,9 +129,7 @@ class LaunchPlan:
         """Accelerators serving this plan, all nodes and roles: the divisor of per-GPU numbers."""
         if self.deployment is not None:
             return sum(role.nodes for role in self.deployment.roles) * self.platform.devices_per_node
-        knobs = resolve_knobs(self.config, self.platform, self.model)
-        replicas = knobs.dp if (knobs.dp and knobs.dp > 1 and not knobs.enable_dp_attention) else 1
-        return knobs.tp * (knobs.pp or 1) * replicas
+        return resolve_knobs(self.config, self.platform, self.model).devices_used
 
     @property
     def base_url(self) -> str:
@@ -85,8 +143,9 @@ class LaunchPlan:
         return [expand_word(a, environ) for a in self.argv]
 
     def resolved_env(self, environ: dict[str, str]) -> dict[str, str]:
-        """The plan's env with its generated references filled from `environ`."""
-        return {k: expand_word(v, environ) for k, v in self.env.items()}
+        """The plan's launch env (recipe env and device pinning) with its generated references
+        filled from `environ`."""
+        return {k: expand_word(v, environ) for k, v in self.launch_env.items()}
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -98,6 +157,7 @@ class LaunchPlan:
             "command": self.command,
             "argv": self.argv,
             "env": self.env,
+            "device_env": self.device_env,
             "docker": self.docker,
             "docker_argv": self.docker_argv,
             "nodes": [n.as_dict() for n in self.nodes],
@@ -108,6 +168,8 @@ class LaunchPlan:
             "errors": [str(e) for e in self.errors],
             "warnings": [str(w) for w in self.warnings],
             "rules": [r.as_dict() for r in self.results],
+            "alternatives": [a.as_dict() for a in self.alternatives],
+            "version_changes": [str(c) for c in self.version_changes],
         }
 
 

@@ -80,6 +80,13 @@ class MemoryPlan:
     kv_pool_tokens_total: int
     source: str = "estimate"
     notes: list[str] = field(default_factory=list)
+    replicas: int = 1
+    """Whole server replicas (`--dp` without DP attention), each with its own tp group and pool."""
+
+    @property
+    def pools(self) -> int:
+        """Independent KV pools requests are spread over: DP-attention ranks x replicas."""
+        return max(self.dp_attention_ranks, 1) * max(self.replicas, 1)
 
     def with_live_capacity(self, max_total_num_tokens: int, dp_ranks: int | None = None) -> MemoryPlan:
         """The same plan with SGLang's own pool size (GET /server_info) in place of the estimate;
@@ -89,13 +96,13 @@ class MemoryPlan:
             self,
             kv_pool_tokens=max_total_num_tokens,
             dp_attention_ranks=ranks,
-            kv_pool_tokens_total=max_total_num_tokens * ranks,
+            kv_pool_tokens_total=max_total_num_tokens * ranks * max(self.replicas, 1),
             source="live /server_info max_total_num_tokens",
         )
 
     def fit(self, context_tokens: int, concurrency: int, output_tokens: int = 0) -> CellFit:
-        """Requests are spread over DP-attention ranks; each rank's share must fit its pool."""
-        per_rank_requests = math.ceil(concurrency / self.dp_attention_ranks)
+        """Requests are spread over DP-attention ranks and replicas; each pool's share must fit it."""
+        per_rank_requests = math.ceil(concurrency / self.pools)
         needed = per_rank_requests * (context_tokens + output_tokens)
         return CellFit(
             context_tokens=context_tokens,
@@ -122,6 +129,7 @@ class MemoryPlan:
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "kv_pool_tokens": self.kv_pool_tokens,
             "dp_attention_ranks": self.dp_attention_ranks,
+            "replicas": self.replicas,
             "kv_pool_tokens_total": self.kv_pool_tokens_total,
             "source": self.source,
             "notes": list(self.notes),
@@ -138,6 +146,7 @@ def plan_memory(
     kv_cache_dtype: str,
     dp_attention_ranks: int = 1,
     speculative: bool = False,
+    replicas: int = 1,
 ) -> MemoryPlan:
     """Estimate weights and KV pool per device. Weights are sharded evenly over tp x pp."""
     shards = max(tp * pp, 1)
@@ -150,10 +159,15 @@ def plan_memory(
     per_token = kv_bytes_per_token(model, kv_cache_dtype)
     pool = max(int(budget * GIB // per_token), 0)
     ranks = max(dp_attention_ranks, 1)
+    replicas = max(replicas, 1)
     notes = [
         f"weights: {model.checkpoint_gb:g} GB checkpoint / {shards} devices",
         f"runtime reserve {platform.runtime_reserve_gib} GiB: {platform.runtime_reserve_source}",
     ]
+    if replicas > 1:
+        notes.append(
+            f"{replicas} replicas: each holds the whole checkpoint on its {shards} devices and its own KV pool"
+        )
     return MemoryPlan(
         memory_gib=platform.memory_gib,
         mem_fraction_static=mem_fraction_static,
@@ -166,6 +180,7 @@ def plan_memory(
         kv_bytes_per_token=per_token,
         kv_pool_tokens=pool,
         dp_attention_ranks=ranks,
-        kv_pool_tokens_total=pool * ranks,
+        kv_pool_tokens_total=pool * ranks * replicas,
         notes=notes,
+        replicas=replicas,
     )

@@ -77,7 +77,8 @@ def rule_applies(rule: Rule, facts: dict[str, Any]) -> bool:
             spec = SpecifierSet(scope.sglang)
         except InvalidSpecifier:
             raise RuleExpressionError(f"rule {rule.id}: bad version range '{scope.sglang}'") from None
-        if parse_version(facts["sglang_version"]) not in spec:
+        # pre-releases count: 0.5.10rc0 is a version SGLang shipped images of (AMD's EAGLE3 blog)
+        if not spec.contains(parse_version(facts["sglang_version"]), prereleases=True):
             return False
     return True
 
@@ -136,5 +137,5 @@ def _show(value: Any) -> Any:
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.0f}"
     if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value)
+        return ", ".join(str(v) for v in value) or "none"
     return value

@@ -26,16 +26,68 @@ def format_plan(p: LaunchPlan) -> str:
         lines += ["\n## command", p.command]
     if p.docker:
         lines += ["\n## docker", p.docker]
+    if p.device_env:
+        pinned = ", ".join(f"{k}={v}" for k, v in p.device_env.items())
+        lines.append(f"\n## devices: {p.devices_used} in use, pinned with {pinned}")
     lines.append("\n## memory per device (estimate until a live /server_info replaces it)")
     for key, value in p.memory.as_dict().items():
-        if key != "notes":
+        if key != "notes" and not (key == "replicas" and value == 1):
             lines.append(f"  {key:<24} {value}")
     lines += [f"  note: {note}" for note in p.memory.notes]
     if p.warnings:
         lines.append("\n## warnings")
         lines += [f"  - {w}" for w in p.warnings]
+    if p.version_changes:
+        lines.append(f"\n## rules that differ from the default SGLang {p.version_changes[0].default_version}")
+        lines += [f"  - {c}" for c in p.version_changes]
     lines.append("\n## verdict: " + ("VALID" if p.ok else f"INVALID ({len(p.errors)} errors)"))
     lines += [f"  - {e}" for e in p.errors]
+    if p.alternatives:
+        lines.append("\n## alternatives that use the idle devices")
+        for alt in p.alternatives:
+            lines.append(f"\n### {alt.title}: " + ("VALID" if alt.plan else "refused by " + ", ".join(alt.refused_by)))
+            lines.append(f"  {alt.why}")
+            if alt.plan is not None:
+                mem = alt.plan.memory
+                lines.append(
+                    f"  memory per device: weights {mem.weights_gib_per_device:.1f} GiB, "
+                    f"KV pool {mem.kv_budget_gib:.1f} GiB = {mem.kv_pool_tokens} tokens per pool, "
+                    f"{mem.kv_pool_tokens_total} tokens over {mem.pools} pool(s)"
+                )
+                lines.append(alt.plan.command)
+    return "\n".join(lines)
+
+
+def format_rules(catalog: Catalog, sglang_version: str | None = None) -> str:
+    """Every rule with its SGLang version range, scope and public source (`kimi-runbooks rules`)."""
+    from .rules import parse_version
+
+    lines = []
+    for rule in catalog.rules:
+        scope = rule.applies
+        where = [
+            f"{name}: {', '.join(values)}"
+            for name, values in (
+                ("vendors", scope.vendors),
+                ("archs", scope.archs),
+                ("platforms", scope.platforms),
+                ("models", scope.models),
+            )
+            if values
+        ]
+        version = scope.sglang or "all versions"
+        mark = ""
+        if sglang_version and scope.sglang:
+            from packaging.specifiers import SpecifierSet
+
+            inside = SpecifierSet(scope.sglang).contains(parse_version(sglang_version), prereleases=True)
+            mark = f" [{'applies' if inside else 'does not apply'} at {sglang_version}]"
+        lines.append(
+            f"{rule.id} ({rule.severity}, {rule.kind}) SGLang {version}{mark}"
+            + (f"; {'; '.join(where)}" if where else "")
+        )
+        lines.append(f"  when: {rule.violation}")
+        lines.append(f"  source: {rule.source}")
     return "\n".join(lines)
 
 
@@ -48,7 +100,7 @@ def plan_text(config: dict[str, Any] | PlanConfig) -> str:
 
 
 def command_generator(catalog: Catalog | None = None) -> Any:
-    """An ipywidgets form (platform, model, TP/DP/EP, DP attention, EAGLE3, parsers, KV dtype,
+    """An ipywidgets form (platform, model, devices per node, TP/DP/EP, DP attention, EAGLE3, parsers, KV dtype,
     context length) that re-plans on every change and shows command, docker form, memory and
     validation errors inline."""
     import ipywidgets as w
@@ -56,6 +108,7 @@ def command_generator(catalog: Catalog | None = None) -> Any:
     catalog = catalog or load_catalog()
     platform = w.Dropdown(options=sorted(catalog.platforms), value="h200", description="platform")
     model = w.Dropdown(options=["(recipe default)", *sorted(catalog.models)], description="model")
+    devices = w.BoundedIntText(value=0, min=0, max=64, description="devices/node (0=as shipped)")
     tp = w.BoundedIntText(value=0, min=0, max=64, description="tp (0=default)")
     dp = w.BoundedIntText(value=0, min=0, max=64, description="dp (0=none)")
     ep = w.BoundedIntText(value=0, min=0, max=64, description="ep (0=none)")
@@ -66,7 +119,7 @@ def command_generator(catalog: Catalog | None = None) -> Any:
     ctx = w.BoundedIntText(value=0, min=0, max=1_000_000, description="context (0=model)")
     version = w.Text(value="0.5.9", description="SGLang")
     out = w.Output()
-    controls = [platform, model, tp, dp, ep, dp_attn, speculative, parsers, kv, ctx, version]
+    controls = [platform, model, devices, tp, dp, ep, dp_attn, speculative, parsers, kv, ctx, version]
 
     def refresh(*_: Any) -> None:
         config: dict[str, Any] = {
@@ -76,7 +129,7 @@ def command_generator(catalog: Catalog | None = None) -> Any:
         }
         if model.value != "(recipe default)":
             config["model"] = model.value
-        for knob, widget in (("tp", tp), ("dp", dp), ("ep", ep), ("context_length", ctx)):
+        for knob, widget in (("devices", devices), ("tp", tp), ("dp", dp), ("ep", ep), ("context_length", ctx)):
             if widget.value:
                 config[knob] = widget.value
         if dp_attn.value:

@@ -38,7 +38,7 @@ def docker_command(plan: LaunchPlan, environ: dict[str, str]) -> tuple[list[str]
         if key_env:
             if not environ.get(key_env):
                 raise KeyError(f"environment variable {key_env} is not set")
-            image = argv.index(plan.platform.docker_image or "", argv.index("--name"))
+            image = argv.index(plan.docker_image or "", argv.index("--name"))
             head, inner = argv[: image + 1], drop_flag(argv[image + 1 :], "--api-key")
             head, inner = _expand_all(plan, head, environ), _expand_all(plan, inner, environ)
             argv = head + ["sh", "-c", f'exec {shlex.join(inner)} --api-key "${key_env}"']
@@ -84,7 +84,7 @@ class DockerLauncher(ProcessGroupLauncher):
                 *check_accelerators(ctx.plan, ctx.environ),
                 check_port(ctx.host, ctx.port),
                 check_model_path(ctx.plan),
-                *check_docker(ctx.plan.platform.docker_image, ctx.environ),
+                *check_docker(ctx.plan.docker_image, ctx.environ),
             ]
         )
 

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 
 def local_command(plan: LaunchPlan, environ: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     """argv (the key filled in from `environ`) and the full child env for launcher='local'.
-    Only references the plan generated are filled; every user value reaches SGLang as typed."""
+    Only references the plan generated are filled; every user value reaches SGLang as typed.
+    The plan's device pinning (shown in its command) wins over an exported *_VISIBLE_DEVICES:
+    to choose the devices, plan with device_ids."""
     try:
         argv = plan.resolved_argv(environ)
         env = plan.resolved_env(environ)
@@ -46,5 +48,5 @@ class LocalLauncher(ProcessGroupLauncher):
 
     def start(self, ctx: LaunchContext, handle: ServerHandle) -> None:
         argv, env = local_command(ctx.plan, ctx.environ)
-        handle.command, handle.env = ctx.plan.argv, dict(ctx.plan.env)
+        handle.command, handle.env = ctx.plan.argv, dict(ctx.plan.launch_env)
         self.start_process(handle, argv, env)

@@ -85,7 +85,7 @@ class SlurmLauncher(Launcher):
             local_command(ctx.plan, ctx.environ)  # refuses now when a referenced variable is unset
             # the plan's argv keeps the key as the reference "${NAME}": the job reads it from the
             # environment it inherits (--export=ALL), so the script never holds the key
-            command, env = ctx.plan.argv, dict(ctx.plan.env)
+            command, env = ctx.plan.argv, dict(ctx.plan.launch_env)
             handle.command, handle.env = command, env
         script = ctx.folder.save_text(
             ctx.folder.sbatch,
