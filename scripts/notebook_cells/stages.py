@@ -438,6 +438,28 @@ speed.latency_table(results[results["status"] == "ok"])
     (
         "md",
         """
+## Measured beside predicted
+
+Each ok scenario beside what `kimi_runbooks.perfmodel` predicts for this run's plan at the
+scenario's measured lengths and concurrency (calibration params/perfmodel/calibration.yaml), with
+the band published results fell in around the model's estimate. `outside_band` names each metric
+measured outside it: a misconfigured server, or a model that needs recalibrating. Predictions are
+model estimates, never measurements. For an EMULATED run the emulator's latencies come from this
+same model, so agreement is by construction (a pipeline check, not a validation). A run without a
+plan of ours (an external server) says `no prediction: <reason>`.
+""",
+    ),
+    (
+        "code",
+        """
+predicted = speed.predicted_vs_measured(results, run_dir, target)
+print(f"{int(predicted['outside_band'].astype(bool).sum()) if len(predicted) else 0} of {len(predicted)} scenario(s) outside the prediction band")
+predicted
+""",
+    ),
+    (
+        "md",
+        """
 ## Inside the server
 
 While each scenario ran, the server's `/metrics` (running and queued requests, KV pool usage) and,
