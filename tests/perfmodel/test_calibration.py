@@ -15,6 +15,7 @@ from kimi_runbooks.perfmodel.calibration import Evaluator, fit_all
 from kimi_runbooks.perfmodel.factors import FACTOR_NAMES
 from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.store import calibration_path, load_calibration
+from kimi_runbooks.perfmodel.validation import LEAVE_OUT
 from kimi_runbooks.plan.catalog import load_catalog
 
 CATALOG = load_catalog()
@@ -78,3 +79,13 @@ def test_calibrate_command_writes_factors_and_bands(tmp_path: Path):
     assert set(data["band_calibrated_family"]) == {"median_tpot_ms", "output_throughput", "median_ttft_ms"}
     cal = load_calibration(params)
     assert cal.calibrated("amd-cdna", "int4") and not cal.calibrated("nvidia-hopper")
+
+
+def test_references_from_one_page_leave_together_when_leaving_pages_out():
+    obs = observations(CATALOG)
+    page = {o.reference_id: o.document for o in obs}
+    assert page["cookbook-k26-h200"] == page["cookbook-k26-mi350x"]  # sections 5.2 and 5.3 of one page
+    assert page["cookbook-k26-h200"] == "https://docs.sglang.io/cookbook/autoregressive/Moonshotai/Kimi-K2.6"
+    assert page["cookbook-k2-b200"] != page["cookbook-k26-h200"]
+    assert page["llmib-rtx-pro-6000-k26-nvfp4"] == "llmib-rtx-pro-6000-k26-nvfp4"  # no address: its own id
+    assert set(LEAVE_OUT) == {"reference", "page"}
