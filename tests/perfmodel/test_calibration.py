@@ -8,11 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
-from kimi_runbooks.perfmodel.calibration import Evaluator, fit_all
-from kimi_runbooks.perfmodel.factors import FACTOR_NAMES
+from kimi_runbooks.perfmodel.calibration import TRANSFERRED, Evaluator, factors_of, fit_all, transferred_global
+from kimi_runbooks.perfmodel.factors import FACTOR_NAMES, PRIOR, Factors
 from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.store import calibration_path, load_calibration
 from kimi_runbooks.perfmodel.validation import LEAVE_OUT
@@ -79,6 +80,17 @@ def test_calibrate_command_writes_factors_and_bands(tmp_path: Path):
     assert set(data["band_calibrated_family"]) == {"median_tpot_ms", "output_throughput", "median_ttft_ms"}
     cal = load_calibration(params)
     assert cal.calibrated("amd-cdna", "int4") and not cal.calibrated("nvidia-hopper")
+
+
+def test_a_new_family_borrows_only_the_transferred_factors():
+    one = Factors(overhead_us=10.0, eta_bw=0.2, eta_moe=0.02, attn_ns_per_token=50.0, eta_gemm=0.001)
+    two = Factors(overhead_us=1000.0, eta_bw=0.8, eta_moe=0.9, attn_ns_per_token=0.5, eta_gemm=0.5)
+    glob = factors_of(transferred_global([np.asarray(one.as_params()), np.asarray(two.as_params())]))
+    assert TRANSFERRED == ("overhead_us", "eta_bw")
+    assert glob.overhead_us == pytest.approx(100.0) and glob.eta_bw == pytest.approx(0.4)  # medians (in logs)
+    for name in set(FACTOR_NAMES) - set(TRANSFERRED):  # the stack-specific ones stay at the prior
+        assert getattr(glob, name) == pytest.approx(getattr(PRIOR, name)), name
+    assert factors_of(transferred_global([])).as_dict() == PRIOR.as_dict()
 
 
 def test_references_from_one_page_leave_together_when_leaving_pages_out():
