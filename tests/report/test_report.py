@@ -23,6 +23,7 @@ from kimi_runbooks.report import compare_runs as compare_runs_mod
 from kimi_runbooks.report import html as report_html
 from kimi_runbooks.report import sections
 from kimi_runbooks.report import tables as report_tables
+from kimi_runbooks.report.next_steps import next_steps
 from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target import read_handle
 from tests.support import FAKE_BENCH, append_jsonl
@@ -183,6 +184,8 @@ def test_predicted_beside_measured_flags_a_result_outside_the_band(copy):
     assert "agreement is by construction" in html
     warned = [w.text for w in report.warnings(data) if w.kind == "prediction"]
     assert any(t.startswith("chat-1k1k-c1 median_tpot_ms: emulated 1000 outside the predicted band") for t in warned)
+    steps = [s for s in next_steps(data) if "outside the predicted band" in s.what]
+    assert steps and "launch flags" in steps[0].fix and "calibrate --write" in steps[0].fix
 
 
 def test_render_is_self_contained_small_and_hides_code(copy, monkeypatch):

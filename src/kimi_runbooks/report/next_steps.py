@@ -91,6 +91,9 @@ def next_steps(data: RunData) -> list[Step]:
             "shares the devices",
             "skipped": "see the reason; run it where it applies",
             "security": "set api_key_env, or bind 127.0.0.1",
+            "prediction": "compare the server's launch flags with the plan's (a misconfigured server); if they "
+            "match, publish the result in params/references and recalibrate (python -m kimi_runbooks.perfmodel "
+            "calibrate --write)",
         }.get(w.kind, "see the detail")
         what, fix = _split_fix(w.text, default)
         steps.append(Step(what[:400], fix, "warning"))
