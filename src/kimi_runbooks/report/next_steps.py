@@ -82,8 +82,8 @@ def next_steps(data: RunData) -> list[Step]:
             what, fix = _split_fix(str(r.get("detail") or ""), "stage what the suite needs")
             steps.append(Step(f"accuracy suite {r.get('suite')} skipped: {what[:200]}", fix, "warning"))
     for w in warnings(data):
-        if w.kind in ("emulated",):
-            continue
+        if w.kind in ("emulated",) or (w.kind == "prediction" and data.emulated):
+            continue  # an emulated result off the prediction is about the emulator's profile, not a server
         if w.kind == "skipped" and (w.text.startswith("speed scenario") and "failed" in w.text):
             continue
         default = {
