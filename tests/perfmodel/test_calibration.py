@@ -3,6 +3,8 @@ factors, and what `python -m kimi_runbooks.perfmodel calibrate --write` writes."
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import shutil
 import subprocess
 import sys
@@ -16,7 +18,7 @@ from kimi_runbooks.perfmodel.calibration import TRANSFERRED, Evaluator, factors_
 from kimi_runbooks.perfmodel.factors import FACTOR_NAMES, PRIOR, Factors
 from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.store import calibration_path, load_calibration
-from kimi_runbooks.perfmodel.validation import LEAVE_OUT
+from kimi_runbooks.perfmodel.validation import LEAVE_OUT, Check, band, family_bands
 from kimi_runbooks.plan.catalog import load_catalog
 
 CATALOG = load_catalog()
@@ -101,3 +103,29 @@ def test_references_from_one_page_leave_together_when_leaving_pages_out():
     assert page["cookbook-k2-b200"] != page["cookbook-k26-h200"]
     assert page["llmib-rtx-pro-6000-k26-nvfp4"] == "llmib-rtx-pro-6000-k26-nvfp4"  # no address: its own id
     assert set(LEAVE_OUT) == {"reference", "page"}
+
+
+def test_a_calibrated_family_gets_its_own_band_never_narrower_than_the_pool():
+    cal = load_calibration(CATALOG.root)
+    assert set(cal.band_by_family) == {
+        o.family for o in observations(CATALOG) if o.kind != "targets"
+    }  # run-out validates measured rows only
+    for fam, bands in cal.band_by_family.items():
+        for metric, (lo, hi) in bands.items():
+            pooled_lo, pooled_hi = cal.band_calibrated[metric]
+            assert lo <= pooled_lo and hi >= pooled_hi, (fam, metric)
+            assert cal.band_for(metric, True, fam) == (lo, hi)
+    assert cal.band_for("median_tpot_ms", True, "no-such-family") == cal.band_calibrated["median_tpot_ms"]
+    assert cal.band_for("median_tpot_ms", False, "amd-cdna") == cal.band["median_tpot_ms"]  # new family: doc-out
+
+
+def test_family_bands_widen_to_the_pool():
+    obs = [o for o in observations(CATALOG) if o.kind == "speed" and o.metric == "median_tpot_ms"][:4]
+    fam_a = [dataclasses.replace(o, family="a") for o in obs[:1]]
+    fam_b = [dataclasses.replace(o, family="b") for o in obs[1:]]
+    checks = [Check(o, o.published * 2.0, "run-out") for o in fam_a]  # a: always 2x too slow
+    checks += [Check(o, o.published * 1.01, "run-out") for o in fam_b]  # b: about right
+    bands = family_bands(checks)
+    assert bands["a"]["median_tpot_ms"][1] == pytest.approx(math.log(2.0))
+    assert band(checks)["median_tpot_ms"][1] < math.log(2.0) - 0.1  # wider than the pool's
+    assert bands["b"]["median_tpot_ms"][1] == pytest.approx(band(checks)["median_tpot_ms"][1])  # the pool's
