@@ -438,6 +438,28 @@ speed.latency_table(results[results["status"] == "ok"])
     (
         "md",
         """
+## Measured beside predicted
+
+Each ok scenario beside what `kimi_runbooks.perfmodel` predicts for this run's plan at the
+scenario's measured lengths and concurrency (calibration params/perfmodel/calibration.yaml), with
+the band published results fell in around the model's estimate. `outside_band` names each metric
+measured outside it: a misconfigured server, or a model that needs recalibrating. Predictions are
+model estimates, never measurements. For an EMULATED run the emulator's latencies come from this
+same model, so agreement is by construction (a pipeline check, not a validation). A run without a
+plan of ours (an external server) says `no prediction: <reason>`.
+""",
+    ),
+    (
+        "code",
+        """
+predicted = speed.predicted_vs_measured(results, run_dir, target)
+print(f"{int(predicted['outside_band'].astype(bool).sum()) if len(predicted) else 0} of {len(predicted)} scenario(s) outside the prediction band")
+predicted
+""",
+    ),
+    (
+        "md",
+        """
 ## Inside the server
 
 While each scenario ran, the server's `/metrics` (running and queued requests, KV pool usage) and,
@@ -662,7 +684,8 @@ COMMAND_GENERATOR = [
 Pick a platform and the knobs; the plan below is rebuilt on every change by the same
 `plan.plan` the runbooks and `kimi-runbooks plan` use. It shows the `sglang serve` command,
 the `docker run` form, per-node commands for multi-node platforms, the memory / KV-cache
-estimate, and every validation rule that fails (with its fix and source).
+estimate, every validation rule that fails (with its fix and source), and the predicted speed
+for the `predict` scenarios (`kimi-runbooks plan --predict`: a model estimate, not a measurement).
 Executed headlessly (papermill, CI), the notebook prints the default plan as text.
 """,
     ),
@@ -682,12 +705,13 @@ kv_cache_dtype: Optional[str] = None
 context_length: Optional[int] = None
 speculative: bool = False
 sglang_version: str = "0.5.9"
+predict: Optional[str] = "in=1000,out=1000,c=1,16,64"  # scenarios to predict (kimi-runbooks plan --predict syntax); None: none
 """,
     ),
     (
         "code",
         """
-from kimi_runbooks.plan import command_generator, plan_text
+from kimi_runbooks.plan import command_generator, plan_text, predicted_text
 
 config = {k: v for k, v in dict(
     platform=platform, model=model, devices=devices, tp=tp, dp=dp, ep=ep, enable_dp_attention=enable_dp_attention,
@@ -697,6 +721,16 @@ config = {k: v for k, v in dict(
     ),
     ("md", "## The plan for the parameters above (text)"),
     ("check", "print(plan_text(config))"),
+    (
+        "md",
+        """
+## Predicted speed (a model estimate from kimi_runbooks.perfmodel, never a measurement)
+
+TTFT, TPOT and throughput the calibrated performance model predicts for this plan, with the band
+published results fell in around its estimates (params/perfmodel/calibration.yaml).
+""",
+    ),
+    ("code", "print(predicted_text(config, predict) if predict else 'no scenarios to predict (predict=None)')"),
     ("md", "## Interactive form (needs a live Jupyter kernel)"),
     ("code", "command_generator()"),
 ]

@@ -3,18 +3,22 @@ factors, and what `python -m kimi_runbooks.perfmodel calibrate --write` writes."
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
-from kimi_runbooks.perfmodel.calibration import Evaluator, fit_all
-from kimi_runbooks.perfmodel.factors import FACTOR_NAMES
+from kimi_runbooks.perfmodel.calibration import TRANSFERRED, Evaluator, factors_of, fit_all, transferred_global
+from kimi_runbooks.perfmodel.factors import FACTOR_NAMES, PRIOR, Factors
 from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.store import calibration_path, load_calibration
+from kimi_runbooks.perfmodel.validation import LEAVE_OUT, Check, band, family_bands
 from kimi_runbooks.plan.catalog import load_catalog
 
 CATALOG = load_catalog()
@@ -78,3 +82,50 @@ def test_calibrate_command_writes_factors_and_bands(tmp_path: Path):
     assert set(data["band_calibrated_family"]) == {"median_tpot_ms", "output_throughput", "median_ttft_ms"}
     cal = load_calibration(params)
     assert cal.calibrated("amd-cdna", "int4") and not cal.calibrated("nvidia-hopper")
+
+
+def test_a_new_family_borrows_only_the_transferred_factors():
+    one = Factors(overhead_us=10.0, eta_bw=0.2, eta_moe=0.02, attn_ns_per_token=50.0, eta_gemm=0.001)
+    two = Factors(overhead_us=1000.0, eta_bw=0.8, eta_moe=0.9, attn_ns_per_token=0.5, eta_gemm=0.5)
+    glob = factors_of(transferred_global([np.asarray(one.as_params()), np.asarray(two.as_params())]))
+    assert TRANSFERRED == ("overhead_us", "eta_bw")
+    assert glob.overhead_us == pytest.approx(100.0) and glob.eta_bw == pytest.approx(0.4)  # medians (in logs)
+    for name in set(FACTOR_NAMES) - set(TRANSFERRED):  # the stack-specific ones stay at the prior
+        assert getattr(glob, name) == pytest.approx(getattr(PRIOR, name)), name
+    assert factors_of(transferred_global([])).as_dict() == PRIOR.as_dict()
+
+
+def test_references_from_one_page_leave_together_when_leaving_pages_out():
+    obs = observations(CATALOG)
+    page = {o.reference_id: o.document for o in obs}
+    assert page["cookbook-k26-h200"] == page["cookbook-k26-mi350x"]  # sections 5.2 and 5.3 of one page
+    assert page["cookbook-k26-h200"] == "https://docs.sglang.io/cookbook/autoregressive/Moonshotai/Kimi-K2.6"
+    assert page["cookbook-k2-b200"] != page["cookbook-k26-h200"]
+    assert page["llmib-rtx-pro-6000-k26-nvfp4"] == "llmib-rtx-pro-6000-k26-nvfp4"  # no address: its own id
+    assert set(LEAVE_OUT) == {"reference", "page"}
+
+
+def test_a_calibrated_family_gets_its_own_band_never_narrower_than_the_pool():
+    cal = load_calibration(CATALOG.root)
+    assert set(cal.band_by_family) == {
+        o.family for o in observations(CATALOG) if o.kind != "targets"
+    }  # run-out validates measured rows only
+    for fam, bands in cal.band_by_family.items():
+        for metric, (lo, hi) in bands.items():
+            pooled_lo, pooled_hi = cal.band_calibrated[metric]
+            assert lo <= pooled_lo and hi >= pooled_hi, (fam, metric)
+            assert cal.band_for(metric, True, fam) == (lo, hi)
+    assert cal.band_for("median_tpot_ms", True, "no-such-family") == cal.band_calibrated["median_tpot_ms"]
+    assert cal.band_for("median_tpot_ms", False, "amd-cdna") == cal.band["median_tpot_ms"]  # new family: doc-out
+
+
+def test_family_bands_widen_to_the_pool():
+    obs = [o for o in observations(CATALOG) if o.kind == "speed" and o.metric == "median_tpot_ms"][:4]
+    fam_a = [dataclasses.replace(o, family="a") for o in obs[:1]]
+    fam_b = [dataclasses.replace(o, family="b") for o in obs[1:]]
+    checks = [Check(o, o.published * 2.0, "run-out") for o in fam_a]  # a: always 2x too slow
+    checks += [Check(o, o.published * 1.01, "run-out") for o in fam_b]  # b: about right
+    bands = family_bands(checks)
+    assert bands["a"]["median_tpot_ms"][1] == pytest.approx(math.log(2.0))
+    assert band(checks)["median_tpot_ms"][1] < math.log(2.0) - 0.1  # wider than the pool's
+    assert bands["b"]["median_tpot_ms"][1] == pytest.approx(band(checks)["median_tpot_ms"][1])  # the pool's

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -131,3 +132,21 @@ def test_compare_to_prediction_flags_results_outside_the_band():
     assert flagged[flagged.metric == "median_tpot_ms"]["outside_band"].all()
     empty = compare_to_prediction(pd.DataFrame([{"scenario": "x", "status": "ok"}]), launch)
     assert empty.iloc[0]["note"].startswith("no lengths")
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{"platform": "mi350x"}, {"platform": "ascend-a3", "deployment": "ascend-a3-1p1d-16p-in64k-out1k5"}],
+)
+def test_the_node_size_of_a_platform_does_not_move_a_prediction(config):
+    """Device counts come from the plan (tp, dp, the roles' commands), not devices_per_node: a
+    platform file that changes its node size (AMD to 8 GPUs per node, recipes still tp 4) keeps
+    every prediction where it was."""
+    launch = plan(config, CATALOG)
+    bigger = launch.platform.model_copy(update={"devices_per_node": launch.platform.devices_per_node * 2})
+    moved = dataclasses.replace(launch, platform=bigger)
+    scenario = Scenario(2000, 500, concurrency=8)
+    before, after = Predictor(launch).predict(scenario), Predictor(moved).predict(scenario)
+    assert after.devices == before.devices
+    for name in ("median_ttft_ms", "median_tpot_ms", "output_throughput", "output_tok_s_per_device"):
+        assert getattr(after, name) == pytest.approx(getattr(before, name)), name

@@ -3,6 +3,7 @@
 import nbformat
 
 from kimi_runbooks.paths import REPO_ROOT
+from kimi_runbooks.plan import predicted_text
 from tests.support import run_notebook
 
 ROOT = REPO_ROOT
@@ -18,6 +19,10 @@ def test_headless_run_prints_the_default_command(tmp_path):
     text = _text(nbformat.read(out, as_version=4))
     assert "sglang serve --model-path moonshotai/Kimi-K2.6 --tp 8" in text
     assert "verdict: VALID" in text
+    # the predicted speed of that plan, labelled as a prediction, for the default scenarios
+    predicted = text.split("## predicted speed (PREDICTED by kimi_runbooks.perfmodel, not measured)", 1)[1]
+    assert "nvidia-hopper, 8 devices" in predicted
+    assert [ln.split()[2] for ln in predicted.splitlines() if ln.strip().startswith("1000")] == ["c=1", "c=16", "c=64"]
 
 
 def test_invalid_parameters_show_errors_inline(tmp_path):
@@ -31,6 +36,7 @@ def test_invalid_parameters_show_errors_inline(tmp_path):
     )
     text = _text(nbformat.read(out, as_version=4))
     assert "INVALID" in text and "amd-aiter-mla-heads" in text
+    assert "## predicted speed: not predicted, the plan is invalid" in text
 
 
 def test_devices_is_a_parameter_and_an_eight_gpu_amd_node_shows_the_replica_alternative(tmp_path):
@@ -54,3 +60,8 @@ def test_devices_is_a_parameter_and_an_eight_gpu_amd_node_shows_the_replica_alte
     )
     text4 = _text(nbformat.read(out4, as_version=4))
     assert "verdict: VALID" in text4 and "VISIBLE_DEVICES" not in text4 and "alternatives" not in text4
+
+
+def test_predicted_text_says_why_it_cannot_predict():
+    assert predicted_text({"platform": "h200"}, "in=1000").startswith("## predicted speed: not predicted: --predict")
+    assert predicted_text({"platform": "no-such-platform"}).startswith("## predicted speed: not predicted: ")

@@ -60,6 +60,10 @@ def test_the_report_shows_what_is_known_about_an_external_server(external_run):
     row = data.speed.iloc[0]
     assert row["status"] == "ok" and math.isnan(row["output_tok_s_per_gpu"])  # devices unknown: no per-GPU
     assert row["devices"] is None or math.isnan(row["devices"])
+    # no plan of ours describes the server: no prediction, and the report says why instead of failing
+    assert list(data.predicted["prediction"]) == [
+        "no prediction: external server: no plan of this project describes it"
+    ]
 
 
 def test_the_rendered_report_has_no_launch_command_or_memory_plan(external_run):

@@ -17,10 +17,13 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from kimi_runbooks import report
 from kimi_runbooks.paths import REPO_ROOT
+from kimi_runbooks.perfmodel.compare import PREDICTION_SOURCE
 from kimi_runbooks.report import cli as report_cli
 from kimi_runbooks.report import compare_runs as compare_runs_mod
 from kimi_runbooks.report import html as report_html
+from kimi_runbooks.report import sections
 from kimi_runbooks.report import tables as report_tables
+from kimi_runbooks.report.next_steps import next_steps
 from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target import read_handle
 from tests.support import FAKE_BENCH, append_jsonl
@@ -146,9 +149,57 @@ def test_accuracy_rows_go_through_the_evals_comparison(copy):
     assert table is not None and "source" in table.columns
 
 
+def _append_slow_decode(folder: Path) -> None:
+    """An ok scenario whose TPOT is 50x what any H200 plan is predicted to reach."""
+    append_jsonl(
+        folder / "bench.jsonl",
+        {
+            "scenario": "chat-1k1k-c1",
+            "status": "ok",
+            "emulated": False,
+            "max_concurrency": 1,
+            "metrics": {
+                "completed": 10,
+                "total_input_tokens": 10_000,
+                "total_output_tokens": 10_000,
+                "median_ttft_ms": 300.0,
+                "median_tpot_ms": 1000.0,
+                "output_throughput": 1.0,
+            },
+        },
+    )
+
+
+def test_predicted_beside_measured_flags_a_result_outside_the_band(copy):
+    _append_slow_decode(copy)
+    data = report.collect(copy)
+    predicted = data.predicted.set_index("scenario")
+    assert set(predicted.index) == set(data.speed[data.speed["status"] == "ok"]["scenario"])
+    slow = predicted.loc["chat-1k1k-c1"]
+    assert "median_tpot_ms" in slow["outside_band"] and "output_throughput" in slow["outside_band"]
+    assert slow["predicted_median_tpot_ms"] < 100 and "by construction" in slow["prediction"]  # the run is emulated
+    html = sections.speed_section(data)
+    assert "Measured beside predicted" in html and "TPOT p50 measured (ms)" in html and "predicted (band)" in html
+    assert '<b class="bad">outside</b>' in html and PREDICTION_SOURCE in html
+    assert "agreement is expected by construction" in html
+    warned = [w.text for w in report.warnings(data) if w.kind == "prediction"]
+    assert any(t.startswith("chat-1k1k-c1 median_tpot_ms: emulated 1000 outside the predicted band") for t in warned)
+    assert not [s for s in next_steps(data) if "outside the predicted band" in s.what]  # emulated: no server to fix
+
+
+def test_a_measured_result_outside_the_band_is_a_next_step(copy, monkeypatch):
+    _append_slow_decode(copy)
+    data = report.collect(copy)
+    monkeypatch.setattr(type(data), "emulated", property(lambda self: False))  # as if a real server answered
+    steps = [s for s in next_steps(data) if "outside the predicted band" in s.what]
+    slow = [s for s in steps if s.what.startswith("chat-1k1k-c1 median_tpot_ms: measured 1000")]
+    assert slow and "launch flags" in slow[0].fix and "calibrate --write" in slow[0].fix
+
+
 def test_render_is_self_contained_small_and_hides_code(copy, monkeypatch):
     monkeypatch.setenv("REPORT_TEST_KEY", "sk-report-test-secret-123")
     (copy / "note.txt").write_text("unused")
+    _append_slow_decode(copy)
     out = report.render(copy, secret_env="REPORT_TEST_KEY")
     text = out.read_text()
     assert out.stat().st_size < report_html.MAX_REPORT_BYTES
@@ -158,6 +209,9 @@ def test_render_is_self_contained_small_and_hides_code(copy, monkeypatch):
     assert "plotly-graph-div" in text
     assert "EMULATED" in text and ">INCOMPLETE<" in text and "verdict: INCOMPLETE" in text
     assert "report.show_speed" not in text  # no code cells
+    # predicted beside measured, with its source and the flag on the 50x-slow scenario
+    assert "Measured beside predicted" in text and "predicted (band)" in text and PREDICTION_SOURCE in text
+    assert '<b class="bad">outside</b>' in text
     assert (copy / "notebooks" / "report.ipynb").exists()
 
 

@@ -8,12 +8,13 @@ validated leaving one document or one run out (validation.py). Predictions are m
 estimates: never a measurement.
 """
 
-from .compare import compare_to_prediction
+from .compare import PREDICTION_SOURCE, compare_to_prediction, plan_of_run, predicted_beside_measured
 from .emulator_profile import latency_profile
 from .predict import Prediction, Predictor, Scenario, predict
 from .spec import PredictSpecError, format_predictions, parse_predict_spec
 
 __all__ = [
+    "PREDICTION_SOURCE",
     "Prediction",
     "PredictSpecError",
     "Predictor",
@@ -22,5 +23,7 @@ __all__ = [
     "format_predictions",
     "latency_profile",
     "parse_predict_spec",
+    "plan_of_run",
     "predict",
+    "predicted_beside_measured",
 ]

@@ -6,9 +6,10 @@ factors (logs; an efficiency is capped at 1, a fraction of a peak) with a ridge 
 factors.PRIOR (PRIOR_SD per factor), so what a family's rows do not pin down stays at the
 prior. Solver: scipy least_squares from several starting points (START_GRID), best kept.
 
-A family without data of its own uses the GLOBAL factors, the median over fitted families,
-with the expert-kernel factors (KERNEL_FACTORS) replaced by the median over the families that
-run the same weight format, when there are any (the MoE kernel path follows the checkpoint).
+A family without data of its own uses the GLOBAL factors: the median over fitted families of the
+factors every stack shares (TRANSFERRED), the prior for the stack-specific ones, and the
+expert-kernel factors (KERNEL_FACTORS) of the families that run the same weight format, when
+there are any (the MoE kernel path follows the checkpoint).
 
 Families are fitted independently, so validation (validation.py) refits only the family that
 lost rows. Command: `python -m kimi_runbooks.perfmodel calibrate [--write]`.
@@ -40,6 +41,16 @@ PRIOR_SD = {  # log-sd of each factor around factors.PRIOR: what the rows do not
 """Dense weight streaming is well understood (tight prior on eta_bw); expert kernels, attention
 latency and small-batch GEMMs are where software stacks differ by 10x (wide priors)."""
 KERNEL_FACTORS = ("eta_moe", "eta_gemm", "eta_prefill")
+TRANSFERRED = ("overhead_us", "eta_bw")
+"""What a family without results borrows from the fitted families (their median): the fixed cost
+per layer and the dense weight-streaming efficiency, which every stack has. The other factors
+belong to one software stack's kernels (attention backend, expert GEMMs, decode GEMMs, prefill)
+and differ by 10x or more between the fitted families (eta_moe 0.03 to 0.93, attn_ns_per_token
+1 to 48): their median carries one stack's quirks into another, so a new family keeps the
+first-principles prior for them, except the expert-kernel factors of its weight format when a
+fitted family runs that format (KERNEL_FACTORS, the MoE kernel path follows the checkpoint).
+Chosen over the median of every factor by the leave-one-document-out table (benchmarks/
+perfmodel_loo.py): 18%/23% against 46%/34% median |error| of TPOT/output throughput."""
 RESIDUAL_SD = 0.25  # typical log error of one row; with PRIOR_SD sets the ridge weights
 MISSING_RESIDUAL = 5.0  # a prediction that cannot be made (no KV room) counts as a big miss
 MAX_EVALUATIONS = 300
@@ -119,11 +130,21 @@ def fit_family(ev: Evaluator, rows: list[Observation]) -> np.ndarray:
     return np.asarray(best.x)
 
 
+def transferred_global(family_params: list[np.ndarray]) -> np.ndarray:
+    """The factors of a family without results of its own: the median over the fitted families
+    of the TRANSFERRED factors, the prior (factors.PRIOR) for the rest."""
+    prior = np.asarray(PRIOR.as_params())
+    if not family_params:
+        return prior
+    median = np.median(family_params, axis=0)
+    return np.asarray([m if n in TRANSFERRED else p for n, m, p in zip(FACTOR_NAMES, median, prior)])
+
+
 def combine(ev: Evaluator, params: dict[str, np.ndarray], rows: Iterable[Observation]) -> Calibration:
     """Family factors plus the global and per-weight-format medians a new family borrows."""
     rows = [o for o in rows if o.fit]
     families = sorted(params)
-    glob = np.median([params[f] for f in families], axis=0) if families else np.asarray(PRIOR.as_params())
+    glob = transferred_global([params[f] for f in families])
     formats: dict[str, list[np.ndarray]] = {}
     family_formats: dict[str, tuple[str, ...]] = {}
     for fam in families:

@@ -14,8 +14,17 @@ from typing import Any
 
 import pandas as pd
 
-from ._deps import LaunchPlan
+from ._deps import LaunchPlan, PlanConfig
+from ._deps import plan as make_plan
 from .predict import Predictor, Scenario
+
+PREDICTION_SOURCE = "kimi_runbooks.perfmodel, calibration params/perfmodel/calibration.yaml"
+EMULATED_NOTE = (
+    "this run is EMULATED and the emulator's latencies come from a linear fit of this same model "
+    "(kimi_runbooks.perfmodel.latency_profile), so agreement is expected by construction, up to that "
+    "fit and the emulator's own scheduling: it checks the pipeline, it does not validate the model, and "
+    "an emulated result outside the band says where the emulator's profile departs from the model"
+)
 
 COMPARED = ("median_ttft_ms", "median_tpot_ms", "output_throughput")
 COLUMNS = [
@@ -96,3 +105,90 @@ def compare_to_prediction(rows_df: pd.DataFrame, plan: LaunchPlan, predictor: Pr
                 }
             )
     return pd.DataFrame.from_records(records, columns=COLUMNS)
+
+
+def _pred_col(metric: str, suffix: str = "") -> str:
+    return f"predicted_{metric}{suffix}"
+
+
+BESIDE_COLUMNS = [
+    "scenario",
+    *[c for m in COMPARED for c in (m, _pred_col(m), _pred_col(m, "_low"), _pred_col(m, "_high"))],
+    "outside_band",
+    "prediction",
+]
+
+
+def plan_of_run(plan_record: dict[str, Any] | None, *, external: bool = False) -> tuple[LaunchPlan | None, str | None]:
+    """(the launch plan a run folder recorded, rebuilt from its config; None and why it cannot be).
+
+    An external server was started outside the run: no plan of ours describes it."""
+    if external:
+        return None, "external server: no plan of this project describes it"
+    config = (plan_record or {}).get("config")
+    if not config:
+        return None, "no plan recorded in this run folder"
+    try:
+        launch = make_plan(PlanConfig(**config))
+    except Exception as exc:  # noqa: BLE001 - an older or hand-edited plan must not break the stage
+        return None, f"the recorded plan cannot be rebuilt ({type(exc).__name__}: {exc})"
+    if not launch.ok:
+        return None, "the recorded plan is invalid: " + "; ".join(str(e) for e in launch.errors)
+    return launch, None
+
+
+def predicted_beside_measured(
+    results: pd.DataFrame,
+    launch: LaunchPlan | None,
+    *,
+    emulated: bool = False,
+    reason: str | None = None,
+    predictor: Predictor | None = None,
+) -> pd.DataFrame:
+    """One row per ok scenario: measured median TTFT, TPOT and output tok/s, each beside the
+    prediction for the run's plan and the scenario's measured lengths and load, with its band
+    (`predicted_<metric>_low/_high`); `outside_band` names the metrics measured outside the band
+    (a misconfigured server, or a model that needs recalibrating). A scenario that cannot be
+    predicted keeps its measurements and says `no prediction: <reason>`; nothing here raises
+    for a missing plan or a model failure, so the speed stage and the report always finish."""
+    ok = results[results["status"] == "ok"] if "status" in results.columns else results
+    records: list[dict[str, Any]] = []
+    if launch is not None and predictor is None:
+        try:
+            predictor = Predictor(launch)
+        except Exception as exc:  # noqa: BLE001 - a model failure is reported, never fatal
+            reason = f"the model cannot describe this plan ({type(exc).__name__}: {exc})"
+    if predictor is None and not reason:
+        reason = "no plan"
+    label = "predicted (model estimate, " + PREDICTION_SOURCE + ")"
+    if emulated:
+        label += "; " + EMULATED_NOTE
+    for _, row in ok.iterrows():
+        rec: dict[str, Any] = {"scenario": row.get("scenario")}
+        for metric in COMPARED:
+            rec[metric] = _num(row.get(metric))
+        why = reason
+        scenario = _scenario(row) if predictor is not None else None
+        if predictor is not None and scenario is None:
+            why = "the result has no input/output lengths or no concurrency/request rate"
+        if predictor is not None and scenario is not None:
+            try:
+                p = predictor.predict(scenario)
+            except Exception as exc:  # noqa: BLE001 - one scenario the model cannot take is not fatal
+                why = f"{type(exc).__name__}: {exc}"
+            else:
+                outside = []
+                for metric in COMPARED:
+                    value, low, high = float(getattr(p, metric)), p.low[metric], p.high[metric]
+                    rec.update({_pred_col(metric): value, _pred_col(metric, "_low"): low})
+                    rec[_pred_col(metric, "_high")] = high
+                    if math.isfinite(rec[metric]) and not (low <= rec[metric] <= high):
+                        outside.append(metric)
+                rec["outside_band"] = ", ".join(outside)
+                rec["prediction"] = label
+                records.append(rec)
+                continue
+        rec["outside_band"] = ""
+        rec["prediction"] = f"no prediction: {why}"
+        records.append(rec)
+    return pd.DataFrame.from_records(records, columns=BESIDE_COLUMNS)

@@ -18,7 +18,7 @@ Seven numbers per family (params/perfmodel/calibration.yaml, written by
 * eta_gemm: fraction of the dense peak reached by decode GEMMs (dense and experts).
 * eta_prefill: fraction of the dense peak reached in prefill (GEMMs and attention).
 
-A family without its own published results uses the global values (fitted on every family).
+A family without its own published results uses the global values (calibration.TRANSFERRED).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class Factors:
     overhead_us: float = 40.0
     eta_bw: float = 0.6
     eta_moe: float = 0.3
-    eta_attn: float = 0.3
+    eta_attn: float = 0.9
     attn_ns_per_token: float = 1.0
     eta_gemm: float = 0.05
     eta_prefill: float = 0.3
@@ -61,4 +61,8 @@ def _from_param(name: str, value: float) -> float:
 
 
 PRIOR = Factors()
-"""Starting point of the fit and what a fit with no data at all returns."""
+"""Starting point of the fit, what a fit with no data at all returns, and what a family without
+results keeps for the stack-specific factors (calibration.TRANSFERRED). eta_attn 0.9: a
+memory-bound MLA decode kernel streams the latent KV at about 90% of peak bandwidth (FlashMLA:
+"up to 3000 GB/s in memory-bound configuration" on an H800 SXM5 of 3.35 TB/s,
+https://github.com/deepseek-ai/FlashMLA README); the others are round first guesses."""

@@ -22,7 +22,7 @@ class HardwareSpec:
     peak_flops: dict[str, float]
     link_bytes_per_s: float
     inter_node_bytes_per_s: float
-    devices_per_node: int
+    # no devices_per_node: device counts come from the plan (tp, dp, the roles), never the node size
 
     def peak(self, dtype: str) -> float:
         """Dense peak FLOP/s for `dtype`, falling back to bf16 where the platform lacks it."""
@@ -37,7 +37,6 @@ def hardware_spec(platform: Platform) -> HardwareSpec:
         peak_flops={k: v * TERA for k, v in hw.peak_dense_tflops.items()},
         link_bytes_per_s=hw.interconnect_gbs * GIGA,
         inter_node_bytes_per_s=hw.inter_node_gbs * GIGA,
-        devices_per_node=platform.devices_per_node,
     )
 
 

@@ -15,7 +15,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._deps import Catalog, PlanConfig
@@ -42,6 +43,20 @@ class Observation:
     weight: float = 1.0
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    document: str = ""
+    """The public document the row was published in (source_document): what validation leaves out."""
+
+
+URL = re.compile(r"https?://[^\s,;)'\"]+")
+
+
+def source_document(ref: Any) -> str:
+    """The address of the page a reference was transcribed from (without #fragment), else its id.
+
+    Two references transcribed from sections of one page (the Kimi-K2.6 cookbook's H200 and
+    MI350X speed benchmarks) are one document: leaving the document out leaves both out."""
+    found = URL.search(str(getattr(ref, "source", "") or ""))
+    return found.group(0).split("#")[0].rstrip("/.") if found else str(ref.id)
 
 
 def _launch_config(platform: str, model: str, launch: dict[str, Any]) -> dict[str, Any]:
@@ -213,10 +228,12 @@ def observations(catalog: Catalog) -> list[Observation]:
     out: list[Observation] = []
     for ref in catalog.references.values():
         family = catalog.platform(ref.platform).hardware.perf_family
+        rows: list[Observation] = []
         if ref.kind == "speed":
-            out.extend(_speed(ref, family))
+            rows = _speed(ref, family)
         elif ref.kind == "matrix":
-            out.extend(_matrix(ref, family))
+            rows = _matrix(ref, family)
         elif ref.kind == "targets":
-            out.extend(_targets(ref, family, catalog))
+            rows = _targets(ref, family, catalog)
+        out.extend(replace(o, document=source_document(ref)) for o in rows)
     return out

@@ -256,7 +256,7 @@ def _apply_band(p: Prediction, cal: Calibration) -> None:
     biased one way (TTFT of a never-calibrated family lands above it)."""
     for name, metric in {**LATENCY_BAND, **RATE_BAND}.items():
         value = getattr(p, name)
-        lo_err, hi_err = cal.band_for(metric, p.calibrated_family)
+        lo_err, hi_err = cal.band_for(metric, p.calibrated_family, p.family)
         if name == "tok_s_per_user":  # inverse of TPOT: the TPOT band flips
             lo_err, hi_err = -hi_err, -lo_err
         p.low[name] = min(value * math.exp(-hi_err), value)

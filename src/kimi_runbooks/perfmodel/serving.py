@@ -166,7 +166,9 @@ def serving_from_plan(plan: LaunchPlan) -> Serving:
         args = _flag_args(node.argv)
         memory = plan.memory if role.name in ("mixed", "decode") else _role_memory(args, platform, model)
         pools.append(_pool(role.name, args, role.nodes, memory, platform, model))
-    return Serving(platform, model, tuple(pools), plan.devices_used)
+    # the roles' own tp x replicas, not nodes x the platform's devices_per_node: a platform's node
+    # size can change (params/platforms) while the published role commands keep their tp
+    return Serving(platform, model, tuple(pools), sum(p.devices for p in pools))
 
 
 def _role_memory(args: dict[str, Any], platform: Platform, model: Model) -> MemoryPlan:

@@ -32,6 +32,9 @@ class Calibration:
     source: str = "prior (no calibration file)"
     band_calibrated: dict[str, tuple[float, float]] = field(default_factory=dict)
     family_formats: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    band_by_family: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    """Per calibrated family: its own leave-one-run-out quantiles, never narrower than band_calibrated
+    (a family the model fits worse, like amd-cdna, gets the wider band its errors earned)."""
 
     def factors(self, family: str, weight_format: str | None = None) -> Factors:
         """The family's own factors when it was calibrated on this weight format; a calibrated
@@ -52,9 +55,13 @@ class Calibration:
         formats = self.family_formats.get(family)
         return weight_format is None or not formats or weight_format in formats
 
-    def band_for(self, metric: str, calibrated: bool = False) -> tuple[float, float]:
+    def band_for(self, metric: str, calibrated: bool = False, family: str | None = None) -> tuple[float, float]:
         """(low, high) quantiles of log(predicted / published) for `metric`: leave-one-run-out
-        for a calibrated family, leave-one-document-out (a new family) otherwise."""
+        for a calibrated family (its own when validation gave it one), leave-one-document-out
+        (a new family) otherwise."""
+        own = self.band_by_family.get(family or "", {}) if calibrated else {}
+        if metric in own:
+            return own[metric]
         table = self.band_calibrated if calibrated and self.band_calibrated else self.band
         return table.get(metric, DEFAULT_BAND)
 
@@ -69,6 +76,7 @@ class Calibration:
             },
             "band_new_family": _band_dict(self.band),
             "band_calibrated_family": _band_dict(self.band_calibrated),
+            "band_by_family": {k: _band_dict(v) for k, v in sorted(self.band_by_family.items())},
         }
 
 
@@ -96,6 +104,7 @@ def load_calibration(params_root: Path) -> Calibration:
         family_formats={k: tuple(v) for k, v in (data.get("family_weight_formats") or {}).items()},
         band=_band(data.get("band_new_family")),
         band_calibrated=_band(data.get("band_calibrated_family")),
+        band_by_family={k: _band(v) for k, v in (data.get("band_by_family") or {}).items()},
         references=tuple(data.get("references") or ()),
         source=f"{path.name} ({', '.join(data.get('references') or [])})",
     )

@@ -8,7 +8,8 @@
   scenario it has not seen.
 
 The uncertainty band of a prediction is the 10th-90th percentile of these log errors: the
-run-out band for a calibrated family, the document-out band otherwise. SLO targets (Ascend)
+run-out band for a calibrated family (its own rows' quantiles, never narrower than all families'
+together), the document-out band otherwise. SLO targets (Ascend)
 are reported beside, never counted as measurements.
 """
 
@@ -45,11 +46,26 @@ class Check:
         return math.log(self.predicted / self.obs.published) if ok else math.nan
 
 
-def leave_one_document_out(ev: Evaluator, params: dict[str, np.ndarray]) -> list[Check]:
+def _reference(o: Observation) -> str:
+    return o.reference_id
+
+
+def _page(o: Observation) -> str:
+    return o.document or o.reference_id
+
+
+LEAVE_OUT = {"reference": _reference, "page": _page}
+"""What one document is: a reference file of params/references (one platform's published results,
+the headline), or the public page it was transcribed from (stricter: the Kimi-K2.6 cookbook page
+carries both the H200 and the MI350X results, so both leave together)."""
+
+
+def leave_one_document_out(ev: Evaluator, params: dict[str, np.ndarray], by: str = "reference") -> list[Check]:
+    key = LEAVE_OUT[by]
     out: list[Check] = []
-    for doc in sorted({o.reference_id for o in ev.obs}):
-        rest = [o for o in ev.obs if o.reference_id != doc and o.fit]
-        held = [o for o in ev.obs if o.reference_id == doc]
+    for doc in sorted({key(o) for o in ev.obs}):
+        rest = [o for o in ev.obs if key(o) != doc and o.fit]
+        held = [o for o in ev.obs if key(o) == doc]
         trimmed = dict(params)
         for fam in {o.family for o in held}:
             left = [o for o in rest if o.family == fam]
@@ -89,6 +105,18 @@ def band(checks: list[Check]) -> dict[str, tuple[float, float]]:
     return out
 
 
+def family_bands(checks: list[Check]) -> dict[str, dict[str, tuple[float, float]]]:
+    """Each family's own band (its checks' log-error quantiles), widened to hold the pooled band:
+    a family the model fits worse than the rest gets the wider band its errors earned, and a
+    family with few rows never a narrower one than the pool's."""
+    pooled = band(checks)
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for fam in sorted({c.obs.family for c in measured(checks)}):
+        own = band([c for c in checks if c.obs.family == fam])
+        out[fam] = {m: (min(lo, pooled[m][0]), max(hi, pooled[m][1])) for m, (lo, hi) in own.items()}
+    return out
+
+
 def median_abs_error(checks: list[Check], metric: str | None = None, family: str | None = None) -> float:
     errs = [
         abs(c.error)
@@ -117,7 +145,7 @@ def calibrate(ev: Evaluator) -> tuple[Calibration, list[Check], list[Check]]:
     cal, params = fit_all(ev, ev.obs)
     doc_out = leave_one_document_out(ev, params)
     run_out = leave_one_run_out(ev)
-    cal = replace(cal, band=band(doc_out), band_calibrated=band(run_out))
+    cal = replace(cal, band=band(doc_out), band_calibrated=band(run_out), band_by_family=family_bands(run_out))
     return cal, doc_out, run_out
 
 

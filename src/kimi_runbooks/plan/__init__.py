@@ -10,7 +10,7 @@ from .launch import plan
 from .launch_plan import LaunchPlan, NodeCommand
 from .memory import CellFit, MemoryPlan, plan_memory
 from .rules import RuleExpressionError, RuleResult
-from .view import command_generator, format_plan, plan_text
+from .view import command_generator, format_plan, plan_text, predicted_text
 
 __all__ = [
     "Catalog",
@@ -30,4 +30,5 @@ __all__ = [
     "plan",
     "plan_memory",
     "plan_text",
+    "predicted_text",
 ]

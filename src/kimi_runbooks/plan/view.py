@@ -99,10 +99,32 @@ def plan_text(config: dict[str, Any] | PlanConfig) -> str:
         return f"## verdict: INVALID\n  - {exc}"
 
 
+DEFAULT_PREDICT = "in=1000,out=1000,c=1,16,64"
+"""The scenarios the command generator predicts until the user types others (--predict syntax)."""
+
+
+def predicted_text(config: dict[str, Any] | PlanConfig, spec: str = DEFAULT_PREDICT) -> str:
+    """`kimi-runbooks plan --predict SPEC` as text: the performance model's prediction for the plan
+    of `config`, every figure labelled PREDICTED; a bad spec or an invalid plan says why instead."""
+    from ..perfmodel import PredictSpecError, format_predictions, parse_predict_spec, predict
+
+    try:
+        scenarios = parse_predict_spec(spec)
+    except PredictSpecError as exc:
+        return f"## predicted speed: not predicted: {exc}"
+    try:
+        launch = plan(config)
+    except (ValueError, KeyError) as exc:
+        return f"## predicted speed: not predicted: {exc}"
+    if not launch.ok:
+        return "## predicted speed: not predicted, the plan is invalid"
+    return format_predictions(predict(launch, scenarios))
+
+
 def command_generator(catalog: Catalog | None = None) -> Any:
     """An ipywidgets form (platform, model, devices per node, TP/DP/EP, DP attention, EAGLE3, parsers, KV dtype,
     context length) that re-plans on every change and shows command, docker form, memory and
-    validation errors inline."""
+    validation errors inline, then the predicted speed for the `predict` scenarios (predicted_text)."""
     import ipywidgets as w
 
     catalog = catalog or load_catalog()
@@ -118,8 +140,9 @@ def command_generator(catalog: Catalog | None = None) -> Any:
     kv = w.Dropdown(options=["(default)", "auto", "fp8_e4m3", "bf16"], description="KV dtype")
     ctx = w.BoundedIntText(value=0, min=0, max=1_000_000, description="context (0=model)")
     version = w.Text(value="0.5.9", description="SGLang")
+    spec = w.Text(value=DEFAULT_PREDICT, description="predict")
     out = w.Output()
-    controls = [platform, model, devices, tp, dp, ep, dp_attn, speculative, parsers, kv, ctx, version]
+    controls = [platform, model, devices, tp, dp, ep, dp_attn, speculative, parsers, kv, ctx, version, spec]
 
     def refresh(*_: Any) -> None:
         config: dict[str, Any] = {
@@ -141,6 +164,8 @@ def command_generator(catalog: Catalog | None = None) -> Any:
         out.clear_output()
         with out:
             print(plan_text(config))
+            if spec.value.strip():
+                print("\n" + predicted_text(config, spec.value))
 
     for control in controls:
         control.observe(refresh, names="value")

@@ -50,6 +50,9 @@ class RunData:
     stages: dict[str, StageState]
     problems: list[str] = field(default_factory=list)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    predicted: pd.DataFrame | None = None
+    """Each ok scenario measured beside kimi_runbooks.perfmodel's prediction for the run's plan
+    (perfmodel.compare.predicted_beside_measured); None when the speed stage left nothing."""
 
     @property
     def platform(self) -> str | None:
@@ -187,6 +190,22 @@ def _devices(plan: dict[str, Any] | None) -> int | None:
         return None
 
 
+def _predicted(
+    speed: pd.DataFrame | None, plan: dict[str, Any] | None, external: bool, emulated: bool, problems: list[str]
+) -> pd.DataFrame | None:
+    """Measured beside predicted (speed on the model's clock already); a failure is a problem, not fatal."""
+    if speed is None:
+        return None
+    from ..perfmodel.compare import plan_of_run, predicted_beside_measured
+
+    try:
+        launch, reason = plan_of_run(plan, external=external)
+        return predicted_beside_measured(speed, launch, emulated=emulated, reason=reason)
+    except Exception as exc:  # noqa: BLE001 - the rest of the report is still worth reading
+        problems.append(f"the speed prediction could not be made ({type(exc).__name__}: {exc})")
+        return None
+
+
 def collect(run_dir: str | Path) -> RunData:
     """Everything the stages left in `run_dir`; missing pieces stay None (shown as not run)."""
     folder = RunFolder(run_dir)
@@ -210,7 +229,7 @@ def collect(run_dir: str | Path) -> RunData:
     devices = None if external else _devices(plan)  # external: the device count is unknown
     speed = _rescaled(_load_speed(folder, devices, problems), handle, params)
     outcomes = stage_outcomes(invoke_results, speed, accuracy_rows)
-    return RunData(
+    data = RunData(
         run_dir=folder.path,
         run_id=run_id,
         params=params,
@@ -225,3 +244,5 @@ def collect(run_dir: str | Path) -> RunData:
         problems=problems,
         outcomes=outcomes,
     )
+    data.predicted = _predicted(speed, plan, external, data.emulated, problems)
+    return data

@@ -82,8 +82,8 @@ def next_steps(data: RunData) -> list[Step]:
             what, fix = _split_fix(str(r.get("detail") or ""), "stage what the suite needs")
             steps.append(Step(f"accuracy suite {r.get('suite')} skipped: {what[:200]}", fix, "warning"))
     for w in warnings(data):
-        if w.kind in ("emulated",):
-            continue
+        if w.kind in ("emulated",) or (w.kind == "prediction" and data.emulated):
+            continue  # an emulated result off the prediction is about the emulator's profile, not a server
         if w.kind == "skipped" and (w.text.startswith("speed scenario") and "failed" in w.text):
             continue
         default = {
@@ -91,6 +91,9 @@ def next_steps(data: RunData) -> list[Step]:
             "shares the devices",
             "skipped": "see the reason; run it where it applies",
             "security": "set api_key_env, or bind 127.0.0.1",
+            "prediction": "compare the server's launch flags with the plan's (a misconfigured server); if they "
+            "match, publish the result in params/references and recalibrate (python -m kimi_runbooks.perfmodel "
+            "calibrate --write)",
         }.get(w.kind, "see the detail")
         what, fix = _split_fix(w.text, default)
         steps.append(Step(what[:400], fix, "warning"))

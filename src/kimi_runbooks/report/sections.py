@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..invoke import agentic_card
+from ..perfmodel.compare import EMULATED_NOTE, PREDICTION_SOURCE
 from ..speed.inside import sweep_goodput
 from ..speed.saturation import concurrency_label
 from .collect import RunData
@@ -108,6 +109,58 @@ def agentic_section(data: RunData) -> str:
     return f"<h3>{esc(head)}</h3>" + table(AGENTIC_COLUMNS, card["rows"])
 
 
+def _predicted_cell(metric: str) -> Column:
+    def render(value: Any, row: Any) -> str:
+        if missing(value):
+            return DASH
+        band = f"{fmt_number(row.get(f'predicted_{metric}_low'))}–{fmt_number(row.get(f'predicted_{metric}_high'))}"
+        flag = metric in str(row.get("outside_band") or "").split(", ")
+        mark = ' <b class="bad">outside</b>' if flag else ""
+        return f'{fmt_number(value)} <span class="note">({band})</span>{mark}'
+
+    return Column(f"predicted_{metric}", "predicted (band)", "num", render=render)
+
+
+def _outside(value: Any, row: Any) -> str:
+    if value:
+        return f'<b class="bad">{esc(value)}</b>'
+    return "no" if not missing(row.get("predicted_median_tpot_ms")) else DASH
+
+
+PREDICTED_COLUMNS = [
+    Column("scenario", "scenario"),
+    Column("median_ttft_ms", "TTFT p50 measured (ms)", "num"),
+    _predicted_cell("median_ttft_ms"),
+    Column("median_tpot_ms", "TPOT p50 measured (ms)", "num"),
+    _predicted_cell("median_tpot_ms"),
+    Column("output_throughput", "output tok/s measured", "num"),
+    _predicted_cell("output_throughput"),
+    Column("outside_band", "outside the prediction band", render=lambda v, r: _outside(v, r)),
+    Column("prediction", "prediction"),
+]
+
+
+def predicted_section(data: RunData) -> str:
+    """Measured beside predicted, per ok scenario, with the band and the out-of-band flag."""
+    if data.predicted is None:
+        return ""
+    label = "EMULATED" if data.emulated else f"measured (run {data.run_id})"
+    note = (
+        f"Measured ({label}) beside predicted: a model estimate from {PREDICTION_SOURCE}, for this run's plan at "
+        "each scenario's measured lengths and concurrency; the band is where published results fell around the "
+        "model's estimate in its leave-one-out validation. A measurement outside the band points at a "
+        "misconfigured server or a model that needs recalibrating."
+    )
+    if data.emulated:
+        note += " " + EMULATED_NOTE[0].upper() + EMULATED_NOTE[1:] + "."
+    rows = [{str(k): v for k, v in rec.items()} for rec in data.predicted.to_dict(orient="records")]
+    return (
+        "<h3>Measured beside predicted</h3>"
+        + f'<p class="note">{esc(note)}</p>'
+        + table(PREDICTED_COLUMNS, rows, "no ok scenario to compare with a prediction")
+    )
+
+
 def speed_section(data: RunData) -> str:
     if data.speed is None:
         return '<p class="note">The speed stage left no results.</p>'
@@ -137,7 +190,8 @@ def speed_section(data: RunData) -> str:
         for r in sweeps.to_dict("records")
     )
     goodput = f'<p class="note">Goodput, per sweep:</p><ul>{best}</ul>' if best else ""
-    return f'<p class="note">{esc(note)}</p>' + table(shown, rows, "no scenario ran") + goodput
+    ran = f'<p class="note">{esc(note)}</p>' + table(shown, rows, "no scenario ran")
+    return ran + goodput + predicted_section(data)
 
 
 def accuracy_section(data: RunData) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..accuracy.compare import compare as compare_accuracy
+from ..perfmodel.compare import PREDICTION_SOURCE
 from ..speed import compare, reference_frame
 from .collect import RunData
 
@@ -20,7 +21,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Warning_:
-    kind: str  # security, plan, failed, not comparable, skipped, regression, emulated, report
+    kind: str  # security, plan, failed, not comparable, skipped, regression, prediction, emulated, report
     text: str
 
 
@@ -96,8 +97,31 @@ def warnings(data: RunData) -> list[Warning_]:
                     f"{row['better']} is better; {row['reference_source']})",
                 )
             )
+    out += prediction_warnings(data)
     for text in data.problems:
         out.append(Warning_("report", text))
+    return out
+
+
+def prediction_warnings(data: RunData) -> list[Warning_]:
+    """One warning per metric measured outside the performance model's band (never a verdict change:
+    the model's band comes from published results, it is no acceptance threshold)."""
+    out: list[Warning_] = []
+    predicted = data.predicted
+    if predicted is None or predicted.empty:
+        return out
+    origin = "emulated" if data.emulated else "measured"
+    for _, row in predicted[predicted["outside_band"].astype(bool)].iterrows():
+        for metric in str(row["outside_band"]).split(", "):
+            out.append(
+                Warning_(
+                    "prediction",
+                    f"{row['scenario']} {metric}: {origin} {row[metric]:.4g} outside the predicted band "
+                    f"[{row[f'predicted_{metric}_low']:.4g}, {row[f'predicted_{metric}_high']:.4g}] "
+                    f"(predicted {row[f'predicted_{metric}']:.4g}, {PREDICTION_SOURCE}): a misconfigured "
+                    "server, or a model that needs recalibrating",
+                )
+            )
     return out
 
 

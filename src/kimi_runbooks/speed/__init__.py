@@ -11,6 +11,7 @@
 * compare    `reference_frame(...)`, `compare(run, refs, tolerance=...)`
 * figures    throughput/latency vs concurrency, Pareto, context x concurrency heatmap
 * observe    /metrics and device telemetry beside each scenario: saturation, goodput, J/token, $/M
+* predicted  `predicted_vs_measured`: this run beside kimi_runbooks.perfmodel's prediction, flagged out of band
 * inside     the table and time-series figures of what the server did during each scenario
 """
 
@@ -25,6 +26,7 @@ from .figures import heatmap, latency_vs_concurrency, pareto, pareto_front, thro
 from .inside import inside_table, series_frame, server_timeseries, sweep_goodput
 from .outcome import error_line, request_details
 from .parse import BenchParseError, parse_block, parse_jsonl_text, parse_result_text
+from .predicted import predicted_vs_measured
 from .results import (
     FINISHED,
     RESULTS_FILE,
@@ -84,6 +86,7 @@ __all__ = [
     "parse_jsonl_text",
     "parse_result_text",
     "platform_capacity",
+    "predicted_vs_measured",
     "reference_frame",
     "resolve_target",
     "run_one",
