@@ -92,7 +92,7 @@ def format_predictions(preds: list[Prediction], source: str = "") -> str:
     which = (
         "leave-one-run-out band of a calibrated family"
         if first.calibrated_family
-        else "leave-one-document-out band: this family has no published results"
+        else "leave-one-document-out band: no published results of this family with this weight format"
     )
     lines = [
         "## predicted speed (PREDICTED by kimi_runbooks.perfmodel, not measured)",
