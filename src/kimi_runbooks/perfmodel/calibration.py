@@ -50,7 +50,8 @@ and differ by 10x or more between the fitted families (eta_moe 0.03 to 0.93, att
 first-principles prior for them, except the expert-kernel factors of its weight format when a
 fitted family runs that format (KERNEL_FACTORS, the MoE kernel path follows the checkpoint).
 Chosen over the median of every factor by the leave-one-document-out table (benchmarks/
-perfmodel_loo.py): 18%/23% against 46%/34% median |error| of TPOT/output throughput."""
+perfmodel_loo.py): 18%/23% against 46%/34% median |error| of TPOT/output throughput when it was
+chosen (five documents); 24%/22% with the MI300X blog added as a second AMD document."""
 RESIDUAL_SD = 0.25  # typical log error of one row; with PRIOR_SD sets the ridge weights
 MISSING_RESIDUAL = 5.0  # a prediction that cannot be made (no KV room) counts as a big miss
 MAX_EVALUATIONS = 300

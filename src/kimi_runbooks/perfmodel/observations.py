@@ -7,6 +7,8 @@
 * `kind: matrix` (llm-inference-bench): decode cells are steady decode at `concurrency`
   (median ITL as TPOT, sustained tok/s as output throughput); prefill cells give TTFT at
   concurrency 1. Queued and over-capacity cells are not speed results.
+* `kind: table` (a results table a page published, e.g. a vendor blog): one row per run with its
+  exact lengths (bench_serving --random-range-ratio 1.0), concurrency and the published medians.
 * `kind: targets` (Ascend): SLO ceilings, not measurements. They are listed for the record;
   those at concurrency >= TIGHT_TARGET_CONCURRENCY (where the published configuration was
   sized to sit at the ceiling) also enter the fit at half weight.
@@ -101,6 +103,27 @@ def _speed(ref: Any, family: str) -> list[Observation]:
                         scenario,
                         metric,
                         float(m[metric]),
+                    )
+                )
+    return out
+
+
+def _table(ref: Any, family: str) -> list[Observation]:
+    config = _launch_config(ref.platform, ref.model, ref.launch)
+    out = []
+    for row in ref.rows:
+        scenario = Scenario(
+            input_len=int(row["input_len"]),
+            output_len=int(row["output_len"]),
+            concurrency=int(row["concurrency"]),
+            num_prompts=int(row["num_prompts"]),
+        )
+        for metric in METRICS:
+            value = row["metrics"].get(metric)
+            if value is not None:
+                out.append(
+                    Observation(
+                        ref.id, "table", ref.platform, family, row["scenario"], config, scenario, metric, float(value)
                     )
                 )
     return out
@@ -233,6 +256,8 @@ def observations(catalog: Catalog) -> list[Observation]:
             rows = _speed(ref, family)
         elif ref.kind == "matrix":
             rows = _matrix(ref, family)
+        elif ref.kind == "table":
+            rows = _table(ref, family)
         elif ref.kind == "targets":
             rows = _targets(ref, family, catalog)
         out.extend(replace(o, document=source_document(ref)) for o in rows)

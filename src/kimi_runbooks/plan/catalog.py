@@ -311,7 +311,7 @@ class Reference(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     id: str
-    kind: Literal["speed", "matrix", "targets", "accuracy"]
+    kind: Literal["speed", "matrix", "table", "targets", "accuracy"]
     platform: str
     model: str
     source: str
