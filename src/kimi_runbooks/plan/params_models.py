@@ -1,0 +1,311 @@
+"""The shape of every params/ file as pydantic models (platforms, models, rules, deployments,
+scenarios, references): a typo in a params file fails at load time with the file and the field.
+plan.catalog loads the folder into these."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+from .expression import expression_problems, template_problems
+from .flags import knob_of, parse_extra_args
+from .shell import is_env_name
+
+GIB = 1024**3
+GB = 1000**3
+
+
+class ParamsError(ValueError):
+    """A params file is missing or invalid; the message names the file and the field."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _env_names(names: Any) -> Any:
+    """Environment names a generated script exports or unsets must be names bash reads as such."""
+    bad = [n for n in names if not is_env_name(str(n))]
+    if bad:
+        raise ValueError(f"{bad} are not environment variable names (letters, digits, _; not starting with a digit)")
+    return names
+
+
+def _facts_only(problems: list[str]) -> None:
+    if problems:
+        raise ValueError("; ".join(problems) + ". Fix: use only the facts of plan/expression.py FACT_NAMES")
+
+
+def _no_knob_flags(args: list[str]) -> list[str]:
+    owned = [(f.flag, owner[1].knob) for f in parse_extra_args(args)[1] if (owner := knob_of(f.flag))]
+    if owned:
+        raise ValueError(f"extra_args set knob flags {owned}. Fix: set those knobs in the recipe instead")
+    return args
+
+
+EnvMap = Annotated[dict[str, str], AfterValidator(_env_names)]
+RuleExpression = Annotated[str, AfterValidator(lambda v: _facts_only(expression_problems(v)) or v)]
+RuleText = Annotated[str, AfterValidator(lambda v: _facts_only(template_problems(v)) or v)]
+
+
+# --------------------------------------------------------------------------- platforms
+
+
+class Recipe(Strict):
+    """A platform's default launch knobs (the cookbook's choices for that hardware)."""
+
+    model: str
+    tp: int
+    dp: int | None = None
+    ep: int | None = None
+    enable_dp_attention: bool = False
+    mem_fraction_static: float | None = None
+    kv_cache_dtype: str | None = None
+    context_length: int | None = None
+    env: EnvMap = Field(default_factory=dict)
+    extra_args: Annotated[list[str], AfterValidator(_no_knob_flags)] = Field(default_factory=list)
+    deployment: str | None = None
+    source: str
+
+    @property
+    def devices(self) -> int:
+        """Accelerators the recipe uses: tp, times dp when dp starts whole replicas."""
+        replicas = self.dp if (self.dp and self.dp > 1 and not self.enable_dp_attention) else 1
+        return self.tp * replicas
+
+
+PeakDtype = Literal["bf16", "fp8", "fp4", "int8"]
+
+
+class Hardware(Strict):
+    """Per-device speeds the performance model needs (kimi_runbooks.perfmodel), each sourced.
+
+    Bandwidths are GB/s (10^9 bytes/s) in one direction; peaks are dense (no sparsity) TFLOPS.
+    `sources` maps every numeric field name to a public page (or says "unverified").
+    """
+
+    perf_family: str
+    hbm_bandwidth_gbs: float = Field(gt=0)
+    peak_dense_tflops: dict[PeakDtype, float]
+    interconnect: str
+    interconnect_gbs: float = Field(gt=0)
+    inter_node_gbs: float = Field(gt=0)
+    sources: dict[str, str]
+
+    @field_validator("sources")
+    @classmethod
+    def _every_number_sourced(cls, value: dict[str, str]) -> dict[str, str]:
+        needed = {"hbm_bandwidth_gbs", "peak_dense_tflops", "interconnect_gbs", "inter_node_gbs"}
+        missing = sorted(needed - set(value))
+        if missing:
+            raise ValueError(f"hardware.sources lacks {missing}: every speed needs a public source")
+        return value
+
+
+class Platform(Strict):
+    id: str
+    name: str
+    vendor: Literal["nvidia", "amd", "huawei"]
+    arch: str
+    device_name: str
+    memory_gib: float
+    memory_source: str
+    devices_per_node: int = Field(ge=1)
+    """Accelerators in one node as the machine ships (8 GPUs in an HGX or AMD Instinct server, 4 per
+    GB200/GB300 compute tray, 16 dies in an Atlas 800 A3); the recipe says how many a plan uses."""
+    devices_per_node_source: str | None = None
+    cards_per_node: int | None = None
+    """Physical cards when one card holds several devices (Ascend A3: 8 cards of 2 dies)."""
+    nodes: int = 1
+    """Nodes the platform's default recipe spans."""
+    fp8: bool
+    fp4_formats: list[str] = Field(default_factory=list)
+    smi: Literal["nvidia-smi", "rocm-smi", "npu-smi"]
+    launcher: Literal["local", "docker", "multi-node"]
+    docker_image: str | None = None
+    docker_image_source: str | None = None
+    default_mem_fraction_static: float
+    default_mem_fraction_source: str
+    runtime_reserve_gib: float
+    runtime_reserve_source: str
+    recipe: Recipe
+    published_models: list[str]
+    hardware: Hardware
+    price_per_device_hour: float | None = None  # published $/device-hour (cost figures' default)
+    price_source: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def devices(self) -> int:
+        return self.devices_per_node * self.nodes
+
+
+# --------------------------------------------------------------------------- models
+
+
+class Architecture(Strict):
+    num_hidden_layers: int
+    num_attention_heads: int
+    hidden_size: int
+    kv_lora_rank: int
+    q_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    n_routed_experts: int
+    num_experts_per_tok: int
+    vocab_size: int
+    max_position_embeddings: int
+    moe_intermediate_size: int
+    intermediate_size: int
+    first_k_dense_replace: int
+    n_shared_experts: int
+
+
+class DraftModel(Strict):
+    path: str
+    size_gb: float
+    source: str
+    env: EnvMap = Field(default_factory=dict)
+    """Environment the published EAGLE3 command sets (e.g. SGLANG_ENABLE_SPEC_V2=1 for Kimi-K2.5)."""
+
+
+class Model(Strict):
+    id: str
+    hf_id: str
+    served_name: str
+    family: Literal["kimi-k2", "kimi-k2.5", "kimi-k2.6"]
+    architecture: Architecture
+    max_context_length: int
+    weight_format: Literal["fp8", "int4", "nvfp4", "mxfp4", "w4a8"]
+    quantization_flag: str | None = None
+    checkpoint_gb: float
+    checkpoint_source: str
+    default_kv_cache_dtype: Literal["bf16", "fp8_e4m3"]
+    default_kv_cache_dtype_source: str
+    multimodal: bool
+    reasoning: bool
+    draft_model: DraftModel | None = None
+    vendors: list[Literal["nvidia", "amd", "huawei"]]
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def checkpoint_gib(self) -> float:
+        return self.checkpoint_gb * GB / GIB
+
+
+# --------------------------------------------------------------------------- rules
+
+
+class RuleScope(Strict):
+    """Where a rule applies; an empty list means everywhere."""
+
+    vendors: list[str] = Field(default_factory=list)
+    archs: list[str] = Field(default_factory=list)
+    platforms: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list)
+    sglang: str | None = None  # a PEP 440 specifier such as "<0.5.10"
+
+
+class Rule(Strict):
+    id: str
+    severity: Literal["error", "warning"]
+    kind: Literal["rule", "known-issue"] = "rule"
+    applies: RuleScope = RuleScope()
+    violation: RuleExpression
+    message: RuleText
+    fix: RuleText
+    source: RuleText
+
+
+class RuleFile(Strict):
+    rules: list[Rule]
+
+
+# --------------------------------------------------------------------------- deployments
+
+ArgValue = bool | int | float | str | list[int | float | str]
+
+
+class Role(Strict):
+    name: Literal["mixed", "prefill", "decode"]
+    nodes: int
+    entrypoint: str
+    env: EnvMap = Field(default_factory=dict)
+    args: dict[str, ArgValue]
+
+
+class Router(Strict):
+    entrypoint: str
+    args: dict[str, ArgValue]
+
+
+class Deployment(Strict):
+    id: str
+    title: str
+    platform: str
+    model: str
+    cards: int
+    mode: Literal["pd-mixed", "pd-disaggregation"]
+    source: str
+    host_setup: list[str] = Field(default_factory=list)
+    unset_env: list[str] = Field(default_factory=list)
+    source_scripts: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    roles: list[Role]
+    router: Router | None = None
+    serve_port: int
+    benchmark: str | None = None
+    targets: dict[str, float | None] = Field(default_factory=dict)
+    dataset_label: str | None = None
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_as_strings(cls, value: Any) -> Any:
+        return {k: str(v) for k, v in (value or {}).items()}
+
+    _names = field_validator("env", "unset_env")(_env_names)
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+class Scenario(Strict):
+    id: str
+    title: str | None = None
+    dataset: Literal["random", "random-ids", "sharegpt", "generated-shared-prefix", "image"]
+    input_len: int | None = None
+    output_len: int | None = None
+    num_prompts: int
+    max_concurrency: int | None = None
+    request_rate: float | str | None = None
+    range_ratio: float | None = None
+    seed: int | None = None
+    warmup_requests: int | None = None
+    backend: Literal["sglang", "sglang-oai", "sglang-oai-chat"] = "sglang"
+    extra_args: dict[str, ArgValue | None] = Field(default_factory=dict)
+    matrix: dict[str, int] | None = None
+    slo: dict[str, float] | None = None
+    """Service-level objectives in ms (ttft_ms, tpot_ms, e2e_ms) for goodput; None: published targets."""
+
+
+class ScenarioSet(Strict):
+    set: str
+    source: str
+    scenarios: list[Scenario]
+
+
+# --------------------------------------------------------------------------- references
+
+
+class Reference(BaseModel):
+    """A published result file; the kinds differ, so only the common keys are typed."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str
+    kind: Literal["speed", "matrix", "table", "targets", "accuracy"]
+    platform: str
+    model: str
+    source: str
