@@ -5,6 +5,8 @@ that stops once it saturates."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pandas as pd
 import pytest
 
@@ -204,6 +206,9 @@ def test_a_price_that_is_not_a_positive_number_is_refused_with_the_fix(price):
     from kimi_runbooks.speed.observe import observe_for_run
 
     with pytest.raises(ValueError, match="price_per_device_hour is .*Fix: a positive number"):
-        observe_for_run(
-            None, BenchTarget(base_url="http://127.0.0.1:1"), True, [], "h200", True, None, None, price, None
+        run = SimpleNamespace(
+            target=BenchTarget(base_url="http://127.0.0.1:1"),
+            common={"emulated": True, "platform": "h200"},
+            folder=None,
         )
+        observe_for_run(run, None, [], True, None, None, price, None)

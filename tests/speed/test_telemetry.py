@@ -117,3 +117,30 @@ def test_cost_per_million_tokens() -> None:
     assert efficiency.cost(2000.0, 8, None, None) == {}
     assert efficiency.cost(0.0, 8, 2.0, None) == {}
     assert efficiency.cost(2000.0, 8, 2.0, None)["price_source"] == "from price parameter"
+
+
+def test_only_the_devices_the_plan_pins_are_sampled(
+    fake_smi_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A tp-4 server pinned to GPUs 4-7 of an 8-GPU node: the idle half's power is not the run's."""
+    from types import SimpleNamespace
+
+    from kimi_runbooks.speed.argv import BenchTarget
+    from kimi_runbooks.speed.observe import observe_for_run, pinned_devices
+
+    monkeypatch.setenv("FAKE_GPU_POWER", "500")
+    folder = RunFolder.create(tmp_path / "run")
+    assert pinned_devices(folder) is None  # no plan: every device
+    folder.save_json(folder.plan, {"device_env": {"CUDA_VISIBLE_DEVICES": "4,5,6,7"}})
+    run = SimpleNamespace(
+        target=BenchTarget(base_url="http://127.0.0.1:30000"), common={"platform": "h200"}, folder=folder
+    )
+    config = observe_for_run(run, None, [], False, "local", "nvidia-smi", None, None)
+    assert config.pinned_devices == frozenset({"4", "5", "6", "7"})
+    assert "devices 4,5,6,7 (the ones the plan pins)" in config.telemetry_where
+    sampler = telemetry.TelemetrySampler("nvidia-smi", only=config.pinned_devices)
+    sampler.sample_once(at=0.0)
+    assert [d["device"] for d in sampler.samples[0]["devices"]] == ["4", "5", "6", "7"]
+    assert sampler.summary()["mean_power_w"] == 2000.0  # 4 x 500 W, not 8 x 500 W
+    folder.save_json(folder.plan, {"device_env": {"ASCEND_RT_VISIBLE_DEVICES": "0,1"}})
+    assert pinned_devices(folder) is None  # npu-smi numbers npu.chip, not logical dies: keep all

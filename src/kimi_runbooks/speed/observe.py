@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlparse
 
 from ..plan.catalog import Scenario
@@ -23,6 +23,17 @@ from .telemetry import TelemetrySampler, find_tool
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 REMOTE_LAUNCHERS = ("slurm", "multi-node")
+
+
+class SpeedRunView(Protocol):
+    """What observe_for_run reads of speed.run.SpeedRun."""
+
+    @property
+    def target(self) -> BenchTarget: ...
+    @property
+    def common(self) -> dict[str, Any]: ...
+    @property
+    def folder(self) -> RunFolder | None: ...
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,8 @@ class ObserveConfig:
     """Scenario id -> SLOs in ms (resolved from params before the run)."""
     time_scale: float = 1.0
     """Emulator only: its timings are time_scale x the latency model's, so are the SLOs it is held to."""
+    pinned_devices: frozenset[str] | None = None
+    """The device indices the plan pins its server to (its *_VISIBLE_DEVICES): only they are sampled."""
 
     def scaled_slo(self, scenario_id: str) -> dict[str, float]:
         """The SLOs the measured timings are compared with (x time_scale on a fast emulator)."""
@@ -77,8 +90,11 @@ def observe_config(
     interval_s: float = SAMPLE_INTERVAL_S,
     time_scale: float | None = None,
     environ: dict[str, str] | None = None,
+    pinned_devices: frozenset[str] | None = None,
 ) -> ObserveConfig:
     tool, where = telemetry_source(launcher, base_url, emulated, smi, environ)
+    if tool and pinned_devices:
+        where += f"; devices {','.join(sorted(pinned_devices, key=int))} (the ones the plan pins)"
     slos = {s.id: slo for s in scenarios if (slo := goodput.slo_for(s))}
     return ObserveConfig(
         metrics=metrics,
@@ -89,6 +105,7 @@ def observe_config(
         price_source=price_source if price_per_device_hour else None,
         slos=slos,
         time_scale=float(time_scale) if emulated and time_scale and time_scale > 0 else 1.0,
+        pinned_devices=pinned_devices,
     )
 
 
@@ -109,6 +126,7 @@ class ScenarioObserver:
             scenario=scenario.id,
             interval_s=config.interval_s,
             note=None if config.telemetry_tool else config.telemetry_where,
+            only=config.pinned_devices,
         )
 
     def __enter__(self) -> ScenarioObserver:
@@ -169,20 +187,20 @@ def sweep_key(scenario: Scenario) -> tuple[Any, ...]:
 
 
 def observe_for_run(
+    run: SpeedRunView,
     target: Any,
-    tgt: BenchTarget,
-    emulated: bool,
     scenarios: Sequence[Scenario],
-    platform: str | None,
     sample_metrics: bool,
     launcher: str | None,
     smi: str | None,
     price: float | None,
     price_source: str | None,
 ) -> ObserveConfig:
-    """Which samplers run and the price the cost figures use: given, else the platform's."""
+    """Which samplers run, on which devices (those the run's plan pins), and the price the cost
+    figures use: given, else the platform's."""
     from ..plan import load_catalog
 
+    tgt, emulated, platform = run.target, bool(run.common.get("emulated")), run.common.get("platform")
     if price is not None and (isinstance(price, bool) or not isinstance(price, (int, float)) or not price > 0):
         raise ValueError(
             f"price_per_device_hour is {price!r}. Fix: a positive number of $ per device-hour, "
@@ -201,4 +219,20 @@ def observe_for_run(
         price_source=price_source or ("price_per_device_hour parameter" if price else None),
         metrics=sample_metrics,
         time_scale=getattr(target, "time_scale", None),
+        pinned_devices=pinned_devices(run.folder),
     )
+
+
+def pinned_devices(folder: RunFolder | None) -> frozenset[str] | None:
+    """Device indices the run's plan pins its server to (plan.json device_env), else None.
+
+    Only index lists count (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES as nvidia-smi and
+    rocm-smi number devices); an Ascend pin names logical dies that npu-smi lists as
+    npu.chip pairs, so an Ascend run keeps every device."""
+    plan = folder.read_json(folder.plan) if folder is not None and folder.plan.is_file() else None
+    env = (plan or {}).get("device_env") or {}
+    for name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"):
+        value = str(env.get(name) or "")
+        if value and all(part.strip().isdigit() for part in value.split(",")):
+            return frozenset(part.strip() for part in value.split(","))
+    return None

@@ -348,7 +348,7 @@ def run_scenarios(
         health_check=health_check,
     )
     run.observe = observe_for_run(
-        target, tgt, emulated, scenarios, platform, sample_metrics, launcher, smi, price_per_device_hour, price_source
+        run, target, scenarios, sample_metrics, launcher, smi, price_per_device_hour, price_source
     )
     done = {r["scenario"] for r in read_jsonl(folder.bench) if r.get("status") in FINISHED} if resume else set()
     todo = [s for s in scenarios if s.id not in done]

@@ -179,6 +179,9 @@ class TelemetrySampler:
     interval_s: float = 1.0
     environ: dict[str, str] | None = None
     note: str | None = None
+    only: frozenset[str] | None = None
+    """Device ids to keep (the ones the plan pins its server to); None keeps every device, so
+    an idle GPU beside a tp-4 server does not add its power to the run's energy."""
     samples: list[dict[str, Any]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -208,6 +211,8 @@ class TelemetrySampler:
         if self.tool is None:
             return
         devices = read_devices(self.tool, self.environ)
+        if self.only is not None:
+            devices = [d for d in devices if d.device in self.only]
         if not devices:
             return
         t = at if at is not None else time.monotonic() - self._t0
