@@ -705,13 +705,14 @@ kv_cache_dtype: Optional[str] = None
 context_length: Optional[int] = None
 speculative: bool = False
 sglang_version: str = "0.5.9"
-predict: Optional[str] = "in=1000,out=1000,c=1,16,64"  # scenarios to predict (kimi-runbooks plan --predict syntax); None: none
+predict: Optional[str] = None  # scenarios in kimi-runbooks plan --predict syntax; None: DEFAULT_PREDICT; "": none
 """,
     ),
     (
         "code",
         """
 from kimi_runbooks.plan import command_generator, plan_text, predicted_text
+from kimi_runbooks.plan.view import DEFAULT_PREDICT
 
 config = {k: v for k, v in dict(
     platform=platform, model=model, devices=devices, tp=tp, dp=dp, ep=ep, enable_dp_attention=enable_dp_attention,
@@ -730,7 +731,11 @@ TTFT, TPOT and throughput the calibrated performance model predicts for this pla
 published results fell in around its estimates (params/perfmodel/calibration.yaml).
 """,
     ),
-    ("code", "print(predicted_text(config, predict) if predict else 'no scenarios to predict (predict=None)')"),
+    (
+        "code",
+        "spec = DEFAULT_PREDICT if predict is None else predict\n"
+        "print(predicted_text(config, spec) if spec else 'no scenarios to predict (predict=\"\")')",
+    ),
     ("md", "## Interactive form (needs a live Jupyter kernel)"),
     ("code", "command_generator()"),
 ]

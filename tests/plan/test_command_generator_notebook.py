@@ -65,3 +65,19 @@ def test_devices_is_a_parameter_and_an_eight_gpu_amd_node_shows_the_replica_alte
 def test_predicted_text_says_why_it_cannot_predict():
     assert predicted_text({"platform": "h200"}, "in=1000").startswith("## predicted speed: not predicted: --predict")
     assert predicted_text({"platform": "no-such-platform"}).startswith("## predicted speed: not predicted: ")
+
+
+def test_predict_is_a_parameter_papermill_can_set(tmp_path):
+    """papermill skips a parameter whose default holds '=' ("Unable to parse"), so the default is
+    None (meaning DEFAULT_PREDICT) and a spec passed with -p predict still reaches the cell."""
+    out = tmp_path / "cg.ipynb"
+    run_notebook(
+        str(ROOT / "notebooks/command_generator.ipynb"),
+        str(out),
+        parameters={"platform": "h200", "predict": "in=2000,out=500,c=8"},
+        cwd=str(tmp_path),
+        progress_bar=False,
+    )
+    text = _text(nbformat.read(out, as_version=4))
+    rows = [ln.split() for ln in text.splitlines() if ln.strip().startswith("2000")]
+    assert [r[:3] for r in rows] == [["2000", "500", "c=8"]]
