@@ -21,6 +21,7 @@ from typing import Literal
 from ..net import socket_family
 from ..plan import LaunchPlan
 from ..plan.knobs import canonical_flag, resolve_knobs
+from ..plan.launch_plan import pinned_indices
 
 Status = Literal["pass", "fail", "cannot-check"]
 
@@ -211,7 +212,7 @@ def check_accelerators(plan: LaunchPlan, environ: dict[str, str]) -> list[Check]
         )
     else:
         accel = Check("accelerators", "pass", f"{len(matching)}x {want_name} visible ({smi}); {need} needed")
-    pinned = pinned_device_ids(plan)
+    pinned = pinned_indices(plan.device_env)
     if pinned is not None and matching:
         chosen = [d for d in matching if d.index in pinned]
         missing = sorted(set(pinned) - {d.index for d in chosen})
@@ -224,17 +225,6 @@ def check_accelerators(plan: LaunchPlan, environ: dict[str, str]) -> list[Check]
             )
         return [accel, _check_memory(chosen or matching, smi, environ)]
     return [accel, _check_memory(matching or devices, smi, environ)]
-
-
-def pinned_device_ids(plan: LaunchPlan) -> set[int] | None:
-    """Indices the plan pins its server to (plan.device_env, which every launcher passes);
-    None when nothing is pinned or the value is not indices."""
-    for value in plan.device_env.values():
-        try:
-            return {int(part) for part in value.split(",") if part.strip()}
-        except ValueError:
-            return None
-    return None
 
 
 def _norm(name: str) -> str:

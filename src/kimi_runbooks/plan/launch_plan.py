@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,3 +175,16 @@ class LaunchPlan:
 
 
 # --------------------------------------------------------------------------- shell rendering
+
+
+def pinned_indices(device_env: Mapping[str, str], variables: Iterable[str] | None = None) -> set[int] | None:
+    """The device indices a plan's device_env pins (the first of `variables` present, default any
+    of them); None when nothing is pinned or the value is not a list of indices."""
+    for name in variables if variables is not None else device_env:
+        value = device_env.get(name)
+        if value:
+            try:
+                return {int(part) for part in str(value).split(",") if part.strip()}
+            except ValueError:
+                return None
+    return None

@@ -226,13 +226,12 @@ def observe_for_run(
 def pinned_devices(folder: RunFolder | None) -> frozenset[str] | None:
     """Device indices the run's plan pins its server to (plan.json device_env), else None.
 
-    Only index lists count (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES as nvidia-smi and
-    rocm-smi number devices); an Ascend pin names logical dies that npu-smi lists as
-    npu.chip pairs, so an Ascend run keeps every device."""
+    Only CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES count (nvidia-smi and rocm-smi number devices
+    the same way); an Ascend pin names logical dies that npu-smi lists as npu.chip pairs, so an
+    Ascend run keeps every device."""
+    from ..plan.launch_plan import pinned_indices
+
     plan = folder.read_json(folder.plan) if folder is not None and folder.plan.is_file() else None
     env = (plan or {}).get("device_env") or {}
-    for name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"):
-        value = str(env.get(name) or "")
-        if value and all(part.strip().isdigit() for part in value.split(",")):
-            return frozenset(part.strip() for part in value.split(","))
-    return None
+    found = pinned_indices(env, ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"))
+    return frozenset(str(i) for i in found) if found else None
