@@ -13,10 +13,21 @@ def _text(nb) -> str:
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
 
 
+def _generate(tmp_path, name: str = "cg", **parameters) -> str:
+    """Run the command generator headlessly with these parameters; the text it printed."""
+    out = tmp_path / f"{name}.ipynb"
+    run_notebook(
+        str(ROOT / "notebooks/command_generator.ipynb"),
+        str(out),
+        parameters=parameters,
+        cwd=str(tmp_path),
+        progress_bar=False,
+    )
+    return _text(nbformat.read(out, as_version=4))
+
+
 def test_headless_run_prints_the_default_command(tmp_path):
-    out = tmp_path / "cg.ipynb"
-    run_notebook(str(ROOT / "notebooks/command_generator.ipynb"), str(out), cwd=str(tmp_path), progress_bar=False)
-    text = _text(nbformat.read(out, as_version=4))
+    text = _generate(tmp_path)
     assert "sglang serve --model-path moonshotai/Kimi-K2.6 --tp 8" in text
     assert "verdict: VALID" in text
     # the predicted speed of that plan, labelled as a prediction, for the default scenarios
@@ -26,39 +37,15 @@ def test_headless_run_prints_the_default_command(tmp_path):
 
 
 def test_invalid_parameters_show_errors_inline(tmp_path):
-    out = tmp_path / "cg.ipynb"
-    run_notebook(
-        str(ROOT / "notebooks/command_generator.ipynb"),
-        str(out),
-        parameters={"platform": "mi350x", "tp": 8},
-        cwd=str(tmp_path),
-        progress_bar=False,
-    )
-    text = _text(nbformat.read(out, as_version=4))
+    text = _generate(tmp_path, platform="mi350x", tp=8)
     assert "INVALID" in text and "amd-aiter-mla-heads" in text
     assert "## predicted speed: not predicted, the plan is invalid" in text
 
 
 def test_devices_is_a_parameter_and_an_eight_gpu_amd_node_shows_the_replica_alternative(tmp_path):
-    out = tmp_path / "cg.ipynb"
-    run_notebook(
-        str(ROOT / "notebooks/command_generator.ipynb"),
-        str(out),
-        parameters={"platform": "mi300x"},
-        cwd=str(tmp_path),
-        progress_bar=False,
-    )
-    text = _text(nbformat.read(out, as_version=4))
+    text = _generate(tmp_path, platform="mi300x")
     assert "HIP_VISIBLE_DEVICES=0,1,2,3" in text and "2 replicas of tp 4 (--dp 2): VALID" in text
-    out4 = tmp_path / "cg4.ipynb"
-    run_notebook(
-        str(ROOT / "notebooks/command_generator.ipynb"),
-        str(out4),
-        parameters={"platform": "mi300x", "devices": 4},
-        cwd=str(tmp_path),
-        progress_bar=False,
-    )
-    text4 = _text(nbformat.read(out4, as_version=4))
+    text4 = _generate(tmp_path, "cg4", platform="mi300x", devices=4)
     assert "verdict: VALID" in text4 and "VISIBLE_DEVICES" not in text4 and "alternatives" not in text4
 
 
@@ -70,14 +57,6 @@ def test_predicted_text_says_why_it_cannot_predict():
 def test_predict_is_a_parameter_papermill_can_set(tmp_path):
     """papermill skips a parameter whose default holds '=' ("Unable to parse"), so the default is
     None (meaning DEFAULT_PREDICT) and a spec passed with -p predict still reaches the cell."""
-    out = tmp_path / "cg.ipynb"
-    run_notebook(
-        str(ROOT / "notebooks/command_generator.ipynb"),
-        str(out),
-        parameters={"platform": "h200", "predict": "in=2000,out=500,c=8"},
-        cwd=str(tmp_path),
-        progress_bar=False,
-    )
-    text = _text(nbformat.read(out, as_version=4))
+    text = _generate(tmp_path, platform="h200", predict="in=2000,out=500,c=8")
     rows = [ln.split() for ln in text.splitlines() if ln.strip().startswith("2000")]
     assert [r[:3] for r in rows] == [["2000", "500", "c=8"]]
