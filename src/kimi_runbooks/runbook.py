@@ -35,6 +35,7 @@ from .deploy.watchdog import Watchdog
 from .notebook_run import execute_notebook
 from .paths import NOTEBOOKS_DIR
 from .plan import LaunchPlan, ParamsError, PlanConfig, plan
+from .plan.config import validation_text
 from .procs import RUN_TOKEN_ENV
 from .progress import ProgressRelay, StageBar, stage_bar
 from .run_fingerprint import RESULT_FILES, check_resume, fingerprint
@@ -49,7 +50,6 @@ from .runbook_params import (
     declared_parameters,
     split_params,
     stage_parameters,
-    validation_text,
 )
 from .rundir import RunFolder, RunFolderError, new_run_id, now_iso, outputs_base
 from .speed import shared_worker

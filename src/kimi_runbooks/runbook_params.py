@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .plan import PlanConfig
+from .plan.config import validation_text
 from .secrets import SecretError, require_redactable
 from .stages import STAGE_NAMES, availability, stage
 
@@ -116,10 +117,6 @@ def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], RunbookOptions
     except ValidationError as exc:
         raise PlanInvalid(validation_text(exc) + ". Nothing was started.") from None
     return config, options
-
-
-def validation_text(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
 
 
 def declared_parameters(notebook: Path) -> set[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import shlex
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .flags import knob_of
 from .memory import KV_CACHE_DTYPES
@@ -143,3 +143,9 @@ class PlanConfig(BaseModel):
                 "Fix: export the key in a variable and pass its NAME as api_key_env (--api-key-env NAME)"
             )
         return value
+
+
+def validation_text(exc: ValidationError) -> str:
+    """A pydantic error as one readable line per field ("devices: Input should be ..."), without
+    pydantic's banner and help URL."""
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
