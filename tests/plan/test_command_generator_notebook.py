@@ -60,3 +60,12 @@ def test_predict_is_a_parameter_papermill_can_set(tmp_path):
     text = _generate(tmp_path, platform="h200", predict="in=2000,out=500,c=8")
     rows = [ln.split() for ln in text.splitlines() if ln.strip().startswith("2000")]
     assert [r[:3] for r in rows] == [["2000", "500", "c=8"]]
+
+
+def test_a_bad_value_reads_as_field_and_reason():
+    """A bad parameter in the command generator names the field, without pydantic's banner and URL."""
+    from kimi_runbooks.plan import plan_text
+
+    for text in (plan_text({"platform": "mi300x", "devices": 0}), predicted_text({"platform": "mi300x", "devices": 0})):
+        assert "devices: Input should be greater than or equal to 1" in text
+        assert "validation error for" not in text and "errors.pydantic.dev" not in text

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from .catalog import Catalog, load_catalog
-from .config import PlanConfig
+from .config import PlanConfig, validation_text
 from .launch import plan
 from .launch_plan import LaunchPlan
 
@@ -96,7 +98,12 @@ def plan_text(config: dict[str, Any] | PlanConfig) -> str:
     try:
         return format_plan(plan(config))
     except (ValueError, KeyError) as exc:  # pydantic ValidationError and UnknownIdError are ValueErrors
-        return f"## verdict: INVALID\n  - {exc}"
+        return f"## verdict: INVALID\n  - {_readable(exc)}"
+
+
+def _readable(exc: Exception) -> str:
+    """A bad parameter as "field: what is wrong", not pydantic's multi-line banner and help URL."""
+    return validation_text(exc) if isinstance(exc, ValidationError) else str(exc)
 
 
 DEFAULT_PREDICT = "in=1000,out=1000,c=1,16,64"
@@ -115,7 +122,7 @@ def predicted_text(config: dict[str, Any] | PlanConfig, spec: str = DEFAULT_PRED
     try:
         launch = plan(config)
     except (ValueError, KeyError) as exc:
-        return f"## predicted speed: not predicted: {exc}"
+        return f"## predicted speed: not predicted: {_readable(exc)}"
     if not launch.ok:
         return "## predicted speed: not predicted, the plan is invalid"
     return format_predictions(predict(launch, scenarios))
