@@ -120,6 +120,16 @@ def test_mxfp4_runs_where_the_hardware_has_mxfp4() -> None:
         assert "fp4-weights-need-hardware" in errors, platform
 
 
+def test_fp4_checkpoints_are_judged_by_hardware_not_by_vendor() -> None:
+    """An AMD-published MXFP4 checkpoint on Blackwell (which has MXFP4 tensor cores) is exploratory,
+    not refused for its vendor; NVFP4 on AMD is refused once, by the hardware rule."""
+    b200 = plan({"platform": "b200", "model": "kimi-k2.5-mxfp4"})
+    assert b200.ok and "no-published-recipe" in {w.id for w in b200.warnings}
+    mi355x = {e.id for e in plan({"platform": "mi355x", "model": "kimi-k2.6-nvfp4"}).errors}
+    assert mi355x == {"fp4-weights-need-hardware"}
+    assert "model-not-for-vendor" in {e.id for e in plan({"platform": "h200", "model": "kimi-k2.6-w4a8"}).errors}
+
+
 def test_plan_lists_the_rules_that_changed_against_the_default_version() -> None:
     p = plan({"platform": "mi355x", "tp": 8, "sglang_version": "0.5.23"})
     changed = {c.rule_id: c for c in p.version_changes}
