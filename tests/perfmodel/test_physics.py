@@ -15,6 +15,7 @@ from kimi_runbooks.perfmodel.queueing import (
     closed_loop,
     open_loop,
     steady_decode,
+    synchronized_waves,
 )
 from kimi_runbooks.perfmodel.step import (
     Dtypes,
@@ -169,6 +170,29 @@ def test_kv_capacity_caps_the_batch_and_the_rest_queue():
     # Little's law: 32 clients / X = E2E; waiting shows up in TTFT
     assert o.ttft_s + 100 * o.tpot_s == pytest.approx(32 / o.completions_per_s, rel=1e-3)
     assert o.ttft_s > closed_loop(_timing(capacity=100), 8, 101).ttft_s
+
+
+def test_fixed_lengths_move_in_lock_step_waves():
+    """Prefill first (SGLang's scheduler): a wave of C prefills runs back to back, then the C
+    requests decode together. Hand computation for C = 40, prefill 1.6 s, step 0.17 s."""
+    step = 0.17
+    t = _timing(prefill=1.6, per_token=lambda b: step, capacity=100)
+    o = closed_loop(t, 40, 512, num_prompts=160, fixed_lengths=True)
+    wave_s = 40 * 1.6 + 511 * step + step / 2
+    assert o.ttft_s == pytest.approx(41 / 2 * 1.6 + step / 2)  # the median request waits for 20 prefills
+    assert o.tpot_s == pytest.approx(step + 39 / 2 * 1.6 / 511)  # and for the 19.5 after its own
+    assert o.itl_s == step and o.running == 40
+    assert o.output_tok_s == pytest.approx(40 * 512 / wave_s)
+    # the same load with varying lengths does not wait for a whole wave
+    spread = closed_loop(t, 40, 512, num_prompts=160)
+    assert spread.ttft_s < o.ttft_s / 3
+    # one client has no wave; PD disaggregation decodes each request as soon as it lands
+    assert closed_loop(t, 1, 512, fixed_lengths=True) == closed_loop(t, 1, 512)
+    assert closed_loop(_timing(pd=True), 16, 101, fixed_lengths=True) == closed_loop(_timing(pd=True), 16, 101)
+    # a KV pool of 10: waves of 10, the other 30 clients wait whole waves (Little)
+    small = synchronized_waves(_timing(prefill=1.6, per_token=lambda b: step, capacity=10), 40, 512)
+    assert small.kv_limited and small.running == 10
+    assert small.ttft_s + 511 * small.tpot_s == pytest.approx(40 / small.completions_per_s)
 
 
 def test_open_loop_and_saturation():

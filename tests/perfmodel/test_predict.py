@@ -102,6 +102,9 @@ def test_parse_predict_spec():
     ]
     grid = parse_predict_spec("in=1000,8000, out=500, rate=0.5,1, prefix=0.5")
     assert len(grid) == 4 and {s.request_rate for s in grid} == {0.5, 1.0} and grid[0].prefix_hit == 0.5
+    assert not grid[0].fixed_lengths
+    both = parse_predict_spec("in=10240,out=512,c=40,fixed=0,1")
+    assert [s.fixed_lengths for s in both] == [False, True]
     for bad, words in [
         ("in=1000,c=1", "needs in="),
         ("in=1000,out=10,c=1,rate=2", "exactly one"),
@@ -110,6 +113,7 @@ def test_parse_predict_spec():
         ("in=1000,out=10,c=x", "not a number"),
         ("1000", "no key"),
         ("in=1000,out=10,c=1,prefix=1", "prefix hit"),
+        ("in=1000,out=10,c=1,fixed=2", "0 or 1"),
     ]:
         with pytest.raises(PredictSpecError, match=words):
             parse_predict_spec(bad)
@@ -130,6 +134,12 @@ def test_compare_to_prediction_flags_results_outside_the_band():
     slow["median_tpot_ms"] = slow["median_tpot_ms"] * 3
     flagged = compare_to_prediction(slow, launch)
     assert flagged[flagged.metric == "median_tpot_ms"]["outside_band"].all()
+    # a run with --random-range-ratio 1.0 is predicted as lock-step waves
+    fixed = refs.copy()
+    fixed["random_range_ratio"] = 1.0
+    waves = compare_to_prediction(fixed, launch)
+    c16 = (waves.scenario == "chat-1k1k-c16") & (waves.metric == "median_ttft_ms")
+    assert waves[c16].predicted.iloc[0] > table[c16].predicted.iloc[0]
     empty = compare_to_prediction(pd.DataFrame([{"scenario": "x", "status": "ok"}]), launch)
     assert empty.iloc[0]["note"].startswith("no lengths")
 

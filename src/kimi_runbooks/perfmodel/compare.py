@@ -64,8 +64,12 @@ def _scenario(row: pd.Series) -> Scenario | None:
     concurrency = _num(row.get("max_concurrency"))
     rate = _num(row.get("request_rate"))
     prompts = int(completed) if completed > 0 else None
+    ratio = _num(row.get("random_range_ratio", row.get("range_ratio")))
+    fixed = ratio == 1.0  # every request the same lengths: lock-step waves (queueing.synchronized_waves)
     if concurrency > 0:
-        return Scenario(int(input_len), int(output_len), concurrency=int(concurrency), num_prompts=prompts)
+        return Scenario(
+            int(input_len), int(output_len), concurrency=int(concurrency), num_prompts=prompts, fixed_lengths=fixed
+        )
     if rate > 0 and math.isfinite(rate):
         return Scenario(int(input_len), int(output_len), request_rate=rate, num_prompts=prompts)
     return None

@@ -8,7 +8,8 @@
   (median ITL as TPOT, sustained tok/s as output throughput); prefill cells give TTFT at
   concurrency 1. Queued and over-capacity cells are not speed results.
 * `kind: table` (a results table a page published, e.g. a vendor blog): one row per run with its
-  exact lengths (bench_serving --random-range-ratio 1.0), concurrency and the published medians.
+  lengths, concurrency, prompt count, range ratio (1.0: every request exactly those lengths,
+  which keeps a closed loop in lock-step waves, queueing.synchronized_waves) and the medians.
 * `kind: targets` (Ascend): SLO ceilings, not measurements. They are listed for the record;
   those at concurrency >= TIGHT_TARGET_CONCURRENCY (where the published configuration was
   sized to sit at the ceiling) also enter the fit at half weight.
@@ -117,6 +118,7 @@ def _table(ref: Any, family: str) -> list[Observation]:
             output_len=int(row["output_len"]),
             concurrency=int(row["concurrency"]),
             num_prompts=int(row["num_prompts"]),
+            fixed_lengths=float(row.get("range_ratio") or 0.0) == 1.0,
         )
         for metric in METRICS:
             value = row["metrics"].get(metric)

@@ -27,7 +27,8 @@ no published accept length exists for these recipes; pass accept= to override.""
 
 STEADY_DECODE_EXTRA_CONTEXT = 1000
 """A fixed-duration decode test has generated about this many tokens past its prompt on
-average while it measures (llm-inference-bench: 30 s at ~50 tok/s after warm-up)."""
+average while it measures (llm-inference-bench: 30 s at ~50 tok/s after warm-up); a test that
+decodes its whole output (bench_one_batch_server) averages half of it, if that is less."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Scenario:
     num_prompts: int | None = None  # a finite benchmark drains at the end
     accept_length: float | None = None  # speculative decoding only
     steady_decode: bool = False  # every request decoding, none arriving (decode matrix cell)
+    fixed_lengths: bool = False  # every request exactly input_len/output_len (--random-range-ratio 1.0)
 
     def __post_init__(self) -> None:
         problems = []
@@ -85,6 +87,7 @@ class Prediction:
     devices: int
     family: str
     calibrated_family: bool
+    fixed_lengths: bool = False
     low: dict[str, float] = field(default_factory=dict)
     high: dict[str, float] = field(default_factory=dict)
     label: str = "predicted"
@@ -164,8 +167,9 @@ class Predictor:
     def timing(self, scenario: Scenario) -> Timing:
         s = self.serving
         decode, prefill = s.decode_pool, s.prefill_pool
+        half_output = scenario.output_len / 2.0
         ctx = scenario.input_len + (
-            STEADY_DECODE_EXTRA_CONTEXT if scenario.steady_decode else scenario.output_len / 2.0
+            min(STEADY_DECODE_EXTRA_CONTEXT, half_output) if scenario.steady_decode else half_output
         )
         accept = 1.0
         if decode.speculative is not None:
@@ -194,7 +198,12 @@ class Predictor:
             return steady_decode(t, scenario.concurrency or 1), t
         if scenario.request_rate is not None:
             return open_loop(t, scenario.request_rate, scenario.output_len), t
-        return closed_loop(t, scenario.concurrency or 1, scenario.output_len, scenario.num_prompts), t
+        return (
+            closed_loop(
+                t, scenario.concurrency or 1, scenario.output_len, scenario.num_prompts, scenario.fixed_lengths
+            ),
+            t,
+        )
 
     def predict(self, scenario: Scenario) -> Prediction:
         o, t = self.outcome(scenario)
@@ -232,6 +241,7 @@ class Predictor:
             devices=devices,
             family=self.family,
             calibrated_family=self.calibration.calibrated(self.family, self.plan.model.weight_format),
+            fixed_lengths=scenario.fixed_lengths,
         )
         _apply_band(p, self.calibration)
         return p

@@ -12,6 +12,17 @@ the previous one ends. A fixed point over the completion rate X:
 * PD disaggregation: prefill runs in its own pool (rho there), the decode pool sees no
   prefill, and TTFT adds the KV transfer between pools.
 
+Fixed lengths (bench_serving --random-range-ratio 1.0) in a mixed pool: the C clients start
+together and SGLang's scheduler runs a waiting prefill before any decode step
+(sgl-project/sglang python/sglang/srt/managers/scheduler.py, get_next_batch_to_run: "Run
+prefill first if possible"), so a wave of C prefills runs back to back while every decode
+waits, the C requests then decode together and finish together, and the next wave arrives at
+once: the clients stay in lock-step (synchronized_waves). The k-th request of a wave sees its
+first token after k prefills (median (C+1)/2 of them, the last C) and then waits for the rest
+of the wave's prefills before its second token. Lengths that vary (the default range ratio)
+spread the finishes out, and PD disaggregation decodes each request as soon as its KV lands,
+so both break the lock-step after the first wave: the fixed point above applies.
+
 Open loop (a request rate): X = rate unless it exceeds what the pools can serve (saturated).
 A finite benchmark (num_prompts N) drains at the end: the mean number in flight is taken as
 C (1 - C / 2N), which matches the printed "Concurrency" of the published runs.
@@ -63,7 +74,11 @@ def _in_flight(concurrency: float, num_prompts: int | None) -> float:
     return concurrency * (1.0 - concurrency / (2.0 * num_prompts))
 
 
-def closed_loop(t: Timing, concurrency: int, output_len: int, num_prompts: int | None = None) -> Outcome:
+def closed_loop(
+    t: Timing, concurrency: int, output_len: int, num_prompts: int | None = None, fixed_lengths: bool = False
+) -> Outcome:
+    if fixed_lengths and concurrency > 1 and not t.disaggregated:
+        return synchronized_waves(t, concurrency, output_len, num_prompts)
     clients = _in_flight(float(concurrency), num_prompts)
     slots = float(min(clients, t.capacity))
     decode_tokens = max(output_len - 1, 0)
@@ -89,6 +104,26 @@ def closed_loop(t: Timing, concurrency: int, output_len: int, num_prompts: int |
     return Outcome(
         ttft, tpot, t.token_time(batch), x, batch, x * output_len, min(x * t.prefill_share, 1.0), kv_limited, False
     )
+
+
+def synchronized_waves(t: Timing, concurrency: int, output_len: int, num_prompts: int | None = None) -> Outcome:
+    """Closed loop with fixed lengths on a mixed pool: waves of W = min(C, KV capacity)
+    requests, prefilled back to back (prefill first), then decoded together (module doc)."""
+    clients = float(min(concurrency, num_prompts or concurrency))
+    wave = float(min(clients, t.capacity))
+    decode_tokens = max(output_len - 1, 0)
+    share = t.prefill_share
+    token = t.token_time(wave)
+    wave_prefill = wave * share
+    wave_s = wave_prefill + decode_tokens * token + t.step_time(wave) / 2.0
+    x = wave / wave_s
+    ttft = wave_prefill / 2.0 + t.prefill / 2.0 + t.step_time(wave) / 2.0  # (W + 1) / 2 prefills
+    stall = (wave - 1.0) / 2.0 * share  # the median request waits for the later half's prefills
+    tpot = token + stall / decode_tokens if decode_tokens else token
+    kv_limited = clients > t.capacity
+    if kv_limited:  # the other clients wait whole waves for a slot: E2E = clients / X (Little)
+        ttft = clients / x - decode_tokens * tpot
+    return Outcome(ttft, tpot, token, x, wave, x * output_len, min(wave_prefill / wave_s, 1.0), kv_limited, False)
 
 
 def open_loop(t: Timing, rate: float, output_len: int) -> Outcome:

@@ -2,7 +2,9 @@
 
 `in=1000,out=1000,c=1,16,64` -> three scenarios (a value list continues until the next key).
 Keys: in (input tokens), out (output tokens), c (concurrency) or rate (requests/s),
-prefix (prefix-cache hit rate, 0..1), accept (speculative accept length). Lists multiply.
+prefix (prefix-cache hit rate, 0..1), accept (speculative accept length), fixed (1: every
+request exactly in/out tokens, bench_serving --random-range-ratio 1.0; 0, the default: in/out
+are mean lengths that vary). Lists multiply.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ KEYS = {
     "rate": "request_rate",
     "prefix": "prefix_hit",
     "accept": "accept_length",
+    "fixed": "fixed_lengths",
 }
 INTEGER_KEYS = {"in", "out", "c"}
+FLAG_KEYS = {"fixed"}
 EXAMPLE = "in=1000,out=1000,c=1,16,64"
 
 
@@ -56,12 +60,18 @@ def parse_predict_spec(text: str) -> list[Scenario]:
     keys = list(values)
     scenarios = []
     for combo in itertools.product(*(values[k] for k in keys)):
-        fields: dict[str, Any] = {KEYS[k]: (int(v) if k in INTEGER_KEYS else v) for k, v in zip(keys, combo)}
+        fields: dict[str, Any] = {KEYS[k]: _typed(k, v) for k, v in zip(keys, combo)}
         try:
             scenarios.append(Scenario(**fields))
         except ValueError as exc:
             raise PredictSpecError(f"--predict: {exc}") from None
     return scenarios
+
+
+def _typed(key: str, value: float) -> Any:
+    if key in FLAG_KEYS:
+        return bool(value)
+    return int(value) if key in INTEGER_KEYS else value
 
 
 def _number(key: str, raw: str) -> float:
@@ -71,6 +81,8 @@ def _number(key: str, raw: str) -> float:
         raise PredictSpecError(f"--predict: {key}={raw} is not a number. Example: {EXAMPLE}") from None
     if key in INTEGER_KEYS and not value.is_integer():
         raise PredictSpecError(f"--predict: {key} must be a whole number (got {raw}). Example: {EXAMPLE}")
+    if key in FLAG_KEYS and value not in (0.0, 1.0):
+        raise PredictSpecError(f"--predict: {key} is 0 or 1 (got {raw}). Example: {EXAMPLE},fixed=1")
     return value
 
 
@@ -111,6 +123,8 @@ def format_predictions(preds: list[Prediction], source: str = "") -> str:
             notes.append("over capacity: queue grows")
         if p.prefix_hit:
             notes.append(f"prefix hit {p.prefix_hit:.0%}")
+        if p.fixed_lengths and (p.concurrency or 1) > 1:
+            notes.append("fixed lengths: lock-step waves")
         notes.append(f"{p.bound}-bound")
         lines.append(
             f"{p.input_len:>7} {p.output_len:>6} {load:>9} {_band(p, 'median_ttft_ms'):>24} "
