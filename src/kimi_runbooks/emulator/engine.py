@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .clock import sleep_until
 from .faults import FaultInjector
 from .metrics import Metrics
+from .prefill import PrefillLanes
 from .scheduler import Scheduler
 from .settings import EmulatorSettings
 
@@ -50,6 +51,7 @@ class Engine:
         self.scheduler = Scheduler(settings.profile.max_total_num_tokens, settings.profile.max_running_requests)
         self.metrics = Metrics(model_name=settings.served_model_name, marked=settings.marked)
         self.faults = FaultInjector(settings)
+        self.prefill = PrefillLanes(settings.profile.prefill_lanes, settings.profile.prefill_stalls_decode)
 
     def _scaled(self, ms: float) -> float:
         return ms / 1000.0 * self.settings.time_scale
@@ -64,17 +66,21 @@ class Engine:
             start = admitted_at if ticket.waited else job.arrival
             progress.queue_seconds = max(admitted_at - job.arrival, 0.0) if ticket.waited else 0.0
             self.metrics.count_prompt(job.prompt_tokens, job.streaming)
-            deadline = start + self._scaled(self.profile.ttft_ms(job.prompt_tokens))
+            deadline = self.prefill.book(start, self._scaled(self.profile.ttft_ms(job.prompt_tokens)))
             previous = None
             for index in range(job.output_tokens):
-                await sleep_until(deadline)
+                if index == 0:
+                    await sleep_until(deadline)
+                else:
+                    deadline = await self._decode_turn(
+                        deadline, self._scaled(self.profile.itl_ms(self.scheduler.running))
+                    )
                 if crash_at is not None and index == crash_at:
                     self.faults.crash_now()
                 now = time.monotonic()
                 self._observe_token(job, progress, previous, now)
                 previous = now
                 yield index
-                deadline += self._scaled(self.profile.itl_ms(self.scheduler.running))
             if job.output_tokens == 0:
                 await sleep_until(deadline)
             if crash_at is not None:
@@ -83,6 +89,17 @@ class Engine:
         finally:
             self.scheduler.release(ticket)
             self._finish(job, progress, completed)
+
+    async def _decode_turn(self, since: float, work: float) -> float:
+        """Sleep until this request's next decode step, `work` seconds of decoding after its
+        previous token was due (`since`), is done; prefills booked meanwhile push it back."""
+        due = self.prefill.decode_due(since, work)
+        while True:
+            await sleep_until(due)
+            later = self.prefill.decode_due(since, work)
+            if later <= due + 1e-6:
+                return due
+            due = later
 
     def _observe_token(self, job: Job, progress: Progress, previous: float | None, now: float) -> None:
         if previous is None:

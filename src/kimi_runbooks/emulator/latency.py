@@ -16,6 +16,10 @@ The model is deliberately small, with one number per effect a runbook measures:
   say how much KV is held gets ``assumed_context_tokens`` per running request.
 * KV capacity: a request reserves input_tokens + max_new_tokens of ``max_total_num_tokens``
   while it runs; at most ``max_running_requests`` run at once; the rest wait (FIFO).
+* Prefill first, as SGLang schedules (emulator/prefill.py): prefills run one after another on
+  each of ``prefill_lanes`` lanes (DP-attention ranks x replicas), so a burst of arrivals waits
+  for the prefills ahead of it, and running requests' next tokens wait while a prefill runs
+  (unless ``prefill_stalls_decode`` is false: a PD-disaggregated decode pool).
 
 All durations are multiplied by the emulator's ``time_scale`` when they are slept.
 
@@ -64,6 +68,8 @@ class LatencyProfile:
     itl_per_1k_kv_ms: float = 0.0
     itl_per_1k_context_ms: float = 0.0
     assumed_context_tokens: int = 2048
+    prefill_lanes: int = 1
+    prefill_stalls_decode: bool = True
 
     def ttft_ms(self, input_tokens: int) -> float:
         """Prefill time for a request of this many input tokens (excluding queue wait)."""

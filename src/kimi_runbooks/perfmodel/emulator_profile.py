@@ -10,7 +10,10 @@ so the prediction is sampled over the range a runbook exercises and fitted by le
 * ITL(running, KV in use) = base + per-running x running + per-1K-KV x KV tokens / 1000
   + per-1K-context x KV tokens per running request / 1000, over PROFILE_BATCHES x
   PROFILE_CONTEXTS (decode step per output token, KV-capped batches only);
-* KV capacity = the planner's pool (all DP-attention ranks), running limit = the plan's.
+* KV capacity = the planner's pool (all DP-attention ranks), running limit = the plan's;
+* prefill lanes = the prefill pool's DP-attention ranks x replicas; decode stalls for prefill
+  unless the deployment is PD-disaggregated (the emulator schedules prefill first, as SGLang
+  does and as perfmodel.queueing assumes).
 """
 
 from __future__ import annotations
@@ -62,5 +65,7 @@ def latency_profile(plan: LaunchPlan, predictor: Predictor | None = None) -> Lat
         itl_per_1k_context_ms=max(per_ctx, 0.0),
         max_total_num_tokens=max(int(capacity), 1),
         max_running_requests=int(running),
+        prefill_lanes=max(prefill.attention_ranks * prefill.replicas, 1),
+        prefill_stalls_decode=not s.disaggregated,
         source=f"predicted by kimi_runbooks.perfmodel for {where} ({predictor.calibration.source})",
     )
