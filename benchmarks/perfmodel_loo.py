@@ -5,8 +5,10 @@ Ascend SLO targets listed beside, not counted), prints reference, run, metric, p
 published and error, twice:
 
 * leave one document out: the calibration that predicts a row never saw the row's source
-  document. Today every platform family has exactly one document, so this is the accuracy on
-  a family the model was never calibrated on (B300, GB300, MI300X, MI325X, MI355X are there).
+  document. A family with one document (Hopper, RTX PRO 6000) is then predicted as a family
+  the model was never calibrated on (as B300, GB300, MI325X, MI355X are); a family with more
+  (Blackwell: the Kimi-K2 cookbook's B200 runs and deplodock's B200 files; AMD: the MI350X
+  cookbook runs and the ROCm MI300X blog) from its other documents.
 * leave one run out: the row's own family refitted without that benchmark run: the accuracy
   on a calibrated family for a scenario it has not seen.
 

@@ -183,16 +183,28 @@ def test_fixed_lengths_move_in_lock_step_waves():
     assert o.tpot_s == pytest.approx(step + 39 / 2 * 1.6 / 511)  # and for the 19.5 after its own
     assert o.itl_s == step and o.running == 40
     assert o.output_tok_s == pytest.approx(40 * 512 / wave_s)
+    # 40 prompts at concurrency 24: a wave of 24, then the 16 left; medians over all 40 requests
+    part = closed_loop(t, 24, 512, num_prompts=40, fixed_lengths=True)
+    seconds = (24 + 16) * 1.6 + 2 * (511 * step + step / 2)
+    assert part.output_tok_s == pytest.approx(40 * 512 / seconds)
+    ttfts = sorted([k * 1.6 + step / 2 for k in range(1, 25)] + [k * 1.6 + step / 2 for k in range(1, 17)])
+    assert part.ttft_s == pytest.approx((ttfts[19] + ttfts[20]) / 2)
     # the same load with varying lengths does not wait for a whole wave
     spread = closed_loop(t, 40, 512, num_prompts=160)
     assert spread.ttft_s < o.ttft_s / 3
     # one client has no wave; PD disaggregation decodes each request as soon as it lands
     assert closed_loop(t, 1, 512, fixed_lengths=True) == closed_loop(t, 1, 512)
     assert closed_loop(_timing(pd=True), 16, 101, fixed_lengths=True) == closed_loop(_timing(pd=True), 16, 101)
-    # a KV pool of 10: waves of 10, the other 30 clients wait whole waves (Little)
+    # a KV pool of 10: waves of 10; a request waits for the 3 waves of the 30 clients ahead of it
     small = synchronized_waves(_timing(prefill=1.6, per_token=lambda b: step, capacity=10), 40, 512)
+    period = 10 * 1.6 + 511 * step + step / 2
     assert small.kv_limited and small.running == 10
-    assert small.ttft_s + 511 * small.tpot_s == pytest.approx(40 / small.completions_per_s)
+    assert small.output_tok_s == pytest.approx(10 * 512 / period)
+    assert small.ttft_s == pytest.approx(3 * period + 5.5 * 1.6 + step / 2, rel=0.01)
+    assert small.ttft_s + 511 * small.tpot_s == pytest.approx(40 / small.completions_per_s, rel=0.02)  # Little
+    # 40 prompts, 40 clients, a pool for 35: the 5 left over wait one wave, the median does not
+    over = synchronized_waves(_timing(prefill=1.6, per_token=lambda b: step, capacity=35), 40, 512, num_prompts=40)
+    assert over.ttft_s == pytest.approx(20.5 * 1.6 + step / 2)
 
 
 def test_open_loop_and_saturation():

@@ -7,9 +7,11 @@
 * `kind: matrix` (llm-inference-bench): decode cells are steady decode at `concurrency`
   (median ITL as TPOT, sustained tok/s as output throughput); prefill cells give TTFT at
   concurrency 1. Queued and over-capacity cells are not speed results.
-* `kind: table` (a results table a page published, e.g. a vendor blog): one row per run with its
-  lengths, concurrency, prompt count, range ratio (1.0: every request exactly those lengths,
-  which keeps a closed loop in lock-step waves, queueing.synchronized_waves) and the medians.
+* `kind: table` (a results table a page published, e.g. a vendor blog, or a repository's result
+  files): one row per run with its lengths, concurrency, prompt count, range ratio or
+  fixed_lengths (1.0 / true: every request exactly those lengths, which keeps a closed loop in
+  lock-step waves, queueing.synchronized_waves), the medians, and its own `launch` where it
+  differs from the reference's.
 * `kind: targets` (Ascend): SLO ceilings, not measurements. They are listed for the record;
   those at concurrency >= TIGHT_TARGET_CONCURRENCY (where the published configuration was
   sized to sit at the ceiling) also enter the fit at half weight.
@@ -110,15 +112,15 @@ def _speed(ref: Any, family: str) -> list[Observation]:
 
 
 def _table(ref: Any, family: str) -> list[Observation]:
-    config = _launch_config(ref.platform, ref.model, ref.launch)
     out = []
     for row in ref.rows:
+        config = _launch_config(ref.platform, ref.model, {**ref.launch, **(row.get("launch") or {})})
         scenario = Scenario(
             input_len=int(row["input_len"]),
             output_len=int(row["output_len"]),
             concurrency=int(row["concurrency"]),
             num_prompts=int(row["num_prompts"]),
-            fixed_lengths=float(row.get("range_ratio") or 0.0) == 1.0,
+            fixed_lengths=bool(row.get("fixed_lengths")) or float(row.get("range_ratio") or 0.0) == 1.0,
         )
         for metric in METRICS:
             value = row["metrics"].get(metric)

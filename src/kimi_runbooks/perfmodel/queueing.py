@@ -31,6 +31,7 @@ C (1 - C / 2N), which matches the printed "Concurrency" of the published runs.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -106,24 +107,50 @@ def closed_loop(
     )
 
 
+STEADY_WAVES = 10
+"""Waves followed when a scenario gives no prompt count (the first wave's fill counts 1 in 10)."""
+
+
 def synchronized_waves(t: Timing, concurrency: int, output_len: int, num_prompts: int | None = None) -> Outcome:
-    """Closed loop with fixed lengths on a mixed pool: waves of W = min(C, KV capacity)
-    requests, prefilled back to back (prefill first), then decoded together (module doc)."""
-    clients = float(min(concurrency, num_prompts or concurrency))
-    wave = float(min(clients, t.capacity))
+    """Closed loop with fixed lengths on a mixed pool, followed wave by wave (module doc): a
+    wave takes the requests waiting when it starts, at most what the KV pool holds to the end
+    (t.capacity), prefills them back to back (prefill first) and decodes them together; the
+    clients whose requests finished send the next ones as it ends; requests the pool could not
+    take wait for the next wave. Medians are over every request, as bench_serving takes them."""
+    total = num_prompts or STEADY_WAVES * concurrency
+    clients = min(concurrency, total)
+    limit = max(min(clients, t.capacity), 1)
     decode_tokens = max(output_len - 1, 0)
-    share = t.prefill_share
-    token = t.token_time(wave)
-    wave_prefill = wave * share
-    wave_s = wave_prefill + decode_tokens * token + t.step_time(wave) / 2.0
-    x = wave / wave_s
-    ttft = wave_prefill / 2.0 + t.prefill / 2.0 + t.step_time(wave) / 2.0  # (W + 1) / 2 prefills
-    stall = (wave - 1.0) / 2.0 * share  # the median request waits for the later half's prefills
-    tpot = token + stall / decode_tokens if decode_tokens else token
-    kv_limited = clients > t.capacity
-    if kv_limited:  # the other clients wait whole waves for a slot: E2E = clients / X (Little)
-        ttft = clients / x - decode_tokens * tpot
-    return Outcome(ttft, tpot, token, x, wave, x * output_len, min(wave_prefill / wave_s, 1.0), kv_limited, False)
+    share, lanes_first = t.prefill_share, t.prefill - t.prefill_share
+    waiting = [0.0] * clients  # send times of the requests not yet in a wave
+    sent, now, busy = clients, 0.0, 0.0
+    ttfts: list[float] = []
+    tpots: list[float] = []
+    while waiting:
+        size = min(limit, len(waiting))
+        wave, waiting = waiting[:size], waiting[size:]
+        token, step = t.token_time(size), t.step_time(size)
+        for k, sent_at in enumerate(wave, start=1):
+            ttfts.append(now + lanes_first + k * share + step / 2.0 - sent_at)  # k prefills done (per lane)
+            stall = (size - k) * share  # ... and the rest of the wave's before its second token
+            tpots.append(token + stall / decode_tokens if decode_tokens else token)
+        busy += size * share
+        now += size * share + decode_tokens * token + step / 2.0
+        more = min(size, total - sent)  # the finished clients send again
+        waiting += [now] * more
+        sent += more
+    x = total / now
+    return Outcome(
+        statistics.median(ttfts),
+        statistics.median(tpots),
+        t.token_time(limit),
+        x,
+        float(limit),
+        x * output_len,
+        min(busy / now, 1.0),
+        clients > t.capacity,
+        False,
+    )
 
 
 def open_loop(t: Timing, rate: float, output_len: int) -> Outcome:

@@ -132,9 +132,15 @@ def summary(checks: list[Check]) -> dict[str, Any]:
     for fam in fams:
         errs = [abs(c.error) for c in measured(checks) if c.obs.family == fam and c.obs.metric in HEADLINE]
         per_family[fam] = round(float(np.median(errs)), 4)
+    per_document = {}
+    for ref in sorted({c.obs.reference_id for c in measured(checks)}):
+        errs = [abs(c.error) for c in measured(checks) if c.obs.reference_id == ref and c.obs.metric in HEADLINE]
+        if errs:
+            per_document[ref] = round(float(np.median(errs)), 4)
     return {
         "median_abs_error": {m: round(median_abs_error(checks, m), 4) for m in BAND_METRICS},
         "median_abs_error_tpot_and_throughput_by_family": per_family,
+        "median_abs_error_tpot_and_throughput_by_document": per_document,
         "worst_family": max(per_family, key=lambda k: per_family[k]) if per_family else None,
         "rows": len(measured(checks)),
     }
@@ -170,5 +176,10 @@ def format_checks(checks: list[Check], title: str) -> str:
         "median |error| of TPOT and output throughput by family: "
         + ", ".join(f"{k} {v:.0%}" for k, v in fams.items())
         + f"; worst: {s['worst_family']}"
+    )
+    docs = s["median_abs_error_tpot_and_throughput_by_document"]
+    lines.append(
+        "... by document (a family's median weighs each row, so a document with many rows weighs more): "
+        + ", ".join(f"{k} {v:.0%}" for k, v in docs.items())
     )
     return "\n".join(lines)
