@@ -69,3 +69,31 @@ def test_a_burst_of_equal_requests_is_one_wave_as_predicted():
         Timing(0.1, lambda b: 0.01, lambda b: 0.01, transfer=0.0, capacity=100, disaggregated=False), 4, 5
     )
     assert statistics.median(firsts) == pytest.approx(wave.ttft_s, rel=0.2)
+
+
+def test_the_engine_tells_the_itl_lookup_how_much_context_is_held():
+    """A profile with a context term: a request decoding after a long prompt is slower than after
+    a short one, because the engine passes the KV the running requests hold."""
+    profile = LatencyProfile(
+        ttft_base_ms=1, ttft_per_1k_input_ms=0, itl_base_ms=5, itl_per_running_ms=0, itl_per_1k_context_ms=5
+    )
+
+    async def gaps(url: str, prompt: int) -> float:
+        payload = {
+            "input_ids": [7] * prompt,
+            "stream": True,
+            "sampling_params": {"max_new_tokens": 6, "ignore_eos": True},
+        }
+        stamps = []
+        async with httpx.AsyncClient(timeout=30) as http:
+            async with http.stream("POST", url + "/generate", json=payload) as r:
+                async for line in r.aiter_lines():
+                    if line.startswith("data:") and "[DONE]" not in line:
+                        stamps.append(time.perf_counter())
+        return statistics.median(b - a for a, b in zip(stamps, stamps[1:]))
+
+    with emulator_server(EmulatorSettings(profile=profile, time_scale=1.0, log_startup=False)) as url:
+        short = asyncio.run(gaps(url, 10))
+        long = asyncio.run(gaps(url, 8000))
+    assert short == pytest.approx(0.005, abs=0.004)
+    assert long == pytest.approx(0.005 + 0.040, abs=0.01)  # 8K context x 5 ms per 1K

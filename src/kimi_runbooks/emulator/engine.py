@@ -52,6 +52,7 @@ class Engine:
         self.metrics = Metrics(model_name=settings.served_model_name, marked=settings.marked)
         self.faults = FaultInjector(settings)
         self.prefill = PrefillLanes(settings.profile.prefill_lanes, settings.profile.prefill_stalls_decode)
+        self.kv_tokens = 0  # context the running requests hold (prompt + tokens emitted): the ITL lookup reads it
 
     def _scaled(self, ms: float) -> float:
         return ms / 1000.0 * self.settings.time_scale
@@ -61,25 +62,29 @@ class Engine:
         crash_at = self.faults.crash_point(job.output_tokens) if job.streaming else None
         ticket = await self.scheduler.admit(job.reserve_tokens)
         completed = False
+        held = 0
         try:
             admitted_at = time.monotonic()
             start = admitted_at if ticket.waited else job.arrival
             progress.queue_seconds = max(admitted_at - job.arrival, 0.0) if ticket.waited else 0.0
             self.metrics.count_prompt(job.prompt_tokens, job.streaming)
+            self.kv_tokens += job.prompt_tokens
+            held += job.prompt_tokens
             deadline = self.prefill.book(start, self._scaled(self.profile.ttft_ms(job.prompt_tokens)))
             previous = None
             for index in range(job.output_tokens):
                 if index == 0:
                     await sleep_until(deadline)
                 else:
-                    deadline = await self._decode_turn(
-                        deadline, self._scaled(self.profile.itl_ms(self.scheduler.running))
-                    )
+                    itl = self.profile.itl_ms(self.scheduler.running, self.kv_tokens)
+                    deadline = await self._decode_turn(deadline, self._scaled(itl))
                 if crash_at is not None and index == crash_at:
                     self.faults.crash_now()
                 now = time.monotonic()
                 self._observe_token(job, progress, previous, now)
                 previous = now
+                self.kv_tokens += 1
+                held += 1
                 yield index
             if job.output_tokens == 0:
                 await sleep_until(deadline)
@@ -87,6 +92,7 @@ class Engine:
                 self.faults.crash_now()  # stream shorter than the crash point: die at its end
             completed = True
         finally:
+            self.kv_tokens -= held
             self.scheduler.release(ticket)
             self._finish(job, progress, completed)
 

@@ -23,6 +23,11 @@ The model is deliberately small, with one number per effect a runbook measures:
 
 All durations are multiplied by the emulator's ``time_scale`` when they are slept.
 
+A profile from the performance model also carries the prediction itself, sampled: TTFT at a
+range of input lengths (``ttft_table``) and ITL on a grid of running requests x context per
+request (``itl_table``); the emulator interpolates them, and the lines above are kept as a
+summary (and for profiles fitted from references, which have no tables).
+
 Where the numbers come from: ``--profile <platform>`` takes them from the performance model
 (``kimi_runbooks.perfmodel.latency_profile``: the prediction for that platform's default plan,
 or the plan the emulator's SGLang flags describe), so every platform, with or without
@@ -49,6 +54,8 @@ from typing import Any
 
 import yaml
 
+from .tables import interpolate, interpolate_grid
+
 log = logging.getLogger(__name__)
 
 _MIN_MS = 0.1  # fitted values are clipped to stay positive and sleepable
@@ -70,17 +77,29 @@ class LatencyProfile:
     assumed_context_tokens: int = 2048
     prefill_lanes: int = 1
     prefill_stalls_decode: bool = True
+    ttft_table: tuple[tuple[float, float], ...] = ()
+    itl_running: tuple[float, ...] = ()
+    itl_context: tuple[float, ...] = ()
+    itl_table: tuple[tuple[float, ...], ...] = ()
 
     def ttft_ms(self, input_tokens: int) -> float:
-        """Prefill time for a request of this many input tokens (excluding queue wait)."""
+        """Prefill time for a request of this many input tokens (excluding queue wait): the
+        sampled prediction (ttft_table, interpolated) when there is one, else the line."""
+        if self.ttft_table:
+            return max(interpolate(self.ttft_table, float(input_tokens)), _MIN_MS)
         return self.ttft_base_ms + self.ttft_per_1k_input_ms * input_tokens / 1000.0
 
     def itl_ms(self, running_requests: int, kv_tokens: int | None = None) -> float:
         """Time between two tokens of one request while this many requests run, holding
-        `kv_tokens` of KV cache between them (unknown: `assumed_context_tokens` each)."""
+        `kv_tokens` of KV cache between them (unknown: `assumed_context_tokens` each): the
+        sampled prediction (itl_table over itl_running x itl_context tokens per request,
+        interpolated) when there is one, else the plane."""
         running = max(running_requests, 0)
         kv = max(kv_tokens if kv_tokens is not None else running * self.assumed_context_tokens, 0)
         per_request = kv / running if running else 0.0
+        if self.itl_table:
+            value = interpolate_grid(self.itl_running, self.itl_context, self.itl_table, max(running, 1), per_request)
+            return max(value, _MIN_MS)
         return (
             self.itl_base_ms
             + self.itl_per_running_ms * running

@@ -1,19 +1,21 @@
 """The emulator's latency profile, derived from the prediction for a plan.
 
 One model for the emulator: a rehearsal on any platform (with or without published results)
-behaves like that platform's prediction. The emulator's profile is linear (emulator/latency.py),
-so the prediction is sampled over the range a runbook exercises and fitted by least squares:
+behaves like that platform's prediction. The profile carries the prediction itself, sampled
+(emulator/latency.py interpolates between the samples):
 
-* TTFT(input) = base + per-1K x input, over PROFILE_INPUTS (prefill alone, no queue: the
-  emulator's scheduler adds queueing itself); least squares on relative error, since the
-  prediction is curved (attention is quadratic in the input);
-* ITL(running, KV in use) = base + per-running x running + per-1K-KV x KV tokens / 1000
-  + per-1K-context x KV tokens per running request / 1000, over PROFILE_BATCHES x
-  PROFILE_CONTEXTS (decode step per output token, KV-capped batches only);
+* TTFT(input): the predicted prefill of one request alone at TABLE_INPUTS (no queue: the
+  emulator's prefill lanes and KV admission add the queueing themselves);
+* ITL(running, context per request): the predicted decode step per output token on the grid
+  TABLE_RUNNING x TABLE_CONTEXTS (speculative decoding: per accepted token);
 * KV capacity = the planner's pool (all DP-attention ranks), running limit = the plan's;
 * prefill lanes = the prefill pool's DP-attention ranks x replicas; decode stalls for prefill
   unless the deployment is PD-disaggregated (the emulator schedules prefill first, as SGLang
   does and as perfmodel.queueing assumes).
+
+The straight lines of the older profile (TTFT = base + per-1K x input; ITL = base + per-running
+x running + per-1K-KV x KV + per-1K-context x context) are still fitted by least squares on
+relative error over the same samples, as a summary a reader can compare across platforms.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ from .predict import Predictor
 PROFILE_INPUTS = (256, 1024, 2048, 4096, 8192, 16384)
 PROFILE_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 PROFILE_CONTEXTS = (1024, 4096, 16384)
+TABLE_INPUTS: tuple[int, ...] = (1, 128, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576)
+TABLE_INPUTS += (32768, 49152, 65536, 98304, 131072, 196608, 262144)  # x1.5 steps: attention is quadratic
+TABLE_RUNNING = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+TABLE_CONTEXTS = (128, 1024, 4096, 16384, 65536, 262144)
 MIN_MS = 0.1
 
 
@@ -53,6 +59,11 @@ def latency_profile(plan: LaunchPlan, predictor: Predictor | None = None) -> Lat
     a, y = np.asarray(rows), np.asarray(ys)
     coef, *_ = np.linalg.lstsq(a / y[:, None], np.ones_like(y), rcond=None)  # relative error
     itl_base, per_running, per_kv, per_ctx = (float(c) for c in coef)
+    ttft_table = tuple((float(x), predictor.prefill_seconds(prefill, x) * 1000) for x in TABLE_INPUTS)
+    itl_table = tuple(
+        tuple(predictor.iteration_seconds(decode, b, ctx) * 1000 / accept for ctx in TABLE_CONTEXTS)
+        for b in TABLE_RUNNING
+    )
     capacity = decode.kv_pool_tokens * decode.attention_ranks * decode.replicas
     running = decode.max_running * decode.replicas if decode.max_running else DEFAULT_PROFILE.max_running_requests
     where = f"{plan.platform.id}/{plan.model.id}" + (f"/{plan.deployment.id}" if plan.deployment else "")
@@ -65,6 +76,10 @@ def latency_profile(plan: LaunchPlan, predictor: Predictor | None = None) -> Lat
         itl_per_1k_context_ms=max(per_ctx, 0.0),
         max_total_num_tokens=max(int(capacity), 1),
         max_running_requests=int(running),
+        ttft_table=ttft_table,
+        itl_running=tuple(float(b) for b in TABLE_RUNNING),
+        itl_context=tuple(float(c) for c in TABLE_CONTEXTS),
+        itl_table=itl_table,
         prefill_lanes=max(prefill.attention_ranks * prefill.replicas, 1),
         prefill_stalls_decode=not s.disaggregated,
         source=f"predicted by kimi_runbooks.perfmodel for {where} ({predictor.calibration.source})",
