@@ -75,7 +75,7 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
         "--predict",
         metavar="SPEC",
         help='predicted speed for scenarios, e.g. "in=1000,out=1000,c=1,16,64" '
-        "(keys: in, out, c or rate, prefix, accept; lists multiply)",
+        "(keys: in, out, c or rate, prefix, accept, fixed=1 for equal lengths; lists multiply)",
     )
 
 
