@@ -17,9 +17,12 @@ import yaml
 from kimi_runbooks.perfmodel.calibration import TRANSFERRED, Evaluator, factors_of, fit_all, transferred_global
 from kimi_runbooks.perfmodel.factors import FACTOR_NAMES, PRIOR, Factors
 from kimi_runbooks.perfmodel.observations import observations
+from kimi_runbooks.perfmodel.predict import predict
+from kimi_runbooks.perfmodel.spec import format_predictions, parse_predict_spec
 from kimi_runbooks.perfmodel.store import calibration_path, load_calibration
 from kimi_runbooks.perfmodel.validation import LEAVE_OUT, Check, band, family_bands
 from kimi_runbooks.plan.catalog import load_catalog
+from kimi_runbooks.plan.launch import plan
 
 CATALOG = load_catalog()
 
@@ -129,3 +132,25 @@ def test_family_bands_widen_to_the_pool():
     assert bands["a"]["median_tpot_ms"][1] == pytest.approx(math.log(2.0))
     assert band(checks)["median_tpot_ms"][1] < math.log(2.0) - 0.1  # wider than the pool's
     assert bands["b"]["median_tpot_ms"][1] == pytest.approx(band(checks)["median_tpot_ms"][1])  # the pool's
+
+
+def test_a_family_fitted_only_to_slo_ceilings_is_not_called_validated():
+    """Ascend's factors come from published SLO targets, never a measurement: predictions use
+    them but carry a new family's band and say why, instead of a calibrated family's."""
+    cal = load_calibration(CATALOG.root)
+    measured = {o.family for o in observations(CATALOG) if o.kind != "targets"}
+    assert set(cal.targets_only) == set(cal.families) - measured == {"huawei-ascend"}
+    assert cal.calibrated("huawei-ascend", "w4a8") and not cal.validated("huawei-ascend", "w4a8")
+    assert cal.basis("huawei-ascend", "w4a8") == "slo-targets-only"
+    assert cal.basis("nvidia-hopper", "int4") == "measured"
+    assert cal.basis("no-such-family") == "borrowed"
+    assert cal.factors("huawei-ascend", "w4a8") == cal.families["huawei-ascend"]  # still its own factors
+
+    launch = plan({"platform": "ascend-a3"}, CATALOG)
+    (p,) = predict(launch, parse_predict_spec("in=3500,out=1500,c=16"), cal)
+    assert (p.calibrated_family, p.calibration_basis) == (False, "slo-targets-only")
+    lo, hi = cal.band["median_tpot_ms"]  # the leave-one-document-out band
+    assert p.low["median_tpot_ms"] == pytest.approx(min(p.median_tpot_ms, p.median_tpot_ms * math.exp(-hi)))
+    assert p.high["median_tpot_ms"] == pytest.approx(max(p.median_tpot_ms, p.median_tpot_ms * math.exp(-lo)))
+    assert "fitted only to published SLO ceilings" in format_predictions([p])
+    assert p.as_dict()["calibration_basis"] == "slo-targets-only"

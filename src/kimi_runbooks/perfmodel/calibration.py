@@ -162,6 +162,7 @@ def combine(ev: Evaluator, params: dict[str, np.ndarray], rows: Iterable[Observa
         references=tuple(sorted({o.reference_id for o in rows})),
         source="fit",
         family_formats=family_formats,
+        targets_only=tuple(fam for fam in families if all(o.kind == "targets" for o in rows if o.family == fam)),
     )
 
 

@@ -87,6 +87,10 @@ class Prediction:
     devices: int
     family: str
     calibrated_family: bool
+    """Fitted to measured results of this family and weight format: the run-out band applies."""
+    calibration_basis: str = "measured"
+    """measured | slo-targets-only (Ascend: fitted to published ceilings, never to a
+    measurement, so it takes a new family's band) | borrowed (no results of its own)."""
     fixed_lengths: bool = False
     low: dict[str, float] = field(default_factory=dict)
     high: dict[str, float] = field(default_factory=dict)
@@ -240,7 +244,8 @@ class Predictor:
             bound=step.bound if t.capacity else "kv-capacity",
             devices=devices,
             family=self.family,
-            calibrated_family=self.calibration.calibrated(self.family, self.plan.model.weight_format),
+            calibrated_family=self.calibration.validated(self.family, self.plan.model.weight_format),
+            calibration_basis=self.calibration.basis(self.family, self.plan.model.weight_format),
             fixed_lengths=scenario.fixed_lengths,
         )
         _apply_band(p, self.calibration)

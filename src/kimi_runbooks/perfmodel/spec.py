@@ -96,16 +96,22 @@ def _band(p: Prediction, name: str, digits: int = 0) -> str:
     return f"{_fmt(getattr(p, name), digits)} [{_fmt(p.low[name], digits)}-{_fmt(p.high[name], digits)}]"
 
 
+BAND_TEXT = {
+    "measured": "leave-one-run-out band of a calibrated family",
+    "slo-targets-only": (
+        "leave-one-document-out band: this family is fitted only to published SLO ceilings, "
+        "no measurement has validated it"
+    ),
+    "borrowed": "leave-one-document-out band: no published results of this family with this weight format",
+}
+
+
 def format_predictions(preds: list[Prediction], source: str = "") -> str:
     """The table `kimi-runbooks plan --predict` prints (every figure labelled PREDICTED)."""
     if not preds:
         return "## predicted speed (model estimate)\n(no scenarios)\n"
     first = preds[0]
-    which = (
-        "leave-one-run-out band of a calibrated family"
-        if first.calibrated_family
-        else "leave-one-document-out band: no published results of this family with this weight format"
-    )
+    which = BAND_TEXT.get(first.calibration_basis, BAND_TEXT["borrowed"])
     lines = [
         "## predicted speed (PREDICTED by kimi_runbooks.perfmodel, not measured)",
         f"# family {first.family}, {first.devices} devices; [low-high] = 10th-90th percentile, {which}",

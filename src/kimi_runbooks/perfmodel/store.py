@@ -35,6 +35,9 @@ class Calibration:
     band_by_family: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     """Per calibrated family: its own leave-one-run-out quantiles, never narrower than band_calibrated
     (a family the model fits worse, like amd-cdna, gets the wider band its errors earned)."""
+    targets_only: tuple[str, ...] = ()
+    """Families whose fit saw only published SLO ceilings (Ascend), no measurement: their factors
+    are used, but no validation has measured them, so their band is a new family's."""
 
     def factors(self, family: str, weight_format: str | None = None) -> Factors:
         """The family's own factors when it was calibrated on this weight format; a calibrated
@@ -54,6 +57,18 @@ class Calibration:
             return False
         formats = self.family_formats.get(family)
         return weight_format is None or not formats or weight_format in formats
+
+    def validated(self, family: str, weight_format: str | None = None) -> bool:
+        """Calibrated on measured results (not only on SLO ceilings): the run-out band applies."""
+        return self.calibrated(family, weight_format) and family not in self.targets_only
+
+    def basis(self, family: str, weight_format: str | None = None) -> str:
+        """What the family's factors were fitted to, in words a band label can carry."""
+        if self.validated(family, weight_format):
+            return "measured"
+        if self.calibrated(family, weight_format):
+            return "slo-targets-only"
+        return "borrowed"
 
     def band_for(self, metric: str, calibrated: bool = False, family: str | None = None) -> tuple[float, float]:
         """(low, high) quantiles of log(predicted / published) for `metric`: leave-one-run-out
@@ -77,6 +92,7 @@ class Calibration:
             "band_new_family": _band_dict(self.band),
             "band_calibrated_family": _band_dict(self.band_calibrated),
             "band_by_family": {k: _band_dict(v) for k, v in sorted(self.band_by_family.items())},
+            "families_fitted_to_targets_only": list(self.targets_only),
         }
 
 
@@ -105,6 +121,7 @@ def load_calibration(params_root: Path) -> Calibration:
         band=_band(data.get("band_new_family")),
         band_calibrated=_band(data.get("band_calibrated_family")),
         band_by_family={k: _band(v) for k, v in (data.get("band_by_family") or {}).items()},
+        targets_only=tuple(data.get("families_fitted_to_targets_only") or ()),
         references=tuple(data.get("references") or ()),
         source=f"{path.name} ({', '.join(data.get('references') or [])})",
     )
