@@ -4,17 +4,52 @@ A run starts servers and benchmark clients on ephemeral TCP ports; a kernel on T
 own can collide with them (seen as a client waiting forever for a reply that went elsewhere), and
 every TCP kernel logs "running over TCP without encryption" into the run's output. IPC sockets in
 a private temporary folder avoid both.
+
+The client also waits for kernel messages in short slices. nbclient waits for a cell's reply with
+one poll as long as the cell timeout; when a cell opens ipywidgets comms (the command generator,
+the progress bar) that poll can miss the socket's wake-up and only see the reply, long there, when
+the timeout ends (jupyter/nbclient issue 312: a 2 s cell took 15 min here in a CI run). A sliced
+wait looks again every POLL_SLICE_S, so a missed wake-up costs at most that.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import time
 import uuid
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
+from jupyter_client.asynchronous.client import AsyncKernelClient
+from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.manager import AsyncKernelManager
+from traitlets import Type
+
+POLL_SLICE_S = 0.25
+"""Longest a reply that has arrived can go unseen (see the module docstring)."""
+
+
+class SlicedWaitChannel(AsyncZMQSocketChannel):
+    """A kernel channel whose get_msg(timeout) polls in POLL_SLICE_S slices up to the timeout."""
+
+    async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:  # type: ignore[override]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = POLL_SLICE_S if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                return await super().get_msg(timeout=min(POLL_SLICE_S, left))
+            except Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+
+class SlicedWaitKernelClient(AsyncKernelClient):
+    """The kernel client papermill gets from IPCKernelManager: shell and IOPub waits are sliced."""
+
+    shell_channel_class = Type(SlicedWaitChannel)
+    iopub_channel_class = Type(SlicedWaitChannel)
 
 
 class IPCKernelManager(AsyncKernelManager):
@@ -22,6 +57,7 @@ class IPCKernelManager(AsyncKernelManager):
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("transport", "ipc")
+        kwargs.setdefault("client_class", f"{__name__}.SlicedWaitKernelClient")
         kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"kimi-kernel-{uuid.uuid4().hex[:16]}"))
         super().__init__(**kwargs)
 

@@ -1,0 +1,79 @@
+"""The stage notebooks' kernel client: a reply whose wake-up the poll missed is still seen soon.
+
+nbclient waits for a cell's reply with one poll as long as the cell timeout; a missed wake-up then
+costs the whole timeout (jupyter/nbclient issue 312). The fake socket below behaves like that
+poll: it reports what is ready only when its own wait ends, never when a message arrives."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from queue import Empty
+from typing import Any
+
+import pytest
+from jupyter_client.channels import AsyncZMQSocketChannel
+
+from kimi_runbooks.notebook_run import POLL_SLICE_S, IPCKernelManager, SlicedWaitChannel, SlicedWaitKernelClient
+
+
+class DeafSocket:
+    """poll(timeout_ms) sleeps the whole timeout (None: forever), then says whether a message is there."""
+
+    def __init__(self, ready_at: float) -> None:
+        self.ready_at = ready_at
+
+    async def poll(self, timeout_ms: int | None = None) -> int:
+        if timeout_ms is None:
+            await asyncio.sleep(3600)
+        elif timeout_ms:
+            await asyncio.sleep(timeout_ms / 1000)
+        return int(time.monotonic() >= self.ready_at)
+
+
+def _channel(cls: type[AsyncZMQSocketChannel], arrives_in: float) -> Any:
+    channel = cls.__new__(cls)  # no real socket or session: only get_msg's waiting is under test
+    channel.socket = DeafSocket(time.monotonic() + arrives_in)  # type: ignore[assignment]
+
+    async def recv() -> dict[str, Any]:
+        return {"msg_type": "execute_reply"}
+
+    channel._recv = recv  # type: ignore[method-assign]
+    return channel
+
+
+async def _timed(channel: Any, timeout: float | None) -> tuple[Any, float]:
+    start = time.monotonic()
+    try:
+        msg = await channel.get_msg(timeout=timeout)
+    except Empty:
+        msg = None
+    return msg, time.monotonic() - start
+
+
+def test_a_reply_that_arrives_during_a_long_wait_is_seen_within_a_slice():
+    msg, took = asyncio.run(_timed(_channel(SlicedWaitChannel, 0.3), timeout=30))
+    assert msg == {"msg_type": "execute_reply"}
+    assert took < 0.3 + 2 * POLL_SLICE_S
+
+
+def test_the_unsliced_channel_would_wait_out_the_timeout():
+    """The failure this guards against, shown on jupyter_client's own channel (2 s, not 15 min)."""
+    msg, took = asyncio.run(_timed(_channel(AsyncZMQSocketChannel, 0.3), timeout=2))
+    assert msg == {"msg_type": "execute_reply"} and took >= 1.9
+
+
+def test_the_timeout_still_holds_and_none_waits_until_a_message():
+    msg, took = asyncio.run(_timed(_channel(SlicedWaitChannel, 60), timeout=0.6))
+    assert msg is None and 0.55 <= took < 0.6 + POLL_SLICE_S
+    msg, took = asyncio.run(_timed(_channel(SlicedWaitChannel, 0), timeout=0))
+    assert msg is not None and took < POLL_SLICE_S
+    msg, took = asyncio.run(_timed(_channel(SlicedWaitChannel, 0.4), timeout=None))
+    assert msg is not None and took < 0.4 + 2 * POLL_SLICE_S
+
+
+@pytest.mark.parametrize("channel", ["shell_channel_class", "iopub_channel_class"])
+def test_the_stage_kernel_manager_hands_papermill_the_sliced_client(channel: str):
+    client = IPCKernelManager().client()
+    assert isinstance(client, SlicedWaitKernelClient)
+    assert getattr(client, channel) is SlicedWaitChannel
