@@ -117,6 +117,10 @@ def test_parse_predict_spec():
     ]:
         with pytest.raises(PredictSpecError, match=words):
             parse_predict_spec(bad)
+    # a rule a scenario breaks reads in --predict's own syntax, not as the Python class behind it
+    with pytest.raises(PredictSpecError) as err:
+        parse_predict_spec("in=1000,out=1000,c=0")
+    assert str(err.value) == "--predict: bad scenario: concurrency must be >= 1. Example: in=1000,out=1000,c=1,16,64"
 
 
 def test_compare_to_prediction_flags_results_outside_the_band():

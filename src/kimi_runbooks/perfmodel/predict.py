@@ -58,11 +58,19 @@ class Scenario:
         if self.accept_length is not None and self.accept_length < 1:
             problems.append("accept length must be >= 1")
         if problems:
-            raise ValueError(
-                "bad scenario: "
-                + "; ".join(problems)
-                + ". Fix: e.g. Scenario(input_len=1000, output_len=1000, concurrency=16)"
-            )
+            raise ScenarioError(problems)
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be predicted; `problems` name the rules it breaks."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(
+            "bad scenario: "
+            + "; ".join(problems)
+            + ". Fix: e.g. Scenario(input_len=1000, output_len=1000, concurrency=16)"
+        )
 
 
 @dataclass

@@ -13,7 +13,7 @@ import itertools
 import math
 from typing import Any
 
-from .predict import Prediction, Scenario
+from .predict import Prediction, Scenario, ScenarioError
 
 KEYS = {
     "in": "input_len",
@@ -63,8 +63,8 @@ def parse_predict_spec(text: str) -> list[Scenario]:
         fields: dict[str, Any] = {KEYS[k]: _typed(k, v) for k, v in zip(keys, combo)}
         try:
             scenarios.append(Scenario(**fields))
-        except ValueError as exc:
-            raise PredictSpecError(f"--predict: {exc}") from None
+        except ScenarioError as exc:
+            raise PredictSpecError(f"--predict: bad scenario: {'; '.join(exc.problems)}. Example: {EXAMPLE}") from None
     return scenarios
 
 
