@@ -20,6 +20,7 @@ from pathlib import Path
 import papermill as pm
 
 from kimi_runbooks import report
+from kimi_runbooks.notebook_run import SlicedWaitKernelManager
 from kimi_runbooks.paths import REPO_ROOT, RUNBOOKS_DIR
 from kimi_runbooks.toolenv import make_offline_tokenizer
 
@@ -44,6 +45,7 @@ def main() -> int:
             progress_bar=False,
             log_output=True,
             cwd=str(REPO_ROOT),
+            kernel_manager_class=SlicedWaitKernelManager,  # TCP as a user's papermill; see notebook_run
         )
     except pm.PapermillExecutionError as exc:
         failed = f"{exc.ename}: {exc.evalue}"

@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 from jupyter_client.channels import AsyncZMQSocketChannel
 
-from kimi_runbooks.notebook_run import POLL_SLICE_S, IPCKernelManager, SlicedWaitChannel, SlicedWaitKernelClient
+from kimi_runbooks.notebook_run import (
+    POLL_SLICE_S,
+    IPCKernelManager,
+    SlicedWaitChannel,
+    SlicedWaitKernelClient,
+    SlicedWaitKernelManager,
+)
 
 
 class DeafSocket:
@@ -72,8 +78,18 @@ def test_the_timeout_still_holds_and_none_waits_until_a_message():
     assert msg is not None and took < 0.4 + 2 * POLL_SLICE_S
 
 
+@pytest.mark.parametrize("manager", [IPCKernelManager, SlicedWaitKernelManager])
 @pytest.mark.parametrize("channel", ["shell_channel_class", "iopub_channel_class"])
-def test_the_stage_kernel_manager_hands_papermill_the_sliced_client(channel: str):
-    client = IPCKernelManager().client()
+def test_the_kernel_managers_hand_papermill_the_sliced_client(manager: type, channel: str):
+    """IPC for the stage notebooks, TCP for `make demo`'s runbook (scripts/demo.py)."""
+    km = manager()
+    assert km.transport == ("ipc" if manager is IPCKernelManager else "tcp")
+    client = km.client()
     assert isinstance(client, SlicedWaitKernelClient)
     assert getattr(client, channel) is SlicedWaitChannel
+
+
+def test_the_demo_runs_the_runbook_with_the_sliced_client():
+    from kimi_runbooks.paths import REPO_ROOT
+
+    assert "kernel_manager_class=SlicedWaitKernelManager" in (REPO_ROOT / "scripts" / "demo.py").read_text()

@@ -52,12 +52,20 @@ class SlicedWaitKernelClient(AsyncKernelClient):
     iopub_channel_class = Type(SlicedWaitChannel)
 
 
-class IPCKernelManager(AsyncKernelManager):
+class SlicedWaitKernelManager(AsyncKernelManager):
+    """papermill's kernel manager with the sliced-wait client (any transport; `make demo` uses it
+    on TCP, as a user's own papermill command would run the runbook)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("client_class", f"{__name__}.SlicedWaitKernelClient")
+        super().__init__(**kwargs)
+
+
+class IPCKernelManager(SlicedWaitKernelManager):
     """A kernel manager whose kernel listens on IPC sockets under the temporary folder."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("transport", "ipc")
-        kwargs.setdefault("client_class", f"{__name__}.SlicedWaitKernelClient")
         kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"kimi-kernel-{uuid.uuid4().hex[:16]}"))
         super().__init__(**kwargs)
 
