@@ -691,6 +691,8 @@ def test_kv_capacity_queues_requests():
                     )
                     return time.perf_counter() - t, r.json()["meta_info"]
 
+                await one()  # warm-up: a fresh server's first request pays one-off costs that delay both
+
                 async def watch():
                     # the sample with the most queued requests while the first one runs (~220 ms): a
                     # single look at 0.1 s could come before the second request arrived on a busy machine
@@ -709,7 +711,9 @@ def test_kv_capacity_queues_requests():
     assert metrics["sglang:num_running_reqs"] == 1 and metrics["sglang:num_queue_reqs"] == 1
     assert metrics["sglang:token_usage"] == pytest.approx(0.7)
     assert max(m1["queue_time"], m2["queue_time"]) > 0.15
-    assert max(t1, t2) > 1.8 * min(t1, t2)
+    # the client sees the wait too: the second ends ~210 ms after the first (a difference, not a ratio,
+    # so a delay both requests share on a busy machine cannot fail it; CI once measured 0.42 s / 0.63 s)
+    assert max(t1, t2) - min(t1, t2) > 0.15
 
 
 def test_scheduler_fifo_and_cancellation():
