@@ -75,8 +75,18 @@ def test_trends_that_must_hold():
     # the KV pool caps the running batch: 64 requests of 100K tokens cannot all run
     big = pr.predict(Scenario(100_000, 1000, concurrency=64))
     assert big.kv_limited and big.running_requests <= big.kv_capacity_requests
+    assert big.capacity_limit == "kv-pool" and "KV pool holds" in format_predictions([big])
     # open loop below capacity serves the offered rate
     assert pr.predict(Scenario(1000, 1000, request_rate=0.2)).output_throughput == pytest.approx(200)
+
+
+def test_a_max_running_requests_cap_is_named_as_such():
+    # the 16P mixed Ascend recipe passes --max-running-requests 32 (a total over its 32 DP-attention
+    # ranks) with a KV pool of millions of tokens: 64 clients queue on the flag, not on KV
+    p = Predictor(plan({"platform": "ascend-a3"}, CATALOG)).predict(Scenario(1000, 1000, concurrency=64))
+    assert p.kv_limited and p.kv_capacity_requests == 32 and p.capacity_limit == "max-running-requests"
+    text = format_predictions([p])
+    assert "--max-running-requests lets 32 run" in text and "KV pool holds" not in text
 
 
 def test_speculative_decoding_uses_the_accept_length():

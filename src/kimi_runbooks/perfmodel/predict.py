@@ -89,6 +89,7 @@ class Prediction:
     tok_s_per_user: float
     running_requests: float
     kv_capacity_requests: int
+    """Requests that run at once (KV pool and --max-running-requests together)."""
     kv_limited: bool
     saturated: bool
     bound: str
@@ -100,6 +101,8 @@ class Prediction:
     """measured | slo-targets-only (Ascend: fitted to published ceilings, never to a
     measurement, so it takes a new family's band) | borrowed (no results of its own)."""
     fixed_lengths: bool = False
+    capacity_limit: str = "kv-pool"
+    """What sets kv_capacity_requests: kv-pool or max-running-requests."""
     low: dict[str, float] = field(default_factory=dict)
     high: dict[str, float] = field(default_factory=dict)
     label: str = "predicted"
@@ -255,6 +258,7 @@ class Predictor:
             calibrated_family=self.calibration.validated(self.family, self.plan.model.weight_format),
             calibration_basis=self.calibration.basis(self.family, self.plan.model.weight_format),
             fixed_lengths=scenario.fixed_lengths,
+            capacity_limit=decode.capacity_limit(scenario.input_len + scenario.output_len),
         )
         _apply_band(p, self.calibration)
         return p

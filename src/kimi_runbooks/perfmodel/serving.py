@@ -74,6 +74,15 @@ class Pool:
             total = min(total, self.max_running * self.replicas)
         return int(total)
 
+    def capacity_limit(self, tokens_per_request: int) -> str:
+        """What caps running requests: "max-running-requests" when SGLang's
+        --max-running-requests (a total SGLang splits over DP-attention ranks) binds before
+        the KV pool fills, else "kv-pool"."""
+        by_kv = self.kv_pool_tokens // max(tokens_per_request, 1) * self.attention_ranks
+        if self.max_running is not None and self.max_running < by_kv:
+            return "max-running-requests"
+        return "kv-pool"
+
 
 @dataclass(frozen=True)
 class Serving:

@@ -123,6 +123,8 @@ def format_predictions(preds: list[Prediction], source: str = "") -> str:
         notes = []
         if p.kv_capacity_requests < 1:
             notes.append("does not fit the KV pool")
+        elif p.kv_limited and p.capacity_limit == "max-running-requests":
+            notes.append(f"--max-running-requests lets {p.kv_capacity_requests} run: the rest queue")
         elif p.kv_limited:
             notes.append(f"KV pool holds {p.kv_capacity_requests}: the rest queue")
         if p.saturated and p.kv_capacity_requests >= 1:
