@@ -5,6 +5,11 @@ to SGLang's own code by the contract suite (tests/contract/): status codes, erro
 every JSON key and SSE chunk, /server_info and /model_info keys, /generate meta_info keys,
 /metrics names, types, labels and buckets, and Kimi's reasoning and tool-call conventions.
 
+How fast it answers comes from the performance model: ``--profile <platform>`` samples
+kimi_runbooks.perfmodel's prediction for that platform's plan (TTFT by input length, ITL by
+running requests and context, the planned KV pool and running limit; latency.py), so a
+rehearsal on any platform, with or without published results, behaves like its prediction.
+
 Allowed deviations, the only differences from SGLang (listed with reasons in deviations.py,
 whose ``DEVIATIONS`` the suite reads; ``strict_sglang=True`` / ``--strict-sglang`` turns them off):
 
