@@ -13,7 +13,7 @@ import pytest
 from kimi_runbooks.perfmodel import Predictor, Scenario
 from kimi_runbooks.plan import plan
 from kimi_runbooks.plan.flags import parse_extra_args
-from kimi_runbooks.plan.server_options import check_extra_options, expand_prefixes, option_table
+from kimi_runbooks.plan.server_options import option_table, read_extra_options
 
 REGEN = Path(__file__).resolve().parents[1] / "contract" / "regen_server_options.py"
 FLAGGED = {"extra-arg-value", "extra-arg-unknown", "extra-arg-choice"}
@@ -44,7 +44,7 @@ CASES: list[tuple[list[str], str | None]] = [
 
 def fired(extra: list[str]) -> set[str]:
     _, flags = parse_extra_args(extra)
-    return {r.id for r in check_extra_options(expand_prefixes(flags))}
+    return {r.id for r in read_extra_options(flags)[1]}
 
 
 @pytest.mark.parametrize(("extra", "rule"), CASES, ids=[" ".join(c[0]) for c in CASES])

@@ -66,20 +66,22 @@ class Pool:
     def spans_nodes(self) -> bool:
         return self.nodes > 1
 
+    def _kv_requests(self, tokens_per_request: int) -> int:
+        """Requests whose KV fits at once in one replica, all its attention ranks."""
+        return self.kv_pool_tokens // max(tokens_per_request, 1) * self.attention_ranks
+
     def capacity_requests(self, tokens_per_request: int) -> int:
-        """Requests whose KV fits at once, all ranks and replicas (0: not even one fits)."""
-        per_rank = self.kv_pool_tokens // max(tokens_per_request, 1)
-        total = per_rank * self.attention_ranks * self.replicas
+        """Requests that run at once, all ranks and replicas (0: not even one fits)."""
+        per_replica = self._kv_requests(tokens_per_request)
         if self.max_running is not None:
-            total = min(total, self.max_running * self.replicas)
-        return int(total)
+            per_replica = min(per_replica, self.max_running)
+        return int(per_replica * self.replicas)
 
     def capacity_limit(self, tokens_per_request: int) -> str:
         """What caps running requests: "max-running-requests" when SGLang's
         --max-running-requests (a total SGLang splits over DP-attention ranks) binds before
         the KV pool fills, else "kv-pool"."""
-        by_kv = self.kv_pool_tokens // max(tokens_per_request, 1) * self.attention_ranks
-        if self.max_running is not None and self.max_running < by_kv:
+        if self.max_running is not None and self.max_running < self._kv_requests(tokens_per_request):
             return "max-running-requests"
         return "kv-pool"
 

@@ -14,7 +14,7 @@ from .knobs import METRICS_FLAG, apply_knob_flags, rule_facts, unknown_allows
 from .launch_plan import LaunchPlan, NodeCommand
 from .memory import MemoryPlan, plan_memory
 from .rules import RuleResult, check_rules
-from .server_options import check_extra_options, expand_prefixes
+from .server_options import read_extra_options
 from .shell import args_to_argv, env_ref, join_word, render_script, shell_command
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
@@ -109,8 +109,8 @@ def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, de
     model = catalog.model(config.model or deployment.model)
     leading, extra = parse_extra_args(config.extra_args)
     config, extra, refused = apply_knob_flags(config, extra)
-    extra = expand_prefixes(extra)
-    results: list[RuleResult] = [*refused, *check_extra_options(extra)]
+    extra, unread = read_extra_options(extra)
+    results: list[RuleResult] = [*refused, *unread]
     nodes: list[NodeCommand] = []
     serving_memory: MemoryPlan | None = None
     serve_host = "127.0.0.1"

@@ -32,7 +32,7 @@ from .knobs import (
 from .launch_plan import Alternative, LaunchPlan, NodeCommand, VersionChange
 from .memory import plan_memory
 from .rules import RuleExpressionError, RuleResult, check_rules, evaluate, rule_applies
-from .server_options import check_extra_options, expand_prefixes
+from .server_options import read_extra_options
 from .shell import Ref, Word, args_to_argv, env_ref, join_word, render_script, shell_command
 
 
@@ -60,8 +60,8 @@ def _plan_single(
 ) -> LaunchPlan:
     leading, extra = parse_extra_args(config.extra_args)
     config, extra, refused = apply_knob_flags(config, extra)
-    extra = expand_prefixes(extra)
-    refused += check_extra_options(extra)
+    extra, unread = read_extra_options(extra)
+    refused += unread
     _, recipe_extra = parse_extra_args(platform.recipe.extra_args if platform.recipe.model == model.id else [])
     knobs = resolve_knobs(config, platform, model)
     args = merge_args(server_args(config, knobs, model, platform.vendor), [*recipe_extra, *extra])

@@ -80,28 +80,25 @@ def option_table(path: Path = DATA_FILE) -> OptionTable:
     return OptionTable(data["sglang_version"], data["source"], options, bool(data.get("allow_abbrev", True)))
 
 
-def expand_prefixes(extra: list[ExtraFlag], table: OptionTable | None = None) -> list[ExtraFlag]:
-    """Each flag written as a unique prefix (`--max-running=8`) under the option's full name, as
-    argparse reads it, so the plan's own copy of that option is replaced and the predictor sees
-    it; `written` keeps the user's spelling for messages."""
-    table = table or option_table()
-    out = []
-    for item in extra:
-        option, _ = table.find(item.flag)
-        full = option.option if option is not None else item.flag
-        out.append(item if full == item.flag else ExtraFlag(full, item.values, item.written))
-    return out
+def read_extra_options(
+    extra: list[ExtraFlag], table: OptionTable | None = None
+) -> tuple[list[ExtraFlag], list[RuleResult]]:
+    """The extra flags as SGLang's parser reads them, and what it would make of them.
 
-
-def check_extra_options(extra: list[ExtraFlag], table: OptionTable | None = None) -> list[RuleResult]:
-    """One RuleResult per extra flag SGLang's parser would refuse (error) or may not know (warning)."""
+    A flag written as a unique prefix (`--max-running=8`) comes back under the option's full
+    name, so the plan's own copy of that option is replaced and the predictor sees it (`written`
+    keeps the user's spelling for messages). One RuleResult per flag the parser would refuse
+    (error) or that this SGLang release does not know (warning)."""
     table = table or option_table()
+    flags: list[ExtraFlag] = []
     results: list[RuleResult] = []
     for item in extra:
         option, ambiguous = table.find(item.flag)
         if option is None:
+            flags.append(item)
             results.append(_unknown(item, ambiguous, table))
             continue
+        flags.append(item if option.option == item.flag else ExtraFlag(option.option, item.values, item.written))
         problem = _value_problem(option, item.values)
         if problem:
             results.append(_result("extra-arg-value", "error", item, problem, _fix(option), table))
@@ -119,7 +116,7 @@ def check_extra_options(extra: list[ExtraFlag], table: OptionTable | None = None
                     table,
                 )
             )
-    return results
+    return flags, results
 
 
 def _value_problem(option: ServerOption, values: tuple[str, ...]) -> str:
