@@ -67,3 +67,15 @@ def test_emulator_cli_takes_its_profile_from_the_model():
     # an unknown platform falls back (references, then the default profile)
     unknown, _ = parse_settings(["--profile", "no-such-gpu"])
     assert unknown.profile == DEFAULT_PROFILE
+
+
+@pytest.mark.parametrize("deployment_id", sorted(CATALOG.deployments))
+def test_profile_for_every_multi_node_deployment(deployment_id):
+    dep = CATALOG.deployment(deployment_id)
+    launch = plan({"platform": dep.platform, "deployment": deployment_id}, CATALOG)
+    serving = serving_from_plan(launch)
+    profile = latency_profile(launch)
+    assert deployment_id in profile.source and profile.ttft_table and profile.itl_table
+    # a PD-disaggregated decode pool never waits for prefill; a mixed one does
+    assert profile.prefill_stalls_decode == (not serving.disaggregated)
+    assert profile.prefill_lanes == serving.prefill_pool.attention_ranks * serving.prefill_pool.replicas
