@@ -6,11 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup tool-envs demo test lint plan notebooks goldens clean
 
-$(STAMP): pyproject.toml src/kimi_runbooks/kernel.py
+$(STAMP): pyproject.toml src/kimi_runbooks/execution/kernel.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip
 	$(BIN)/pip install -q -e '.[dev]'
-	$(BIN)/python -m kimi_runbooks.kernel install > /dev/null
+	$(BIN)/python -m kimi_runbooks.execution.kernel install > /dev/null
 	# bytecode for the package: each stage kernel imports it, and PYTHONDONTWRITEBYTECODE
 	# environments never write it themselves (edited files are recompiled in memory as usual)
 	$(BIN)/python -m compileall -q src > /dev/null

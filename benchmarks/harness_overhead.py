@@ -25,8 +25,8 @@ from typing import Any
 import kimi_runbooks.speed.run as speed_run
 from kimi_runbooks import speed
 from kimi_runbooks.emulator.testing import start_subprocess
-from kimi_runbooks.target import RunHandle
-from kimi_runbooks.toolenv import ToolEnvError, make_offline_tokenizer, tool_env
+from kimi_runbooks.target.locate import RunHandle
+from kimi_runbooks.tools.envs import ToolEnvError, make_offline_tokenizer, tool_env
 
 
 def timed_stage(url: str, tokenizer: Path, folder: Path, repeat: int, worker: bool) -> list[tuple[str, float, float]]:

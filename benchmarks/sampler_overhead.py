@@ -21,8 +21,8 @@ from pathlib import Path
 from kimi_runbooks import speed
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.plan.catalog import Scenario
-from kimi_runbooks.target import RunHandle
-from kimi_runbooks.toolenv import ToolEnvError, make_offline_tokenizer, tool_env
+from kimi_runbooks.target.locate import RunHandle
+from kimi_runbooks.tools.envs import ToolEnvError, make_offline_tokenizer, tool_env
 
 SCENARIO = Scenario(
     id="overhead-c16",

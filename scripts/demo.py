@@ -20,9 +20,9 @@ from pathlib import Path
 import papermill as pm
 
 from kimi_runbooks import report
-from kimi_runbooks.notebook_run import SlicedWaitKernelManager
+from kimi_runbooks.execution.notebook import SlicedWaitKernelManager
 from kimi_runbooks.paths import REPO_ROOT, RUNBOOKS_DIR
-from kimi_runbooks.toolenv import make_offline_tokenizer
+from kimi_runbooks.tools.envs import make_offline_tokenizer
 
 RUNBOOK_GOAL_S = 30.0
 
@@ -45,7 +45,7 @@ def main() -> int:
             progress_bar=False,
             log_output=True,
             cwd=str(REPO_ROOT),
-            kernel_manager_class=SlicedWaitKernelManager,  # TCP as a user's papermill; see notebook_run
+            kernel_manager_class=SlicedWaitKernelManager,  # TCP as a user papermill uses (execution.notebook)
         )
     except pm.PapermillExecutionError as exc:
         failed = f"{exc.ename}: {exc.evalue}"

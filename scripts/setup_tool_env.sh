@@ -83,7 +83,7 @@ case "$PY_VERSION" in
 esac
 
 # The stamp hashes what the env is built from: the requirement files (names and contents) and
-# the interpreter's version. The Python side (kimi_runbooks.toolenv) only checks that a stamp
+# the interpreter's version. The Python side (kimi_runbooks.tools.envs) only checks that a stamp
 # exists; this script decides whether it is current.
 want_hash() {
     {
@@ -186,7 +186,7 @@ case "$NAME" in
         mkdir -p "$VENV/model"
         ln -sf "$GGUF" "$VENV/model/$LLAMACPP_GGUF"
         log "exporting the GGUF's tokenizer to $VENV/tokenizer (bench env's transformers)"
-        HF_HUB_OFFLINE=1 "$BENCH_PY" "$REPO_ROOT/src/kimi_runbooks/toolscripts/gguf_tokenizer.py" \
+        HF_HUB_OFFLINE=1 "$BENCH_PY" "$REPO_ROOT/src/kimi_runbooks/tools/scripts/gguf_tokenizer.py" \
             "$VENV/model/$LLAMACPP_GGUF" "$VENV/tokenizer" >&2 || die "tokenizer export failed"
         ;;
     *)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kimi_runbooks import toolenv
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.plan import Catalog, load_catalog
 from kimi_runbooks.rundir import RunFolder
+from kimi_runbooks.tools import envs as toolenv
 from tests.support import FAKES, missing
 
 FAKE_SMI_VARS = (

@@ -14,7 +14,7 @@ from kimi_runbooks.stages import STAGES
 
 PACKAGE = REPO_ROOT / "src" / "kimi_runbooks"
 MAX_MODULE_LINES = 450
-TOOLSCRIPTS = PACKAGE / "toolscripts"
+TOOLSCRIPTS = PACKAGE / "tools" / "scripts"
 """Scripts run by the tool environments' own interpreters; not part of the importable package."""
 
 WRITE_METHODS = {"write_text", "write_bytes", "touch", "chmod", "symlink_to", "hardlink_to"}
@@ -47,27 +47,15 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """Project modules `name` imports at run time (TYPE_CHECKING blocks excluded; function-level
-    imports included: a lazy import hides a cycle, it does not remove it)."""
+    """Project modules `name` imports: at run time, inside functions (a lazy import hides a cycle, it
+    does not remove it) and under TYPE_CHECKING (a type-only circle still ties the modules together:
+    neither can be understood, moved or type-checked without the other)."""
     tree = ast.parse(path.read_text())
     is_pkg = path.name == "__init__.py"
     package = name if is_pkg else name.rsplit(".", 1)[0]
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            skip |= {id(n) for child in node.body for n in ast.walk(child)}
     found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name in modules}
         elif isinstance(node, ast.ImportFrom):
@@ -125,22 +113,88 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _import_graph() -> dict[str, set[str]]:
+    """Every edge counts, including a package's `__init__` importing its own submodules: then a
+    submodule that imports its package back (`from . import name`) closes a circle, as it does when
+    Python runs it."""
     modules = _modules()
-    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
-    # A package's __init__ importing its own submodules is how packages work; a submodule
-    # importing its own package back is the cycle this test is about, so only that edge stays.
-    for name in graph:
-        graph[name] = {
-            t
-            for t in graph[name]
-            if not (t.startswith(name + ".") and (PACKAGE.parent / name.replace(".", "/")).is_dir())
-        }
-    return graph
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
 
 
 def test_import_graph_has_no_cycles() -> None:
     cycles = _cycles(_import_graph())
     assert not cycles, f"import cycles: {cycles}"
+
+
+LAYERS: list[set[str]] = [
+    {"paths", "secrets", "rundir", "procs", "progress", "origin", "stages"},
+    {"plan", "target", "tools", "execution"},
+    {"perfmodel"},
+    {"emulator", "deploy"},
+    {"invoke", "speed", "accuracy"},
+    {"report", "generator"},
+    {"runbook", "cli", "__init__"},
+]
+"""The package's floors, bottom first: a module may import its own floor or any floor below it,
+never one above (the planner knows nothing of predictions; the prediction nothing of the emulator
+that replays it; the report nothing of the runbook that renders it)."""
+
+TOP_LEVEL_MODULES = {"__init__", "cli", "stages", "rundir", "secrets", "procs", "progress", "origin", "paths"}
+"""The shared contracts and the console script; everything else lives in a package named by its role."""
+
+
+def _floor(module: str) -> int:
+    part = module.split(".")[1] if "." in module else "__init__"
+    for level, names in enumerate(LAYERS):
+        if part in names:
+            return level
+    raise AssertionError(f"{module}: its package {part!r} is on no floor of LAYERS; add it where it belongs")
+
+
+def _upward_edges(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if _floor(b) > _floor(a))
+
+
+def test_imports_only_point_down() -> None:
+    upward = _upward_edges(_import_graph())
+    assert not upward, f"imports that run back up a floor (see LAYERS): {upward}"
+
+
+def test_upward_detector_sees_a_planner_importing_the_model() -> None:
+    assert _upward_edges({"kimi_runbooks.plan.view": {"kimi_runbooks.perfmodel"}}) == [
+        "kimi_runbooks.plan.view -> kimi_runbooks.perfmodel"
+    ]
+    assert _upward_edges({"kimi_runbooks.perfmodel": {"kimi_runbooks.plan"}}) == []
+
+
+def test_graph_counts_type_checking_and_submodule_edges(tmp_path: Path) -> None:
+    pkg = tmp_path / "kimi_runbooks" / "p"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .a import x\n")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import y\n")
+    modules = {"kimi_runbooks.p": pkg / "__init__.py", "kimi_runbooks.p.a": pkg / "a.py"}
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    assert _cycles(graph) == [["kimi_runbooks.p", "kimi_runbooks.p.a"]]
+
+
+def test_top_level_holds_only_the_shared_contracts() -> None:
+    loose = {p.stem for p in PACKAGE.glob("*.py")}
+    assert loose <= TOP_LEVEL_MODULES, (
+        f"modules beside the packages that are not shared contracts: {sorted(loose - TOP_LEVEL_MODULES)}; "
+        "move each into the package of its role (runbook/, target/, tools/, execution/, ...)"
+    )
+    assert len(loose) <= 10
+
+
+def test_module_names_do_not_clash() -> None:
+    """Two modules share a name only when they play the same role in parallel packages."""
+    parallel = {"__init__", "__main__", "cli", "run", "results", "figures", "config", "references"}
+    seen: dict[str, list[str]] = {}
+    for name, path in _modules().items():
+        if path.name == "__init__.py":
+            continue  # a package is named by its role; its modules are what may clash
+        seen.setdefault(name.rsplit(".", 1)[-1], []).append(name)
+    clashes = {leaf: names for leaf, names in seen.items() if len(names) > 1 and leaf not in parallel}
+    assert not clashes, f"modules sharing a name for different roles: {clashes}"
 
 
 def test_cycle_detector_finds_a_cycle() -> None:

@@ -711,8 +711,8 @@ predict: Optional[str] = None  # scenarios in kimi-runbooks plan --predict synta
     (
         "code",
         """
-from kimi_runbooks.plan import command_generator, plan_text, predicted_text
-from kimi_runbooks.plan.view import DEFAULT_PREDICT
+from kimi_runbooks.generator import DEFAULT_PREDICT, command_generator, predicted_text
+from kimi_runbooks.plan import plan_text
 
 config = {k: v for k, v in dict(
     platform=platform, model=model, devices=devices, tp=tp, dp=dp, ep=ep, enable_dp_attention=enable_dp_attention,

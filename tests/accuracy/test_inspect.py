@@ -9,7 +9,7 @@ import pytest
 
 from kimi_runbooks.accuracy import inspect_eval as ie
 from kimi_runbooks.accuracy.common import StageMissing, SuiteFailed
-from kimi_runbooks.accuracy.compare import reference_entry
+from kimi_runbooks.accuracy.references import reference_entry
 from kimi_runbooks.emulator.testing import emulator_server
 from tests.support import FIXTURES
 

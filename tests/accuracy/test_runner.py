@@ -10,8 +10,8 @@ from kimi_runbooks.accuracy import AccuracyConfig, read_rows, run_accuracy
 from kimi_runbooks.accuracy.toolcall_samples import ci_samples
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.rundir import read_jsonl
-from kimi_runbooks.target import RunHandle, write_handle
-from kimi_runbooks.toolenv import ToolEnvMissing, tool_env
+from kimi_runbooks.target.locate import RunHandle, write_handle
+from kimi_runbooks.tools.envs import ToolEnvMissing, tool_env
 from tests.support.stand_ins import k2vv_stand_in
 
 MODEL = "moonshotai/Kimi-K2.6"

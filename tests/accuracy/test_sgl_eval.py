@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from kimi_runbooks import toolenv
 from kimi_runbooks.accuracy import sgl_eval
 from kimi_runbooks.accuracy.common import StageMissing
-from kimi_runbooks.accuracy.compare import reference_entry
+from kimi_runbooks.accuracy.references import reference_entry
 from kimi_runbooks.emulator.testing import emulator_server
+from kimi_runbooks.tools import envs as toolenv
 from tests.support import FIXTURES, missing
 
 MODEL = "moonshotai/Kimi-K2.6"

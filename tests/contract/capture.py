@@ -17,7 +17,7 @@ from cases import API_KEY, CASES, CONTEXT_LENGTH, MODEL, Case
 
 from kimi_runbooks.emulator import DEVIATIONS, EmulatorSettings
 from kimi_runbooks.emulator.chat_input import read_chat
-from kimi_runbooks.emulator.errors import ApiError
+from kimi_runbooks.emulator.error_answers import ApiError
 from kimi_runbooks.emulator.events import EOS_TOKEN_ID
 from kimi_runbooks.emulator.protocol import ChatRequest, parse_body
 from kimi_runbooks.emulator.tokenizer import count_tokens

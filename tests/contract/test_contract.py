@@ -32,7 +32,7 @@ from cases import CASES, SURFACES
 
 from kimi_runbooks.emulator import DEVIATIONS
 from kimi_runbooks.emulator.testing import run_in_thread
-from kimi_runbooks.toolenv import OFFLINE_ENV, ToolEnvError, tool_env
+from kimi_runbooks.tools.envs import OFFLINE_ENV, ToolEnvError, tool_env
 
 pytestmark = pytest.mark.heavy
 HERE = Path(__file__).resolve().parent

@@ -23,7 +23,7 @@ from kimi_runbooks import invoke, report, runbook
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.rundir import read_jsonl
-from kimi_runbooks.toolenv import make_offline_tokenizer
+from kimi_runbooks.tools.envs import make_offline_tokenizer
 
 pytestmark = pytest.mark.heavy
 

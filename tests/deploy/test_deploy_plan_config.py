@@ -23,7 +23,7 @@ def test_plan_config_wins_and_keeps_plan_config_semantics():
 
 
 def test_runbook_hands_the_whole_config_to_the_deploy_notebook(tmp_path):
-    declared = runbook._declared(ROOT / "notebooks" / "deploy.ipynb")
+    declared = runbook.declared_parameters(ROOT / "notebooks" / "deploy.ipynb")
     assert "plan_config" in declared
     params = runbook.split_params({"platform": "h200", "sglang_version": "0.5.23", "launcher": "emulator"})
     config, options = params

@@ -19,7 +19,7 @@ from kimi_runbooks.deploy.launchers.external import EXTERNAL_STARTUP_TIMEOUT
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.plan import plan as make_plan
 from kimi_runbooks.rundir import RunFolder
-from kimi_runbooks.target import read_handle
+from kimi_runbooks.target.locate import read_handle
 from tests.support.openai_stand_in import StandIn, stand_in_server
 
 KEY_ENV = "EXTERNAL_TEST_KEY"

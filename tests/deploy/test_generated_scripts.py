@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kimi_runbooks.deploy import slurm
+from kimi_runbooks.deploy import sbatch as slurm
 from kimi_runbooks.deploy.launchers.multinode import write_node_scripts
 from kimi_runbooks.plan import LaunchPlan, NodeCommand, load_catalog, plan
 from kimi_runbooks.plan.shell import expand_word, script_text

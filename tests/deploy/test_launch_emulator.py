@@ -17,7 +17,7 @@ import pytest
 from kimi_runbooks import deploy
 from kimi_runbooks.plan import plan as make_plan
 from kimi_runbooks.procs import has_live_member
-from kimi_runbooks.target import read_handle
+from kimi_runbooks.target.locate import read_handle
 from tests.support.stand_ins import ipv6_loopback
 
 FAST = dict(options={"time_scale": 0.02, "startup_seconds": 20}, progress=False, startup_timeout=60)

@@ -10,8 +10,8 @@ import pytest
 
 from kimi_runbooks import deploy
 from kimi_runbooks.deploy import preflight as pf
-from kimi_runbooks.net import socket_family
 from kimi_runbooks.plan import plan as make_plan
+from kimi_runbooks.target.ports import socket_family
 from tests.support.stand_ins import ipv6_loopback
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from kimi_runbooks.deploy import slurm
+from kimi_runbooks.deploy import sbatch as slurm
 from kimi_runbooks.plan import PlanConfig, plan
 from tests.support.shell_stubs import StubBin
 

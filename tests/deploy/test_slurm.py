@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from kimi_runbooks import deploy
-from kimi_runbooks.deploy import slurm
+from kimi_runbooks.deploy import sbatch as slurm
 from kimi_runbooks.plan import plan as make_plan
 from tests.support import missing
 

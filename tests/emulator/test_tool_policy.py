@@ -8,7 +8,8 @@ import openai
 import pytest
 
 from kimi_runbooks.emulator import EmulatorSettings
-from kimi_runbooks.emulator.content import Conversation, Reply, ToolCall, ToolSpec, json_document, quoted_values
+from kimi_runbooks.emulator.content import Reply, ToolCall, json_document, quoted_values
+from kimi_runbooks.emulator.conversation import Conversation, ToolSpec
 from kimi_runbooks.emulator.events import Event, Plan
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.emulator.tool_faults import LONG_ARGUMENTS, ToolFaults

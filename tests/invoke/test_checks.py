@@ -19,7 +19,7 @@ from kimi_runbooks.emulator.testing import run_in_thread, start_subprocess
 from kimi_runbooks.invoke import checks as invoke_checks
 from kimi_runbooks.invoke import session as checks_session
 from kimi_runbooks.invoke.image import RECEIPT_ITEM, data_url, receipt_png
-from kimi_runbooks.target import RunHandle, write_handle
+from kimi_runbooks.target.locate import RunHandle, write_handle
 
 MODEL = "moonshotai/Kimi-K2.6"
 FAST = dict(timeout=20.0, max_tokens_thinking=4096, concurrency=3)

@@ -12,7 +12,7 @@ from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.invoke import AGENTIC_CASES
 from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.target import RunHandle, write_handle
+from kimi_runbooks.target.locate import RunHandle, write_handle
 from tests.support import run_notebook
 
 ROOT = REPO_ROOT

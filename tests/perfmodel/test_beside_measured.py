@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from kimi_runbooks.perfmodel import Predictor, Scenario, plan_of_run, predicted_beside_measured
-from kimi_runbooks.perfmodel.compare import EMULATED_NOTE, PREDICTION_SOURCE
+from kimi_runbooks.perfmodel.beside_measured import EMULATED_NOTE, PREDICTION_SOURCE
 from kimi_runbooks.plan import plan
 from kimi_runbooks.plan.catalog import load_catalog
 from kimi_runbooks.speed import predicted_vs_measured

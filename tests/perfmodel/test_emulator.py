@@ -6,7 +6,8 @@ import pytest
 
 from kimi_runbooks.emulator.cli import parse_settings
 from kimi_runbooks.emulator.latency import DEFAULT_PROFILE, LatencyProfile
-from kimi_runbooks.perfmodel import Predictor, Scenario, latency_profile
+from kimi_runbooks.emulator.profile import latency_profile
+from kimi_runbooks.perfmodel import Predictor, Scenario
 from kimi_runbooks.perfmodel.serving import serving_from_plan
 from kimi_runbooks.plan import plan
 from kimi_runbooks.plan.catalog import load_catalog

@@ -20,7 +20,7 @@ from kimi_runbooks.perfmodel import (
 from kimi_runbooks.perfmodel.serving import serving_from_plan
 from kimi_runbooks.plan import plan
 from kimi_runbooks.plan.catalog import load_catalog
-from kimi_runbooks.speed.compare import reference_frame
+from kimi_runbooks.speed.references import reference_frame
 
 CATALOG = load_catalog()
 METRICS = ("median_ttft_ms", "median_tpot_ms", "output_throughput", "output_tok_s_per_device", "tok_s_per_user")

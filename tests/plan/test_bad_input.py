@@ -130,7 +130,7 @@ def test_the_fact_names_are_the_facts_the_planner_builds(monkeypatch: pytest.Mon
         seen.append(set(facts))
         return facts
 
-    monkeypatch.setattr("kimi_runbooks.plan.launch.rule_facts", spy)
+    monkeypatch.setattr("kimi_runbooks.plan.planner.rule_facts", spy)
     monkeypatch.setattr("kimi_runbooks.plan.deployments.rule_facts", spy)
     plan({"platform": "h200"})
     plan({"platform": "ascend-a3"})

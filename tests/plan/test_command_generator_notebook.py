@@ -2,8 +2,8 @@
 
 import nbformat
 
+from kimi_runbooks.generator import predicted_text
 from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.plan import predicted_text
 from tests.support import run_notebook
 
 ROOT = REPO_ROOT

@@ -44,7 +44,7 @@ ENDS = {
 
 def _facts(config: dict) -> dict:
     captured: dict = {}
-    import kimi_runbooks.plan.launch as launch
+    import kimi_runbooks.plan.planner as launch
 
     original = launch.rule_facts
 

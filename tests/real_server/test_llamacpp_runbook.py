@@ -28,7 +28,7 @@ import pytest
 from kimi_runbooks import invoke, runbook
 from kimi_runbooks.deploy import free_port
 from kimi_runbooks.rundir import read_jsonl
-from kimi_runbooks.target import read_handle
+from kimi_runbooks.target.locate import read_handle
 
 pytestmark = pytest.mark.heavy
 

@@ -17,7 +17,7 @@ from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.plan import plan as make_plan
 from kimi_runbooks.report import tables as report_tables
 from kimi_runbooks.rundir import RunFolder
-from kimi_runbooks.target import read_handle
+from kimi_runbooks.target.locate import read_handle
 from tests.support import FAKE_BENCH
 from tests.support.openai_stand_in import StandIn, stand_in_server
 

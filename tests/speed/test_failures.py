@@ -19,8 +19,8 @@ from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import RunFolder, read_jsonl
-from kimi_runbooks.speed.outcome import error_line, failure_text, request_details
-from kimi_runbooks.target import RunHandle, write_handle
+from kimi_runbooks.speed.bench_failure import error_line, failure_text, request_details
+from kimi_runbooks.target.locate import RunHandle, write_handle
 from tests.support import FAKE_BENCH, run_notebook
 from tests.support.openai_stand_in import StandIn, stand_in_server
 

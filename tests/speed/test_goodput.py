@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kimi_runbooks import toolenv
 from kimi_runbooks.plan import Catalog
 from kimi_runbooks.speed import goodput
+from kimi_runbooks.tools import envs as toolenv
 
 # Four requests in a 2 s scenario (times in seconds, as bench_serving's --output-details writes them):
 #   r1: TTFT 0.10, 9 gaps of 0.02 -> 10 tokens, TPOT 20 ms           meets both SLOs

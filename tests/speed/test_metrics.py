@@ -11,7 +11,7 @@ import pytest
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.rundir import RunFolder
-from kimi_runbooks.speed import metrics
+from kimi_runbooks.speed import server_metrics as metrics
 from tests.support import FIXTURES
 
 

@@ -7,7 +7,7 @@ import nbformat
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.rundir import read_jsonl
-from kimi_runbooks.target import RunHandle, write_handle
+from kimi_runbooks.target.locate import RunHandle, write_handle
 from tests.support import FAKE_BENCH, run_notebook
 
 ROOT = REPO_ROOT

@@ -16,8 +16,8 @@ from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import read_jsonl
 from kimi_runbooks.speed.observe import observe_config, sweep_key, telemetry_source
 from kimi_runbooks.speed.results import observed_columns
-from kimi_runbooks.target import RunHandle
-from kimi_runbooks.toolenv import make_offline_tokenizer
+from kimi_runbooks.target.locate import RunHandle
+from kimi_runbooks.tools.envs import make_offline_tokenizer
 
 
 def _scenario(sid: str, concurrency: int, prompts: int = 16, slo: dict | None = None) -> Scenario:

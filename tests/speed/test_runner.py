@@ -18,7 +18,7 @@ from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.plan.memory import plan_memory
 from kimi_runbooks.rundir import read_jsonl
-from kimi_runbooks.target import RunHandle
+from kimi_runbooks.target.locate import RunHandle
 from tests.support import FAKE_BENCH
 
 FAKE = FAKE_BENCH

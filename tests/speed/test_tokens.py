@@ -17,7 +17,7 @@ from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed.tokens import TokenizerMissing, choose_tokenizer, judge, model_path_of, stage_tokenizer
-from kimi_runbooks.target import RunHandle
+from kimi_runbooks.target.locate import RunHandle
 from tests.support import FAKE_BENCH
 from tests.support.openai_stand_in import StandIn, stand_in_server
 
@@ -100,7 +100,7 @@ def _sc(sid: str, backend: str = "sglang-oai-chat", extra: dict | None = None, o
 
 @pytest.fixture(scope="module")
 def toy_tokenizer(require_tool_env, tmp_path_factory):
-    from kimi_runbooks.toolenv import make_offline_tokenizer
+    from kimi_runbooks.tools.envs import make_offline_tokenizer
 
     return make_offline_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer", env=require_tool_env("bench"))
 

@@ -21,8 +21,8 @@ from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed.worker import BenchWorker, WorkerUnavailable
-from kimi_runbooks.target import RunHandle
-from kimi_runbooks.toolenv import make_offline_tokenizer
+from kimi_runbooks.target.locate import RunHandle
+from kimi_runbooks.tools.envs import make_offline_tokenizer
 
 pytestmark = pytest.mark.heavy
 

@@ -41,7 +41,7 @@ NOTEBOOK_CELL_TIMEOUT = 900
 
 def run_notebook(source: object, dest: object, **kwargs: object) -> object:
     """Execute a notebook as the package does (IPC kernel), with a per-cell timeout."""
-    from kimi_runbooks.notebook_run import execute_notebook
+    from kimi_runbooks.execution.notebook import execute_notebook
 
     kwargs.setdefault("execution_timeout", NOTEBOOK_CELL_TIMEOUT)
     return execute_notebook(source, dest, **kwargs)  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
 """Accuracy stage: drivers for the published evaluation tools, their parsers, and the comparison.
 
-One module per tool (each tool runs as a subprocess in its own env, see kimi_runbooks.toolenv):
+One module per tool (each tool runs as a subprocess in its own env, see kimi_runbooks.tools.envs):
 ``sgl_eval`` (aime25, gsm8k, gpqa, mmmu_pro), ``inspect_eval`` (inspect_evals gpqa_diamond),
 ``vendor_verifier`` (K2-/Kimi-Vendor-Verifier checkouts), ``toolcall_eval`` (the built-in
 tool-call eval in K2-Vendor-Verifier's formats); ``compare`` sets rows next to params/references;
@@ -8,7 +8,7 @@ tool-call eval in K2-Vendor-Verifier's formats); ``compare`` sets rows next to p
 """
 
 from .common import ACCURACY_FILE, EvalRow, StageMissing, SuiteFailed, read_rows, rows_frame
-from .compare import chart, compare, reference_frame, wilson
+from .references import chart, compare, reference_frame, wilson
 from .runner import SMOKE_SUITES, SUITES, AccuracyConfig, run_accuracy
 from .toolcall_eval import read_results, read_summary, run_toolcall_eval, summarize, trigger_f1
 from .toolcall_samples import write_ci_samples

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import RunFolder
-from ..toolscripts import script
+from ..tools.scripts import script
 from .common import StageMissing, SuiteFailed, ToolRun, fail_message, run_tool
-from .compare import reference_entry
+from .references import reference_entry
 
 TASK = "inspect_evals/gpqa_diamond"
 #: SHA-256 of the official gpqa_diamond.csv as pinned by inspect_evals 0.26 (gpqa.py).

@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .. import toolenv
 from ..origin import source_label
 from ..progress import report_progress
-from ..speed.metrics import MetricsSampler
-from ..target import RunHandle, fetch_server_info, resolve_target, served_model
+from ..speed.server_metrics import MetricsSampler
+from ..target.locate import RunHandle, fetch_server_info, resolve_target, served_model
+from ..tools import envs as toolenv
 from . import vendor_verifier
 from .common import EvalRow, StageMissing, append_rows, finished_fingerprints, read_rows, settings_fingerprint
 from .config import SMOKE_SUITES, SUITES, AccuracyConfig

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import RunFolder
-from ..toolenv import SGL_EVAL_KEY_ENV
+from ..tools.envs import SGL_EVAL_KEY_ENV
 from .common import StageMissing, SuiteFailed, ToolRun, fail_message, run_tool
-from .compare import reference_entry
+from .references import reference_entry
 
 #: sgl-eval benchmark -> suite id used in accuracy.jsonl and the reference suite it compares to.
 BENCHMARKS: dict[str, dict[str, str]] = {

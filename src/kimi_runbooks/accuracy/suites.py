@@ -9,14 +9,14 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from .. import toolenv
 from ..origin import source_label
 from ..rundir import RunFolder
-from ..target import RunHandle
+from ..target.locate import RunHandle
+from ..tools import envs as toolenv
 from . import inspect_eval, sgl_eval, toolcall_eval, vendor_verifier
 from .common import EvalRow
-from .compare import reference_entry
 from .config import SGL_EVAL_SUITES, SMOKE_LIMIT, SMOKE_TOOLCALL_MAX_TOKENS, SUITES, AccuracyConfig
+from .references import reference_entry
 from .toolcall_samples import write_ci_samples
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import RunFolder
-from ..toolscripts import script
+from ..tools.scripts import script
 from .common import StageMissing, SuiteFailed, ToolRun, fail_message, run_tool
-from .compare import reference_entry
+from .references import reference_entry
 
 K2VV_URL = "https://github.com/MoonshotAI/K2-Vendor-Verifier.git"
 KVV_URL = "https://github.com/MoonshotAI/Kimi-Vendor-Verifier.git"
@@ -215,7 +215,7 @@ def run_kvv(
 ) -> tuple[ToolRun, Path]:
     """Run Kimi-Vendor-Verifier's published command for ocrbench / mmmu-pro; returns (run, .eval log).
 
-    limit: only the first N samples (passed to inspect's eval() through toolscripts/kvv_limit.py)."""
+    limit: only the first N samples (passed to inspect's eval() through tools/scripts/kvv_limit.py)."""
     folder = folder or RunFolder.create(out_dir)
     folder.mkdir(out_dir)
     log_dir = out_dir / "logs"

@@ -10,7 +10,6 @@ teardown_run stops what a run folder recorded.
 from .diagnose import Diagnosis, Finding, diagnose, findings, run_diagnosis
 from .errors import DeployError, DeployTimeout, PlanError, PreflightError
 from .handle import ServerHandle
-from .launch import finish, launch, notebook_options, plan_from_params, record, require_valid, run_preflight
 from .launchers import (
     LAUNCHERS,
     EmulatorOptions,
@@ -29,6 +28,7 @@ from .live import stop_all
 from .preflight import PreflightReport
 from .readiness import current_phase, wait_ready
 from .signatures import Signature, load_signatures
+from .start import finish, launch, notebook_options, plan_from_params, record, require_valid, run_preflight
 from .teardown import teardown_run
 
 __all__ = [

@@ -6,17 +6,25 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..plan import LaunchPlan
 from ..procs import start_ticks
 from ..rundir import RunFolder, now_iso
-from ..target import RunHandle
+from ..target.locate import RunHandle
 from . import live, registry
 from .preflight import PreflightReport
 
-if TYPE_CHECKING:
-    from .launchers.base import Launcher
+
+class Driver(Protocol):
+    """What a handle asks of the launcher that started it (`launchers.base.Launcher` is one); a
+    protocol so the handle does not import the launchers that import it."""
+
+    def logs(self, handle: ServerHandle) -> str: ...
+
+    def exit_code(self, handle: ServerHandle) -> int | None: ...
+
+    def stop(self, handle: ServerHandle) -> None: ...
 
 
 @dataclass
@@ -31,7 +39,7 @@ class ServerHandle:
     api_key_env: str | None = None
     emulated: bool = False
     owns: bool = True
-    driver: Launcher | None = field(default=None, repr=False)
+    driver: Driver | None = field(default=None, repr=False)
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     pid: int | None = None
     pgid: int | None = None
@@ -47,7 +55,7 @@ class ServerHandle:
     ready_at: str | None = None
     server_info: dict[str, Any] | None = None
     readiness: dict[str, Any] | None = None
-    """The readiness chain's last pass (server_check.Readiness.as_dict): how health was proven."""
+    """The readiness chain's last pass (target.health.Readiness.as_dict): how health was proven."""
     warnings: list[str] = field(default_factory=list)
     preflight: PreflightReport | None = None
     stopped: bool = False

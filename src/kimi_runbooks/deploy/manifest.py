@@ -17,10 +17,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .. import toolenv
 from ..paths import REPO_ROOT
 from ..rundir import now_iso
 from ..secrets import redact
+from ..tools import envs as toolenv
 
 PACKAGES = (
     "kimi-runbooks",

@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ..net import socket_family
 from ..plan import LaunchPlan
 from ..plan.knobs import canonical_flag, resolve_knobs
 from ..plan.launch_plan import pinned_indices
+from ..target.ports import socket_family
 
 Status = Literal["pass", "fail", "cannot-check"]
 

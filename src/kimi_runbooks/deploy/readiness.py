@@ -10,8 +10,8 @@ import httpx
 
 from ..progress import report_progress
 from ..rundir import now_iso
-from ..server_check import Readiness, check_server
-from ..target import fetch_server_info
+from ..target.health import Readiness, check_server
+from ..target.locate import fetch_server_info
 from .diagnose import diagnose, tail
 from .errors import DeployError, DeployTimeout
 
@@ -64,7 +64,7 @@ def wait_ready(
     printer: Callable[[str], None] = print,
     model_source: str = "the plan's served model name",
 ) -> Readiness:
-    """Run the readiness chain (server_check) until ready; stop at once on a permanent failure
+    """Run the readiness chain (target.health) until ready; stop at once on a permanent failure
     (bad URL, unknown host, TLS, refused key, wrong model name) or an early exit of the server;
     print the start-up phase and a heartbeat while waiting. The served model name is checked
     against /v1/models, never replaced by what the server lists."""

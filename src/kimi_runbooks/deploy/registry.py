@@ -17,13 +17,32 @@ import os
 import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..procs import process_alive, start_ticks
 from ..rundir import RunFolder, read_json
 
-if TYPE_CHECKING:
-    from .handle import ServerHandle
+
+class StartedServer(Protocol):
+    """What the registry records of a server just started (`handle.ServerHandle` is one)."""
+
+    @property
+    def run_dir(self) -> Path: ...
+    @property
+    def launcher(self) -> str: ...
+    @property
+    def started_at(self) -> str: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def pgid(self) -> int | None: ...
+    @property
+    def container(self) -> str | None: ...
+    @property
+    def slurm_job_id(self) -> str | None: ...
+    @property
+    def base_url(self) -> str: ...
+
 
 REGISTRY_ENV = "KIMI_RUNBOOKS_REGISTRY"
 OWNER_ENV = "KIMI_RUNBOOKS_OWNER"
@@ -102,7 +121,7 @@ class Entry:
         )
 
 
-def record(handle: ServerHandle, run_token: str | None = None) -> Entry:
+def record(handle: StartedServer, run_token: str | None = None) -> Entry:
     """Remember a server `launch()` just started (one entry per run folder)."""
     entry = Entry(
         run_dir=str(handle.run_dir.resolve()),

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import routes_chat, routes_completions, routes_info, routes_native
 from .deviations import EMULATED_HEADER
-from .errors import ApiError, RawError, error_response
+from .error_answers import ApiError, RawError, error_response
 from .settings import EmulatorSettings
 from .state import AppState
 

@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .content import Conversation, ToolSpec
-from .errors import ApiError
+from .conversation import Conversation, ToolSpec
+from .error_answers import ApiError
 from .images import ImageError, ImageInfo, inspect_image_url
 from .protocol import ChatMessage, ChatRequest
 from .tokenizer import count_tokens

@@ -171,9 +171,10 @@ def predicted_profile(
     None (with a log line) when params/ cannot say (no such platform, unreadable params)."""
     from pydantic import ValidationError
 
-    from ..perfmodel import Predictor, latency_profile
+    from ..perfmodel import Predictor
     from ..perfmodel.store import load_calibration
     from ..plan import ParamsError, load_catalog, plan
+    from .profile import latency_profile
 
     try:
         catalog = load_catalog(params_dir)

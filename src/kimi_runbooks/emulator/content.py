@@ -18,33 +18,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .images import ImageInfo
+from .conversation import Conversation, ToolSpec
 from .tokenizer import tokenize
 from .toolargs import Hints, arguments_for
 from .toolplan import tools_for_turn
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A function tool as declared in the request."""
-
-    name: str
-    description: str = ""
-    parameters: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Conversation:
-    """The parts of a chat request that decide the reply."""
-
-    last_role: str = "user"
-    last_user_text: str = ""
-    images: list[ImageInfo] = field(default_factory=list)
-    tools: list[ToolSpec] = field(default_factory=list)
-    tool_choice: Any = "auto"  # "auto" | "none" | "required" | {"function": {"name"}}
-    tool_results: list[tuple[str, str]] = field(default_factory=list)  # (tool name, content), trailing
-    called_since_user: list[str] = field(default_factory=list)  # tools called after the last user message
-    results_since_user: list[tuple[str, str]] = field(default_factory=list)  # their results, in order
 
 
 @dataclass(frozen=True)

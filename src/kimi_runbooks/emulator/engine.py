@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from .clock import sleep_until
 from .faults import FaultInjector
-from .metrics import Metrics
 from .prefill import PrefillLanes
+from .prometheus import Metrics
 from .scheduler import Scheduler
 from .settings import EmulatorSettings
 

@@ -29,7 +29,7 @@ request (``itl_table``); the emulator interpolates them, and the lines above are
 summary (and for profiles fitted from references, which have no tables).
 
 Where the numbers come from: ``--profile <platform>`` takes them from the performance model
-(``kimi_runbooks.perfmodel.latency_profile``: the prediction for that platform's default plan,
+(``kimi_runbooks.emulator.profile.latency_profile``: the prediction for that platform's default plan,
 or the plan the emulator's SGLang flags describe), so every platform, with or without
 published results, rehearses like its prediction. ``--profile-from references`` keeps the
 older straight-line fit of the platform's own published rows, described next.
@@ -54,7 +54,7 @@ from typing import Any
 
 import yaml
 
-from .tables import interpolate, interpolate_grid
+from .grid import interpolate, interpolate_grid
 
 log = logging.getLogger(__name__)
 

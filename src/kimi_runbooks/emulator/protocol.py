@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from .errors import ValidationFailed
+from .error_answers import ValidationFailed
 from .tokenizer import VOCAB_SIZE
 
 

@@ -24,7 +24,7 @@ from .chat_input import read_chat
 from .choices import drain_all, run_merged
 from .content import chat_reply
 from .engine import Job
-from .errors import ApiError
+from .error_answers import ApiError
 from .events import EOS_TOKEN_ID, Event, Plan, plan_within_budget, reply_events
 from .protocol import ChatRequest, parse_body
 from .sse import DONE, event

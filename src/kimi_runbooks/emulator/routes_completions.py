@@ -19,7 +19,7 @@ from . import openai_shapes as shapes
 from .choices import drain_all, run_merged
 from .content import completion_text
 from .engine import Job
-from .errors import ApiError
+from .error_answers import ApiError
 from .events import EOS_TOKEN_ID, Plan, text_plan
 from .protocol import CompletionRequest, parse_body
 from .routes_chat import job_for

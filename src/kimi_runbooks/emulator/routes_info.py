@@ -14,7 +14,7 @@ import time
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from .errors import RawError
+from .error_answers import RawError
 from .openapi import openapi
 from .server_info import model_info, server_info
 from .state import AppState

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .content import completion_text
 from .engine import Job, Progress
-from .errors import ApiError, RawError
+from .error_answers import ApiError, RawError
 from .events import EOS_TOKEN_ID, Plan, text_plan
 from .protocol import GenerateRequest, SamplingParams, parse_body
 from .sse import DONE, event

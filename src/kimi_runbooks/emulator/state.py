@@ -16,7 +16,7 @@ from starlette.requests import Request
 
 from .content import seeded_rng
 from .engine import Engine
-from .errors import ApiError, RawError, ValidationFailed
+from .error_answers import ApiError, RawError, ValidationFailed
 from .settings import EmulatorSettings
 from .startup import StartupClock
 

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from ..net import free_port
+from ..target.ports import free_port
 from .app import create_app
 from .settings import EmulatorSettings
 

@@ -30,7 +30,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 
-from .content import Conversation, Reply, ToolCall
+from .content import Reply, ToolCall
+from .conversation import Conversation
 from .events import Plan
 from .openai_shapes import tool_call_id
 from .settings import TOOL_FAULT_KINDS, EmulatorSettings

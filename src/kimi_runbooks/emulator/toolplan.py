@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .content import Conversation, ToolSpec
+    from .conversation import Conversation, ToolSpec
 
 _STOPWORDS = {
     "the",

@@ -9,10 +9,10 @@ from typing import Any
 
 from openai import OpenAI
 
-from .. import target as target_mod
 from ..secrets import redact
-from ..server_check import check_server
-from ..target import RunHandle, fetch_server_info
+from ..target import locate as target_mod
+from ..target.health import check_server
+from ..target.locate import RunHandle, fetch_server_info
 from .agentic import AGENTIC_CASES
 from .checks import CHECKS
 from .image import RECEIPT_ITEM

@@ -12,7 +12,7 @@ from typing import Any
 
 from openai import APIConnectionError, APIStatusError, APITimeoutError, OpenAI
 
-from ..target import RunHandle
+from ..target.locate import RunHandle
 from .results import Status
 
 MAX_TEXT = 4000  # characters of any one string kept in a transcript

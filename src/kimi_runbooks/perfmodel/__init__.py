@@ -8,8 +8,7 @@ validated leaving one document or one run out (validation.py). Predictions are m
 estimates: never a measurement.
 """
 
-from .compare import PREDICTION_SOURCE, compare_to_prediction, plan_of_run, predicted_beside_measured
-from .emulator_profile import latency_profile
+from .beside_measured import PREDICTION_SOURCE, compare_to_prediction, plan_of_run, predicted_beside_measured
 from .predict import Prediction, Predictor, Scenario, predict
 from .spec import PredictSpecError, format_predictions, parse_predict_spec
 
@@ -21,7 +20,6 @@ __all__ = [
     "Scenario",
     "compare_to_prediction",
     "format_predictions",
-    "latency_profile",
     "parse_predict_spec",
     "plan_of_run",
     "predict",

@@ -6,11 +6,11 @@ params/ (catalog) -> PlanConfig knobs (config) -> flags (knobs) -> rules (rules)
 
 from .catalog import Catalog, ParamsError, UnknownIdError, load_catalog
 from .config import DEFAULT_SGLANG_VERSION, PlanConfig
-from .launch import plan
 from .launch_plan import LaunchPlan, NodeCommand
 from .memory import CellFit, MemoryPlan, plan_memory
+from .planner import plan
 from .rules import RuleExpressionError, RuleResult
-from .view import command_generator, format_plan, plan_text, predicted_text
+from .view import format_plan, plan_text
 
 __all__ = [
     "Catalog",
@@ -24,11 +24,9 @@ __all__ = [
     "RuleExpressionError",
     "RuleResult",
     "UnknownIdError",
-    "command_generator",
     "format_plan",
     "load_catalog",
     "plan",
     "plan_memory",
     "plan_text",
-    "predicted_text",
 ]

@@ -18,7 +18,6 @@ from .params_models import (
     GB,
     GIB,
     Architecture,
-    ArgValue,
     Deployment,
     DraftModel,
     Hardware,
@@ -35,6 +34,7 @@ from .params_models import (
     Scenario,
     ScenarioSet,
 )
+from .values import ArgValue
 
 __all__ = [  # the params models are re-exported: callers import them from here
     "SAFE_LOADER",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .catalog import ArgValue
+    from .values import ArgValue
 
 FLAG_ALIASES = {
     "--tp-size": "--tp",

@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from .expression import expression_problems, template_problems
 from .flags import knob_of, parse_extra_args
 from .shell import is_env_name
+from .values import ArgValue
 
 GIB = 1024**3
 GB = 1000**3
@@ -224,8 +225,6 @@ class RuleFile(Strict):
 
 
 # --------------------------------------------------------------------------- deployments
-
-ArgValue = bool | int | float | str | list[int | float | str]
 
 
 class Role(Strict):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .catalog import ArgValue
+    from .values import ArgValue
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 """What bash accepts as a variable name (and so as an `export NAME=...`)."""

@@ -196,7 +196,7 @@ def _predicted(
     """Measured beside predicted (speed on the model's clock already); a failure is a problem, not fatal."""
     if speed is None:
         return None
-    from ..perfmodel.compare import plan_of_run, predicted_beside_measured
+    from ..perfmodel.beside_measured import plan_of_run, predicted_beside_measured
 
     try:
         launch, reason = plan_of_run(plan, external=external)

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from ..notebook_run import execute_notebook
+from ..execution.notebook import execute_notebook
 from ..paths import NOTEBOOKS_DIR
 from ..rundir import RunFolder
 

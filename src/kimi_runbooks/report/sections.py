@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..invoke import agentic_card
-from ..perfmodel.compare import EMULATED_NOTE, PREDICTION_SOURCE
+from ..perfmodel.beside_measured import EMULATED_NOTE, PREDICTION_SOURCE
 from ..speed.inside import sweep_goodput
 from ..speed.saturation import concurrency_label
 from .collect import RunData

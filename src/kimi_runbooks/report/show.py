@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..accuracy.compare import chart as accuracy_chart
+from ..accuracy.references import chart as accuracy_chart
 from ..speed import reference_frame, server_timeseries
 from .cards import diagnosis_card, speed_findings, top
 from .collect import RunData

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..accuracy.compare import compare as compare_accuracy
-from ..perfmodel.compare import PREDICTION_SOURCE
+from ..accuracy.references import compare as compare_accuracy
+from ..perfmodel.beside_measured import PREDICTION_SOURCE
 from ..speed import compare, reference_frame
 from .collect import RunData
 

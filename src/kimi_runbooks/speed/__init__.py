@@ -17,16 +17,16 @@
 
 from __future__ import annotations
 
-from ..target import resolve_target
+from ..target.locate import resolve_target
 from .argv import DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, OfflineDatasetWarning, build_argv, dataset_name
+from .bench_failure import error_line, request_details
 from .benchenv import offline_tokenizer
 from .capacity import capacity_plan, cell_fit, live_server_info
-from .compare import compare, compare_wide, family, reference_frame
 from .figures import heatmap, latency_vs_concurrency, pareto, pareto_front, throughput_vs_concurrency
 from .inside import inside_table, series_frame, server_timeseries, sweep_goodput
-from .outcome import error_line, request_details
 from .parse import BenchParseError, parse_block, parse_jsonl_text, parse_result_text
 from .predicted import predicted_vs_measured
+from .references import compare, compare_wide, family, reference_frame
 from .results import (
     FINISHED,
     RESULTS_FILE,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..rundir import RunFolder
-from ..toolenv import ToolEnvError, make_offline_tokenizer, tool_env
+from ..tools.envs import ToolEnvError, make_offline_tokenizer, tool_env
 
 log = logging.getLogger(__name__)
 

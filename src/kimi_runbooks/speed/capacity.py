@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..plan import CellFit, MemoryPlan
 from ..plan.catalog import Scenario
-from ..target import fetch_server_info
+from ..target.locate import fetch_server_info
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .compare import family
+from .references import family
 
 _DASH = {"reference": "dot", "measured": "solid", "emulated": "dash"}
 

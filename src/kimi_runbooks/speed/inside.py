@@ -16,8 +16,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..rundir import RunFolder, read_jsonl
-from .compare import family
 from .goodput import DEFAULT_ATTAINMENT
+from .references import family
 from .saturation import concurrency_label
 
 INSIDE_COLUMNS = {

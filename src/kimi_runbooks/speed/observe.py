@@ -18,7 +18,7 @@ from ..plan.catalog import Scenario
 from ..rundir import RunFolder
 from . import efficiency, goodput, saturation
 from .argv import BenchTarget
-from .metrics import SAMPLE_INTERVAL_S, MetricsSampler
+from .server_metrics import SAMPLE_INTERVAL_S, MetricsSampler
 from .telemetry import TelemetrySampler, find_tool
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")

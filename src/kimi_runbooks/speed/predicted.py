@@ -21,7 +21,7 @@ from .timescale import rescale
 
 
 def predicted_vs_measured(results: pd.DataFrame, run_dir: str | Path | RunFolder, target: Any = None) -> pd.DataFrame:
-    from ..perfmodel.compare import plan_of_run, predicted_beside_measured
+    from ..perfmodel.beside_measured import plan_of_run, predicted_beside_measured
 
     folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
     manifest = folder.read_json(RunFolder.MANIFEST)

@@ -6,7 +6,7 @@ server counts tokens differently from the benchmark: kept, never compared with r
 failed (with the line of the log that says why, and the per-request errors), over-capacity (a
 matrix cell the KV pool cannot hold, not run, as llm-inference-bench does) or skipped (cannot
 run as configured, e.g. ShareGPT offline). Before each scenario the server goes through the
-same readiness chain as deploy (server_check). A rerun reads that file and skips scenarios
+same readiness chain as deploy (target.health). A rerun reads that file and skips scenarios
 already ok or over-capacity, so a crash an hour in costs only the scenario that was running.
 """
 
@@ -29,15 +29,15 @@ from ..plan.catalog import Scenario
 from ..procs import start_session, stop_group
 from ..progress import report_progress
 from ..rundir import RunFolder, now_iso, read_jsonl
-from ..server_check import check_server
-from ..toolenv import OFFLINE_ENV
+from ..target.health import check_server
+from ..tools.envs import OFFLINE_ENV
 from . import shared_worker
 from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
+from .bench_failure import classify, details_of, raw_result
 from .benchenv import default_bench_python
 from .capacity import capacity_plan, cell_fit, live_server_info
 from .goodput import goodput_argv
 from .observe import ObserveConfig, ScenarioObserver, observe_for_run, sweep_key
-from .outcome import classify, details_of, raw_result
 from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .results import FINISHED, load_results
 from .saturation import should_stop

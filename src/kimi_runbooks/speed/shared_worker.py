@@ -23,7 +23,7 @@ from typing import Any
 
 from ..procs import start_session, stop_group
 from ..rundir import RunFolder
-from ..toolenv import OFFLINE_ENV, ToolEnvError, tool_env
+from ..tools.envs import OFFLINE_ENV, ToolEnvError, tool_env
 from .worker import WORKER_SCRIPT
 
 SHARED_FILE = "bench-worker.json"

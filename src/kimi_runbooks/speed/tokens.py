@@ -6,7 +6,7 @@ tokenizer than the served model's (the offline toy one against a real model, say
 out" becomes ~500 in / ~100 out on the server and the throughput means nothing. So the stage
 uses the served model's tokenizer (a `tokenizer` parameter, the handle's, or the deployed plan's
 `model_path`; the toy tokenizer only against the emulator, whose counts it matches), and before
-the scenarios run, one request per scenario (toolscripts/token_probe.py, in the bench env, with
+the scenarios run, one request per scenario (tools/scripts/token_probe.py, in the bench env, with
 bench_serving's own dataset code) compares the server's usage with the tokens actually sent
 (after the chat template for the chat backend) and with the requested output length. Beyond
 TOLERANCE the scenario is "not comparable": run and kept with the measured counts, never
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import RunFolder
-from ..toolenv import make_offline_tokenizer
-from ..toolscripts import script
+from ..tools.envs import make_offline_tokenizer
+from ..tools.scripts import script
 from .worker import BenchWorker, WorkerUnavailable
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ def choose_tokenizer(
             "the speed stage needs the served model's tokenizer to size prompts in that model's tokens "
             "(with any other, input/output lengths are wrong and the numbers not comparable), and none is "
             "known. Fix: pass tokenizer=<local directory with the model's tokenizer.json> (for a GGUF "
-            "model, export it: toolscripts/gguf_tokenizer.py), or deploy with model_path, or "
+            "model, export it: tools/scripts/gguf_tokenizer.py), or deploy with model_path, or "
             "offline=False to let bench_serving fetch the tokenizer of the served model name."
         )
     return None, "bench_serving's default: the served model name on the model hub"

@@ -2,7 +2,7 @@
 
 Each scenario used to start a Python that imports torch and sglang and loads a tokenizer: about
 8 s around a sub-second benchmark on this machine, minutes of rented GPU time over a published
-set. `BenchWorker` talks to toolscripts/bench_worker.py in the bench env: the one a runbook started
+set. `BenchWorker` talks to tools/scripts/bench_worker.py in the bench env: the one a runbook started
 before its stages (shared_worker.py; sglang is imported by the time the speed stage begins), else
 one it starts itself. Each scenario is the same argument list the CLI takes, run by SGLang's own
 `cli_main` in that process, its output in the scenario's log. A worker that dies mid-scenario
@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from ..procs import start_session, stop_group
 from ..rundir import RunFolder
-from ..toolscripts import script
+from ..tools.scripts import script
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ... import net
 from ...plan import LaunchPlan
+from ...target import ports as net
 from ..errors import DeployError
 from ..preflight import PreflightReport, check_port
 from .base import LaunchContext, register

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from ...plan import LaunchPlan
-from ...server_check import BaseUrlError, check_server, normalize_base_url
+from ...target.health import BaseUrlError, check_server, normalize_base_url
 from ..errors import DeployError
 from ..preflight import Check, PreflightReport
 from ..readiness import wait_ready

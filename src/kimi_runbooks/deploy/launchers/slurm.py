@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from ...plan import LaunchPlan
 from ...rundir import RunFolder
-from .. import slurm
+from .. import sbatch as slurm
 from ..preflight import PreflightReport, check_accelerators, check_model_path, check_shm
 from .base import LaunchContext, Launcher, register
 from .emulator import EmulatorLauncher, EmulatorOptions, emulator_argv

@@ -1,4 +1,4 @@
-"""The readiness chain (server_check), issue 14 items 1 and 5: every cause named with its fix.
+"""The readiness chain (target.health), issue 14 items 1 and 5: every cause named with its fix.
 
 Against a stand-in that behaves like llama-cpp-python's server (no /health, a key on /v1/*, any
 model name accepted) and the project's emulator (SGLang's /health_generate); the transport
@@ -13,7 +13,7 @@ import pytest
 
 from kimi_runbooks.deploy import free_port
 from kimi_runbooks.emulator.testing import emulator_server
-from kimi_runbooks.server_check import BaseUrlError, check_server, normalize_base_url
+from kimi_runbooks.target.health import BaseUrlError, check_server, normalize_base_url
 from tests.support.openai_stand_in import StandIn, stand_in_server
 
 # ------------------------------------------------------------------------------- URL

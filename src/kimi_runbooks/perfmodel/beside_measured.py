@@ -21,7 +21,7 @@ from .predict import Predictor, Scenario
 PREDICTION_SOURCE = "kimi_runbooks.perfmodel, calibration params/perfmodel/calibration.yaml"
 EMULATED_NOTE = (
     "this run is EMULATED and the emulator's latencies are this same model's prediction, sampled "
-    "(kimi_runbooks.perfmodel.latency_profile), so agreement is expected by construction, up to the "
+    "(kimi_runbooks.emulator.profile.latency_profile), so agreement is expected by construction, up to the "
     "emulator's interpolation and scheduling and, below time scale 1, the fixed per-request cost of "
     "HTTP and the client, which rescaling magnifies (mostly in TTFT): it checks the pipeline, it does "
     "not validate the model, and an emulated result outside the band says where the emulator's "

@@ -1,4 +1,4 @@
-"""Tool envs (kimi_runbooks.toolenv and scripts/setup_tool_env.sh).
+"""Tool envs (kimi_runbooks.tools.envs and scripts/setup_tool_env.sh).
 
 The unit tests use fake envs (a symlink to, or a wrapper around, the current interpreter) and
 run in a second. The ``heavy`` tests use the real envs under .venvs/: they skip when an env is
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from kimi_runbooks import toolenv
 from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.toolenv import (
+from kimi_runbooks.tools import envs as toolenv
+from kimi_runbooks.tools.envs import (
     OFFLINE_ENV,
     STAMP_NAME,
     TOOLS,

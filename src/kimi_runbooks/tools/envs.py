@@ -21,9 +21,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .paths import REPO_ROOT
-from .rundir import RunFolder
-from .toolscripts import script
+from ..paths import REPO_ROOT
+from ..rundir import RunFolder
+from .scripts import script
 
 __all__ = [
     "KEY_PACKAGES",
@@ -95,7 +95,7 @@ TOOLS: dict[str, ToolSpec] = {
     "sgl-eval": ToolSpec(
         name="sgl-eval",
         key_package="sgl-eval",
-        # sgl_eval has no __main__; toolscripts/sgl_eval_main.py does what its console script
+        # sgl_eval has no __main__; tools/scripts/sgl_eval_main.py does what its console script
         # does and takes the key from SGL_EVAL_KEY_ENV inside the child (never on a command line).
         module_argv=(str(script("sgl_eval_main.py")),),
         smoke_args=("--help",),

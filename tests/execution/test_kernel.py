@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from kimi_runbooks.kernel import LoopbackTransportWarning
+from kimi_runbooks.execution.kernel import LoopbackTransportWarning
 from kimi_runbooks.paths import NOTEBOOKS_DIR
 
 

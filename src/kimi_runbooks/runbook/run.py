@@ -1,7 +1,7 @@
 """One platform's whole job, as a runbook notebook calls it: `run_runbook(params)`.
 
-Order: check every parameter and the plan first (runbook_params; errors raise `PlanInvalid`
-before anything starts), lock the run folder and check its fingerprint (run_fingerprint: resume
+Order: check every parameter and the plan first (runbook.params; errors raise `PlanInvalid`
+before anything starts), lock the run folder and check its fingerprint (runbook.fingerprint: resume
 only the same configuration), stop orphans of earlier runs (deploy.registry), start the watchdog
 (deploy.watchdog: tears the run down if this process dies), execute the stage notebooks in order
 through papermill (each executed copy kept in run_dir/notebooks/, secrets redacted), always tear
@@ -27,49 +27,29 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import report
-from .deploy import teardown_run
-from .deploy.registry import OWNER_ENV, owner_token
-from .deploy.teardown import orphan_report, stop_orphans
-from .deploy.watchdog import Watchdog
-from .notebook_run import execute_notebook
-from .paths import NOTEBOOKS_DIR
-from .plan import LaunchPlan, ParamsError, PlanConfig, plan
-from .plan.config import validation_text
-from .procs import RUN_TOKEN_ENV
-from .progress import ProgressRelay, StageBar, stage_bar
-from .run_fingerprint import RESULT_FILES, check_resume, fingerprint
-from .runbook_params import (
-    PARAMETER_NAMES,
-    SHARED_PARAMS,
-    STAGE_ORDER,
+from .. import report
+from ..deploy import teardown_run
+from ..deploy.registry import OWNER_ENV, owner_token
+from ..deploy.teardown import orphan_report, stop_orphans
+from ..deploy.watchdog import Watchdog
+from ..execution.notebook import execute_notebook
+from ..paths import NOTEBOOKS_DIR
+from ..plan import LaunchPlan, ParamsError, PlanConfig, plan
+from ..plan.config import validation_text
+from ..procs import RUN_TOKEN_ENV
+from ..progress import ProgressRelay, StageBar, stage_bar
+from ..rundir import RunFolder, RunFolderError, new_run_id, now_iso, outputs_base
+from ..speed import shared_worker
+from ..stages import availability, stage
+from .fingerprint import RESULT_FILES, check_resume, fingerprint
+from .params import (
     PlanInvalid,
     RunbookOptions,
     check_before_start,
-    collect_parameters,
     declared_parameters,
     split_params,
     stage_parameters,
 )
-from .rundir import RunFolder, RunFolderError, new_run_id, now_iso, outputs_base
-from .speed import shared_worker
-from .stages import availability, stage
-
-__all__ = [
-    "PARAMETER_NAMES",
-    "SHARED_PARAMS",
-    "STAGE_ORDER",
-    "PlanInvalid",
-    "RunbookFailed",
-    "RunbookOptions",
-    "RunbookResult",
-    "collect_parameters",
-    "declared_parameters",
-    "run_runbook",
-    "split_params",
-    "stage_parameters",
-]
-_declared = declared_parameters  # the name tests and older callers use
 
 
 class RunbookFailed(RuntimeError):
@@ -351,7 +331,7 @@ def _start_bench_worker(folder: RunFolder, options: RunbookOptions) -> shared_wo
 
 def plan_text(params: dict[str, Any]) -> str:
     """The plan of the runbook's knobs as text: command, memory, warnings and the verdict."""
-    from .plan import plan_text as text
+    from ..plan import plan_text as text
 
     config = {k: v for k, v in params.items() if k in PlanConfig.model_fields}
     return text(config)

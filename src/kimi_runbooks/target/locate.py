@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict
 
-from .rundir import RunFolder
-from .server_check import BaseUrlError, check_server, normalize_base_url
+from ..rundir import RunFolder
+from .health import BaseUrlError, check_server, normalize_base_url
 
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")  # newer SGLang, then older releases
 
@@ -35,7 +35,7 @@ class RunHandle(BaseModel):
     time_scale: float | None = None
     """Emulator only: simulated durations were multiplied by this (1: real time)."""
     readiness: dict[str, Any] | None = None
-    """How deploy found the server ready (server_check.Readiness.as_dict): health method, steps."""
+    """How deploy found the server ready (target.health.Readiness.as_dict): health method, steps."""
     tokenizer: str | None = None
     """The served model's tokenizer (a local directory or hub id), when known; the speed stage uses it."""
 

@@ -14,13 +14,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from kimi_runbooks import invoke, speed, target
+from kimi_runbooks import invoke, speed
 from kimi_runbooks.accuracy import runner
 from kimi_runbooks.deploy import free_port
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.origin import source_label
-from kimi_runbooks.target import RunHandle, write_handle
+from kimi_runbooks.target import locate as target
+from kimi_runbooks.target.locate import RunHandle, write_handle
 
 SERVED = "served-under-another-name"
 

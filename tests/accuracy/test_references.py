@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from kimi_runbooks.accuracy import EvalRow, chart, compare, reference_frame, wilson
-from kimi_runbooks.accuracy.compare import metric_family, reference_entry
+from kimi_runbooks.accuracy.references import metric_family, reference_entry
 
 
 def test_wilson_matches_the_formula_by_hand():

@@ -14,9 +14,9 @@ import hashlib
 import json
 from typing import Any
 
-from .plan import LaunchPlan, load_catalog
-from .runbook_params import PlanInvalid, RunbookOptions
-from .rundir import RunFolder, new_run_id
+from ..plan import LaunchPlan, load_catalog
+from ..rundir import RunFolder, new_run_id
+from .params import PlanInvalid, RunbookOptions
 
 RESULT_FILES = (
     RunFolder.HANDLE,
@@ -98,7 +98,7 @@ def check_resume(folder: RunFolder, parts: dict[str, Any], force: bool) -> str |
                 "report them as this run's. Nothing was started. Fix: pass a new run_dir, or force=True "
                 "(papermill -p force True) to set the earlier results aside in superseded/ and start over."
             )
-        from .deploy import teardown_run
+        from ..deploy import teardown_run
 
         stopped = teardown_run(folder)
         names = [p.name for p in folder.path.iterdir() if p.name not in KEEP]

@@ -21,7 +21,7 @@ from ..plan.shell import shell_command
 from ..procs import RUN_TOKEN_ENV
 from ..progress import report_progress
 from ..rundir import RunFolder, now_iso
-from ..target import write_handle
+from ..target.locate import write_handle
 from . import live, registry
 from . import manifest as manifest_mod
 from .errors import DeployError, PlanError, PreflightError

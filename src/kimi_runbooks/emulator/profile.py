@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emulator.latency import DEFAULT_PROFILE, LatencyProfile
-from ._deps import LaunchPlan
-from .predict import Predictor
+from ..perfmodel.predict import Predictor
+from ..plan import LaunchPlan
+from .latency import DEFAULT_PROFILE, LatencyProfile
 
 PROFILE_INPUTS = (256, 1024, 2048, 4096, 8192, 16384)
 PROFILE_BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -45,7 +45,7 @@ def latency_profile(plan: LaunchPlan, predictor: Predictor | None = None) -> Lat
     slope, base = np.polyfit(xs / 1000.0, ttft, 1, w=1.0 / ttft)  # relative error, not absolute
     accept = 1.0
     if decode.speculative is not None:
-        from .predict import DEFAULT_ACCEPT_LENGTH
+        from ..perfmodel.predict import DEFAULT_ACCEPT_LENGTH
 
         accept = min(DEFAULT_ACCEPT_LENGTH, float(decode.speculative.draft_tokens))
     rows, ys = [], []

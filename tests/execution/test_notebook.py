@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from jupyter_client.channels import AsyncZMQSocketChannel
 
-from kimi_runbooks.notebook_run import (
+from kimi_runbooks.execution.notebook import (
     POLL_SLICE_S,
     IPCKernelManager,
     SlicedWaitChannel,

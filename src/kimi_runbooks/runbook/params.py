@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .plan import PlanConfig
-from .plan.config import validation_text
-from .secrets import SecretError, require_redactable
-from .stages import STAGE_NAMES, availability, stage
+from ..plan import PlanConfig
+from ..plan.config import validation_text
+from ..secrets import SecretError, require_redactable
+from ..stages import STAGE_NAMES, availability, stage
 
 STAGE_ORDER = STAGE_NAMES
 SHARED_PARAMS = ("run_dir", "api_key_env", "platform", "launcher", "time_scale", "scenario_set")
@@ -152,7 +152,7 @@ def check_before_start(config: dict[str, Any], options: RunbookOptions, notebook
 
 
 def _launcher_problems(options: RunbookOptions) -> list[str]:
-    from .deploy import LAUNCHERS
+    from ..deploy import LAUNCHERS
 
     if options.launcher not in LAUNCHERS:
         return [f"launcher {_nearest(options.launcher, LAUNCHERS)} is not known. Fix: one of {', '.join(LAUNCHERS)}."]
@@ -235,7 +235,7 @@ def _fits(value: Any, annotation: str) -> bool:
 
 
 def _scenario_problems(options: RunbookOptions) -> list[str]:
-    from .plan import load_catalog
+    from ..plan import load_catalog
 
     catalog = load_catalog()
     chosen = options.stage_overrides.get("speed", {}).get("scenarios")
@@ -255,7 +255,7 @@ def _scenario_problems(options: RunbookOptions) -> list[str]:
 
 
 def _suite_problems(suites: list[str]) -> list[str]:
-    from .accuracy.config import SUITES
+    from ..accuracy.config import SUITES
 
     return [
         f"eval_suites names unknown suite {_nearest(s, SUITES)}. Fix: one of {', '.join(SUITES)}."

@@ -1,12 +1,12 @@
 """The notebooks' Jupyter kernel: ipykernel, without one warning that does not apply on loopback.
 
 `papermill runbooks/<id>.ipynb ...` starts the runbook's own kernel on TCP (the stage notebooks it
-runs use IPC sockets, see notebook_run). ipykernel then logs "Kernel is running over TCP without
+runs use IPC sockets, see execution.notebook). ipykernel then logs "Kernel is running over TCP without
 encryption", which is about eavesdropping on a network; on the loopback interface only this
 machine's root could listen. That one warning is dropped when, and only when, the kernel's address
 is loopback; on any other address it stays.
 
-    python -m kimi_runbooks.kernel install   # make the project's python3 kernelspec use this module
+    python -m kimi_runbooks.execution.kernel install   # make the project's python3 kernelspec use this module
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import logging
 import sys
 from pathlib import Path
 
-from .rundir import write_redacted
+from ..rundir import write_redacted
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 WARNING_TEXT = "running over TCP without encryption"
@@ -41,7 +41,7 @@ def install(prefix: str = sys.prefix) -> Path:
     folder = Path(install_kernelspec(prefix=prefix))
     spec_file = folder / "kernel.json"
     spec = json.loads(spec_file.read_text())
-    spec["argv"] = [a if a != "ipykernel_launcher" else "kimi_runbooks.kernel" for a in spec["argv"]]
+    spec["argv"] = [a if a != "ipykernel_launcher" else "kimi_runbooks.execution.kernel" for a in spec["argv"]]
     write_redacted(spec_file, json.dumps(spec, indent=1) + "\n")
     return spec_file
 
