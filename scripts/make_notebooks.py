@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # notebook_cells/ sits beside this script
 
 from kimi_runbooks.plan import load_catalog  # noqa: E402
+from kimi_runbooks.stages import STAGES  # noqa: E402
 from notebook_cells import runbooks, stages  # noqa: E402
 
 CHECK_TAG = "nbval-check-output"
@@ -49,14 +50,11 @@ def build(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
 def outputs() -> dict[str, str]:
     """Relative path -> notebook text, for every notebook this script writes."""
     catalog = load_catalog()
-    cell_lists = {
-        "notebooks/command_generator.ipynb": stages.COMMAND_GENERATOR,
-        "notebooks/deploy.ipynb": stages.DEPLOY,
-        "notebooks/invoke.ipynb": stages.INVOKE,
-        "notebooks/speed_bench.ipynb": stages.SPEED_BENCH,
-        "notebooks/accuracy.ipynb": stages.ACCURACY,
-        "notebooks/report.ipynb": stages.REPORT_CELLS,
-    }
+    missing = [s.name for s in STAGES if s.name not in stages.CELLS_BY_STAGE]
+    if missing:
+        raise SystemExit(f"stages {missing} (kimi_runbooks.stages.STAGES) have no cells in notebook_cells/stages.py")
+    cell_lists = {f"notebooks/{s.notebook}": stages.CELLS_BY_STAGE[s.name] for s in STAGES}
+    cell_lists.update({f"notebooks/{name}": cells for name, cells in stages.OTHER_NOTEBOOKS.items()})
     for pid, platform in sorted(catalog.platforms.items()):
         cell_lists[f"runbooks/{pid}.ipynb"] = runbooks.runbook_cells(platform, catalog)
     return {rel: nbformat.writes(build(cells)) + "\n" for rel, cells in cell_lists.items()}

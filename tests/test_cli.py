@@ -1,10 +1,14 @@
 """The `kimi-runbooks` console script, run as a user would (subprocess)."""
 
+import argparse
 import json
 import subprocess
 import sys
 
 import pytest
+
+from kimi_runbooks.cli import main
+from kimi_runbooks.plan import PlanConfig
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -68,3 +72,55 @@ def test_bad_values_are_clear_errors(bad):
 def test_validate_params():
     proc = run("validate-params")
     assert proc.returncode == 0 and "11 platforms" in proc.stdout
+
+
+def test_every_plan_config_field_is_a_plan_option_with_its_own_help(capsys):
+    """One declaration per knob: PlanConfig's fields are the CLI's options, help from each field's docstring."""
+    from kimi_runbooks.plan.cli_options import CLI_EXTRAS
+
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name, info in PlanConfig.model_fields.items():
+        extra = CLI_EXTRAS.get(name)
+        flag = extra.flags[0] if extra and extra.flags else "--" + name.replace("_", "-")
+        assert flag in text, f"PlanConfig.{name} has no option {flag}"
+        assert info.description, f"PlanConfig.{name} has no docstring, so its option has no help"
+        assert " ".join(info.description.split())[:30] in text
+
+
+def test_plan_options_reach_the_config_typed():
+    from kimi_runbooks.plan.cli_options import add_plan_options, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_plan_options(parser)
+    args = parser.parse_args(
+        [
+            "--platform",
+            "h200",
+            "--tp",
+            "4",
+            "--no-tool-call-parser",
+            "--env",
+            "A=1",
+            "--env",
+            "B=x=y",
+            "--device-ids",
+            "4,5",
+            "--no-trust-remote-code",
+            "--nodes",
+            "2",
+            "--node-ip",
+            "10.0.0.1",
+            "--node-ip",
+            "10.0.0.2",
+            "--dist-init-port",
+            "6000",
+        ]
+    )
+    config = config_from_args(args)
+    assert (config.tp, config.tool_call_parser, config.reasoning_parser) == (4, None, "default")
+    assert config.env == {"A": "1", "B": "x=y"} and config.device_ids == [4, 5]
+    assert config.trust_remote_code is False and config.nnodes == 2 and config.dist_init_port == 6000
+    assert config.node_ips == ["10.0.0.1", "10.0.0.2"]
+    assert config_from_args(parser.parse_args(["--platform", "h200"])) == PlanConfig(platform="h200")

@@ -10,8 +10,11 @@ import types
 import typing
 from typing import Any
 
+from pydantic.fields import FieldInfo
+
 from kimi_runbooks.plan import Catalog, PlanConfig
 from kimi_runbooks.plan.catalog import Platform
+from kimi_runbooks.runbook import RunbookOptions
 
 CI_TIME_SCALE = 0.05
 """Emulator speed-up for the default (emulator) launcher; real launchers ignore it."""
@@ -31,6 +34,11 @@ def annotation(tp: Any) -> str:
     if origin in (list, dict):
         return origin.__name__
     return tp.__name__ if isinstance(tp, type) else "Any"
+
+
+def _first_line(field: FieldInfo) -> str:
+    """A field's docstring as one comment line."""
+    return " ".join((field.description or "").split())
 
 
 def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
@@ -94,22 +102,19 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
     ]
     for name, field in defaults.items():
         value, why = recipe_values.get(name, (field.get_default(call_default_factory=True), ""))
-        lines.append(f"{name}: {annotation(field.annotation)} = {value!r}{_comment(why)}")
-    lines += [
-        "",
-        "# Runbook options",
-        "launcher: str = 'emulator'  # emulator: CI or a laptop rehearsal; on the hardware: "
-        f"{platform.launcher} (this platform's default), or local | docker | external | multi-node | slurm",
-        "base_url: Optional[str] = None  # for launcher external: the URL of the running server",
-        "stages: list = ['deploy', 'invoke', 'speed', 'accuracy', 'report']  # pass a list with -y",
-        "scenario_set: Optional[str] = 'smoke'  # params/scenarios: smoke (CI) or a published set",
-        "eval_suites: Optional[list] = None  # accuracy suites; None: the accuracy stage's defaults",
-        "run_dir: Optional[str] = None  # None: outputs/<run id> (or $KIMI_RUNBOOKS_OUTPUTS/<run id>)",
-        f"time_scale: float = {CI_TIME_SCALE!r}  # emulator only: below 1 runs its latency model faster",
-        "fail_on_error: bool = True  # raise after the report when a stage or check failed",
-        "force: bool = False  # True: reuse a run_dir holding another configuration's results (moved to superseded/)",
-        "stage_overrides: dict = {}  # extra parameters per stage notebook, e.g. {'invoke': {'timeout': 60}}",
-    ]
+        lines.append(f"{name}: {annotation(field.annotation)} = {value!r}{_comment(why or _first_line(field))}")
+    lines += ["", "# Runbook options (kimi_runbooks.runbook.RunbookOptions)"]
+    notebook_values: dict[str, tuple[Any, str]] = {
+        "launcher": (
+            "emulator",
+            f"emulator: CI or a laptop rehearsal; on the hardware: {platform.launcher} (this platform's default), "
+            "or local | docker | external | multi-node | slurm",
+        ),
+        "time_scale": (CI_TIME_SCALE, "emulator only: below 1 runs its latency model faster"),
+    }
+    for name, field in RunbookOptions.model_fields.items():
+        value, why = notebook_values.get(name, (field.get_default(call_default_factory=True), ""))
+        lines.append(f"{name}: {annotation(field.annotation)} = {value!r}{_comment(why or _first_line(field))}")
     return lines
 
 

@@ -775,3 +775,14 @@ transcripts open on click.
     ("md", "### Verdict as text"),
     ("check", "report.show_verdict(data)"),
 ]
+
+CELLS_BY_STAGE = {
+    "deploy": DEPLOY,
+    "invoke": INVOKE,
+    "speed": SPEED_BENCH,
+    "accuracy": ACCURACY,
+    "report": REPORT_CELLS,
+}
+"""Each stage's cells under its name in kimi_runbooks.stages.STAGES (which names the notebook file)."""
+OTHER_NOTEBOOKS = {"command_generator.ipynb": COMMAND_GENERATOR}
+"""Notebooks that are not a stage of the runbook."""

@@ -5,71 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from pydantic import ValidationError
 
-from .plan import DEFAULT_SGLANG_VERSION, ParamsError, PlanConfig, format_plan, load_catalog, plan
+from .plan import ParamsError, PlanConfig, format_plan, load_catalog, plan
+from .plan.cli_options import CliInputError, add_plan_options, config_from_args
 from .plan.view import format_rules
 
 EXIT_INVALID = 2
 
 
 def _add_plan_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--platform", required=True, help="platform id (params/platforms)")
-    p.add_argument("--model", help="model id (params/models); default: the platform recipe's")
-    p.add_argument("--deployment", help="published multi-role deployment id (params/deployments)")
-    p.add_argument("--tp", type=int)
-    p.add_argument("--dp", type=int)
-    p.add_argument("--ep", type=int)
-    p.add_argument("--pp", type=int)
-    p.add_argument("--enable-dp-attention", action="store_true", default=None)
-    p.add_argument("--quantization")
-    p.add_argument("--kv-cache-dtype")
-    p.add_argument("--mem-fraction-static", type=float)
-    p.add_argument("--context-length", type=int)
-    p.add_argument("--no-reasoning-parser", action="store_true")
-    p.add_argument("--no-tool-call-parser", action="store_true")
-    p.add_argument("--speculative", action="store_true", help="EAGLE3 speculative decoding")
-    p.add_argument(
-        "--enable-metrics", action="store_true", help="add SGLang's --enable-metrics (the speed stage reads /metrics)"
-    )
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=30000)
-    p.add_argument("--api-key-env", help="NAME of the env var holding the API key")
-    p.add_argument("--model-path", help="local weights directory instead of the hub id")
-    p.add_argument("--nnodes", "--nodes", type=int, dest="nnodes", help="nodes the server spans")
-    p.add_argument(
-        "--devices",
-        type=int,
-        help="accelerators per node you have (default: the platform's, as the machine ships: 8 for AMD Instinct "
-        "and NVIDIA HGX, 4 per GB200/GB300 tray, 16 dies per Ascend A3 node)",
-    )
-    p.add_argument(
-        "--device-ids",
-        help="comma-separated accelerator indices this server uses, e.g. 4,5,6,7 (pinned with "
-        "CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ASCEND_RT_VISIBLE_DEVICES)",
-    )
-    p.add_argument("--node-ip", action="append", default=[], dest="node_ips")
-    p.add_argument("--sglang-version", default=DEFAULT_SGLANG_VERSION)
-    p.add_argument("--docker-image", help="image of the docker form (default: the platform's)")
-    p.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="one more environment variable for the server (repeatable); the value is passed literally",
-    )
-    p.add_argument(
-        "--allow", action="append", default=[], metavar="RULE_ID", help="turn this rule's error into a recorded warning"
-    )
-    p.add_argument(
-        "--extra-arg",
-        action="append",
-        default=[],
-        dest="extra_args",
-        help="pass one more raw argument to the server (repeatable)",
-    )
+    add_plan_options(p)  # one option per PlanConfig field (plan/cli_options.py)
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     p.add_argument(
         "--predict",
@@ -77,72 +24,6 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
         help='predicted speed for scenarios, e.g. "in=1000,out=1000,c=1,16,64" '
         "(keys: in, out, c or rate, prefix, accept, fixed=1 for equal lengths; lists multiply)",
     )
-
-
-class CliInputError(ValueError):
-    """A command-line value that cannot become a PlanConfig field; the message says the fix."""
-
-
-def _env_pairs(items: list[str]) -> dict[str, str]:
-    env: dict[str, str] = {}
-    for item in items:
-        name, eq, value = item.partition("=")
-        if not eq:
-            raise CliInputError(f"--env {item!r} has no '='. Fix: pass --env NAME=VALUE, e.g. --env SGLANG_USE_AITER=1")
-        env[name] = value
-    return env
-
-
-def _device_ids(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise CliInputError(
-            f"--device-ids {text!r} is not a list of indices. "
-            "Fix: pass comma-separated numbers, e.g. --device-ids 4,5,6,7"
-        ) from None
-
-
-def config_from_args(args: argparse.Namespace) -> PlanConfig:
-    fields: dict[str, Any] = {
-        name: getattr(args, name)
-        for name in (
-            "platform",
-            "model",
-            "deployment",
-            "tp",
-            "dp",
-            "ep",
-            "pp",
-            "enable_dp_attention",
-            "quantization",
-            "kv_cache_dtype",
-            "mem_fraction_static",
-            "context_length",
-            "speculative",
-            "enable_metrics",
-            "host",
-            "port",
-            "api_key_env",
-            "model_path",
-            "nnodes",
-            "devices",
-            "node_ips",
-            "sglang_version",
-            "docker_image",
-            "allow",
-            "extra_args",
-        )
-    }
-    if args.no_reasoning_parser:
-        fields["reasoning_parser"] = None
-    if args.no_tool_call_parser:
-        fields["tool_call_parser"] = None
-    if args.env:
-        fields["env"] = _env_pairs(args.env)
-    if args.device_ids:
-        fields["device_ids"] = _device_ids(args.device_ids)
-    return PlanConfig(**{k: v for k, v in fields.items() if v is not None})
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

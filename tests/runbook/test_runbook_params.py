@@ -96,6 +96,28 @@ def test_eval_suites_reach_the_accuracy_notebook_under_its_own_name():
     assert "suites" not in runbook.stage_parameters("accuracy", config, options, Path("/tmp/x"), declared)
 
 
+def test_the_speed_settings_the_readme_names_are_typed_runbook_parameters():
+    """Issue 29 item 5: the served model's tokenizer (an external server) and the sweep settings are
+    runbook parameters that reach the speed notebook, listed typed by `papermill --help-notebook`."""
+    params = {
+        "platform": "h200",
+        "tokenizer": "/models/kimi-tokenizer",
+        "stop_when_saturated": True,
+        "price_per_device_hour": 2.5,
+        "scenarios": ["c1-in1k-out1k"],
+    }
+    config, options = runbook.split_params(params)
+    declared = runbook.declared_parameters(NOTEBOOKS_DIR / "speed_bench.ipynb")
+    values = runbook.stage_parameters("speed", config, options, Path("/tmp/x"), declared)
+    assert {k: values[k] for k in ("tokenizer", "stop_when_saturated", "price_per_device_hour", "scenarios")} == {
+        k: v for k, v in params.items() if k != "platform"
+    }
+    assert "tokenizer" not in runbook.stage_parameters("invoke", config, options, Path("/tmp/x"), set(values))
+    listed = {p["name"]: p["inferred_type_name"] for p in pm.inspect_notebook(str(RUNBOOKS / "h200.ipynb")).values()}
+    assert listed["tokenizer"] == "Optional[str]" and listed["price_per_device_hour"] == "Optional[float]"
+    assert listed["stop_when_saturated"] == "bool"
+
+
 def test_the_notebook_globals_are_checked_too():
     namespace = {"platform": "h200", "run_dir": None, "bogus_knob": 3, "__builtins__": {}}
     with pytest.raises(runbook.PlanInvalid, match="bogus_knob"):

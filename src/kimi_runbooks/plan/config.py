@@ -23,52 +23,86 @@ DEFAULT_SGLANG_VERSION = "0.5.9"
 class PlanConfig(BaseModel):
     """The knobs of one launch. Unset knobs (None) take the platform recipe's value."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    """Each field's docstring is its description: the help of its `kimi-runbooks plan` option."""
 
     platform: str
+    """Platform id (params/platforms)."""
     model: str | None = None
+    """Model id (params/models); default: the platform recipe's."""
     deployment: str | None = None
+    """Published multi-role deployment id (params/deployments)."""
     tp: int | None = Field(default=None, ge=1)
+    """Tensor-parallel size (--tp); default: the recipe's."""
     dp: int | None = Field(default=None, ge=1)
+    """Data-parallel size (--dp)."""
     ep: int | None = Field(default=None, ge=1)
+    """Expert-parallel size (--ep)."""
     pp: int | None = Field(default=None, ge=1)
+    """Pipeline-parallel size (--pp-size)."""
     enable_dp_attention: bool | None = None
+    """DP attention (--enable-dp-attention); default: the recipe's."""
     quantization: str | None = None
+    """Weight quantization (--quantization); default: the checkpoint's."""
     kv_cache_dtype: str | None = None
+    """KV-cache dtype (--kv-cache-dtype)."""
     mem_fraction_static: float | None = None
+    """Fraction of device memory for weights and KV cache (--mem-fraction-static)."""
     context_length: int | None = Field(default=None, ge=1)
+    """Context length (--context-length); default: the model's."""
     reasoning_parser: str | None = "default"
+    """Reasoning parser; 'default' is the model's (kimi_k2 for K2.x)."""
     tool_call_parser: str | None = "default"
+    """Tool-call parser; 'default' is the model's."""
     speculative: bool = False
+    """EAGLE3 speculative decoding with the model's draft."""
     trust_remote_code: bool = True
+    """Pass --trust-remote-code (Kimi checkpoints ship their own code)."""
     host: str = "127.0.0.1"
+    """Address the server binds."""
     port: int = Field(default=30000, ge=1, le=65535)
+    """Port the server listens on."""
     api_key_env: str | None = None
+    """NAME of the environment variable holding the API key (never the key)."""
     served_model_name: str | None = None
+    """Name the server answers to (--served-model-name); default: the model's hub id."""
     model_path: str | None = None
+    """Local weights directory instead of the hub id."""
     draft_model_path: str | None = None
+    """Local weights of the speculative draft model instead of its hub id."""
     extra_args: list[str] = Field(default_factory=list)
+    """One more raw argument for the server."""
     enable_metrics: bool = False
     """Add SGLang's --enable-metrics (the speed stage samples /metrics: queueing, KV pool). Off by
     default so a plan reproduces the published command; the runbooks turn it on."""
     env: dict[str, str] = Field(default_factory=dict)
+    """One more environment variable for the server; the value is passed literally."""
     docker_image: str | None = None
     """The image of the docker form (default: the platform's, the cookbook's); say which one runs
     the --sglang-version you plan for."""
     entrypoint: str = "sglang serve"
+    """The command that starts the server."""
     sglang_version: str = DEFAULT_SGLANG_VERSION
+    """SGLang version you plan for: it selects which versioned rules apply."""
     allow: list[str] = Field(default_factory=list)
+    """Turn this rule's error into a recorded warning."""
     nnodes: int | None = Field(default=None, ge=1)
+    """Nodes the server spans."""
     devices: int | None = Field(default=None, ge=1)
     """Accelerators per node the user has (default: the platform's devices_per_node, the machine as shipped)."""
     device_ids: list[int] = Field(default_factory=list)
     """Which accelerators of the node the server uses (pinned with CUDA/HIP/ASCEND_RT_VISIBLE_DEVICES);
     default: the first ones when the plan leaves some idle."""
     node_ips: list[str] = Field(default_factory=list)
+    """IP of one node, in rank order (the first is the rendezvous)."""
     dist_init_port: int = Field(default=5000, ge=1, le=65535)
+    """Port of the multi-node rendezvous (--dist-init-addr IP:PORT)."""
     ifname: str | None = None
+    """Network interface of the multi-node collectives (NCCL/GLOO socket ifname)."""
     prefill_ip: str | None = None
+    """Address of the prefill node of a PD deployment."""
     decode_ip: str | None = None
+    """Address of the decode node of a PD deployment."""
 
     @field_validator("api_key_env")
     @classmethod

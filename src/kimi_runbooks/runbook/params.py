@@ -28,8 +28,17 @@ STAGE_ORDER = STAGE_NAMES
 SHARED_PARAMS = ("run_dir", "api_key_env", "platform", "launcher", "time_scale", "scenario_set")
 """What every later stage may receive. `model` and `base_url` go to deploy only: in the invoke and
 speed notebooks `model` is the *served* name and `base_url` an external server, read from handle.json."""
-STAGE_RENAMES = {"accuracy": {"eval_suites": "suites"}}
-"""Runbook option -> the stage notebook's own name for it (the accuracy notebook says `suites`)."""
+STAGE_OPTIONS = {
+    "speed": {
+        "scenarios": "scenarios",
+        "tokenizer": "tokenizer",
+        "stop_when_saturated": "stop_when_saturated",
+        "price_per_device_hour": "price_per_device_hour",
+    },
+    "accuracy": {"eval_suites": "suites"},
+}
+"""Runbook option -> the stage notebook parameter it sets (the accuracy notebook says `suites`), so a
+setting the README tells users about is a typed runbook parameter, not a `stage_overrides` entry."""
 NOTEBOOK_NAMES = frozenset({"params", "result", "Optional"})
 """Names the runbook notebook itself assigns or imports (its parameters cell imports `Optional`
 for the typed parameters; a rerun of its cells finds them all in globals)."""
@@ -40,18 +49,36 @@ class PlanInvalid(ValueError):
 
 
 class RunbookOptions(BaseModel):
-    """The runbook's own parameters (everything that is not a knob of plan.PlanConfig)."""
+    """The runbook's own parameters (everything that is not a knob of plan.PlanConfig). Each field's
+    docstring is the comment beside it in the runbooks' parameters cell (`papermill --help-notebook`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     launcher: str = "emulator"
+    """emulator: CI or a laptop rehearsal; on the hardware local | docker | external | multi-node | slurm."""
     base_url: str | None = None
+    """For launcher external: the URL of the running server."""
     stages: list[str] = Field(default_factory=lambda: list(STAGE_ORDER))
+    """The stages to run, in the documented order (pass a list with -y)."""
     scenario_set: str | None = "smoke"
+    """params/scenarios: smoke (CI) or a published set."""
+    scenarios: list[str] | None = None
+    """Speed scenario ids from params/scenarios instead of the set's; None: the scenario_set's."""
+    tokenizer: str | None = None
+    """The served model's tokenizer (a local directory) for the speed stage's token counts; None: the
+    deployed model_path's, or (emulator only) the emulator's own. Needed against an external server."""
+    stop_when_saturated: bool = False
+    """End a concurrency sweep once the server queues and throughput stops growing."""
+    price_per_device_hour: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """$ per device-hour for the cost column; None: the platform's published list price."""
     eval_suites: list[str] | None = None
+    """Accuracy suites; None: the accuracy stage's defaults."""
     run_dir: str | None = None
+    """None: outputs/<run id> under the checkout (or $KIMI_RUNBOOKS_OUTPUTS/<run id>)."""
     time_scale: float = Field(default=1.0, gt=0, le=1000, allow_inf_nan=False)
+    """Emulator only: below 1 runs its latency model faster."""
     fail_on_error: bool = True
+    """Raise after the report when a stage or check failed."""
     force: bool = False
     """Reuse a run folder that holds another configuration's results (they are moved aside)."""
     stage_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -238,12 +265,14 @@ def _scenario_problems(options: RunbookOptions) -> list[str]:
     from ..plan import load_catalog
 
     catalog = load_catalog()
-    chosen = options.stage_overrides.get("speed", {}).get("scenarios")
+    overridden = options.stage_overrides.get("speed", {}).get("scenarios")
+    chosen, where = (
+        (overridden, "stage_overrides['speed']['scenarios']") if overridden else (options.scenarios, "scenarios")
+    )
     if chosen:
         unknown = [s for s in chosen if s not in catalog.scenarios]
         return [
-            f"stage_overrides['speed']['scenarios'] names unknown scenario {_nearest(s, catalog.scenarios)}. "
-            "Fix: an id from params/scenarios."
+            f"{where} names unknown scenario {_nearest(s, catalog.scenarios)}. Fix: an id from params/scenarios."
             for s in unknown
         ]
     if options.scenario_set is None or options.scenario_set in catalog.scenario_sets:
@@ -277,7 +306,7 @@ def stage_parameters(
         "scenario_set": options.scenario_set,
     }
     allowed = set(SHARED_PARAMS)
-    for option, name in STAGE_RENAMES.get(stage_name, {}).items():
+    for option, name in STAGE_OPTIONS.get(stage_name, {}).items():
         if getattr(options, option) is not None:
             values[name] = getattr(options, option)
             allowed.add(name)
