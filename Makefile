@@ -17,6 +17,9 @@ $(STAMP): pyproject.toml src/kimi_runbooks/execution/kernel.py
 	touch $(STAMP)
 
 setup: $(STAMP)
+	@# executed notebooks' outputs never reach a commit (.gitattributes; no-op outside a git checkout)
+	@git config filter.notebook-outputs.clean '$(abspath $(BIN))/python scripts/strip_notebook_outputs.py' 2>/dev/null || true
+	@git config filter.notebook-outputs.smudge cat 2>/dev/null || true
 
 # llamacpp after bench (it exports its tokenizer with bench's transformers); its first build
 # compiles llama.cpp (~8 min on 2 cores), later runs reuse the wheel kept in .venvs/.wheels/.

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from .paths import OUTPUTS_DIR
 from .secrets import redact, redact_html, redact_notebook, require_redactable
 
 OUTPUTS_ENV = "KIMI_RUNBOOKS_OUTPUTS"
@@ -37,8 +38,9 @@ class RunFolderBusy(RunFolderError):
 
 
 def outputs_base() -> Path:
-    """Where new run folders go: $KIMI_RUNBOOKS_OUTPUTS, else ./outputs."""
-    return Path(os.environ.get(OUTPUTS_ENV) or "outputs")
+    """Where new run folders go: $KIMI_RUNBOOKS_OUTPUTS, else the checkout's outputs/ (not the
+    working directory's: a runbook stepped through in JupyterLab runs in runbooks/)."""
+    return Path(os.environ.get(OUTPUTS_ENV) or OUTPUTS_DIR)
 
 
 def new_run_id(label: str = "run") -> str:
