@@ -413,11 +413,12 @@ print(f"{len(chosen)} scenarios: {', '.join(s.id for s in chosen)}")
     (
         "code",
         """
-results = speed.run_scenarios(
-    chosen, target, run_dir, tokenizer=tok, offline=offline, command_prefix=command_prefix,
-    python=bench_python, dataset_path=dataset_path, timeout_s=timeout_s, resume=resume,
-    memory_plan=memory_plan, devices=devices, platform=platform, verify_tokens=verify_tokens,
-    sample_metrics=sample_metrics, stop_when_saturated=stop_when_saturated, price_per_device_hour=price_per_device_hour)
+options = speed.SpeedOptions(
+    tokenizer=tok, offline=offline, command_prefix=command_prefix, python=bench_python,
+    dataset_path=dataset_path, timeout_s=timeout_s, resume=resume, memory_plan=memory_plan, devices=devices,
+    platform=platform, verify_tokens=verify_tokens, sample_metrics=sample_metrics,
+    stop_when_saturated=stop_when_saturated, price_per_device_hour=price_per_device_hour)
+results = speed.run_scenarios(chosen, target, run_dir, options)
 cols = ["scenario", "status", "label", "max_concurrency", "completed", "total_input_tokens", "total_output_tokens", "output_throughput",
         "total_throughput", "output_tok_s_per_gpu", "tok_s_per_user", "median_ttft_ms", "median_tpot_ms", "error"]
 results[[c for c in cols if c in results.columns]]

@@ -21,7 +21,6 @@ from .launchers import (
     get_launcher,
     local_command,
     multinode_steps,
-    served_name,
     write_node_scripts,
 )
 from .live import stop_all
@@ -63,7 +62,6 @@ __all__ = [
     "require_valid",
     "run_diagnosis",
     "run_preflight",
-    "served_name",
     "stop_all",
     "teardown_run",
     "wait_ready",

@@ -26,7 +26,7 @@ from . import live, registry
 from . import manifest as manifest_mod
 from .errors import DeployError, PlanError, PreflightError
 from .handle import ServerHandle
-from .launchers import LaunchContext, get_launcher, launcher_class, served_name
+from .launchers import LaunchContext, get_launcher, launcher_class
 from .preflight import PreflightReport
 from .teardown import orphan_report, stop_orphans, teardown_run
 
@@ -76,7 +76,7 @@ def launch(
         folder=folder,
         base_url=driver.url(plan, host, bound_port),
         platform=plan.platform.id,
-        model=served_name(plan),
+        model=plan.served_name,
         api_key_env=secret_env,
         emulated=driver.emulated,
         owns=driver.owns_server,

@@ -47,11 +47,8 @@ COLUMNS = [
 
 
 def _num(value: Any) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return v
+    """A row's value as a float; NaN where it is missing or not a number."""
+    return float(pd.to_numeric(value, errors="coerce"))
 
 
 def _scenario(row: pd.Series) -> Scenario | None:

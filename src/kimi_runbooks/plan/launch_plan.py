@@ -104,6 +104,11 @@ class LaunchPlan:
     version_changes: list[VersionChange] = field(default_factory=list)
 
     @property
+    def served_name(self) -> str:
+        """The name clients send: --served-model-name, else the model path (SGLang's default)."""
+        return self.config.served_model_name or self.config.model_path or self.model.served_name
+
+    @property
     def docker_image(self) -> str | None:
         """The image of the docker form: the user's --docker-image, else the platform's."""
         return self.config.docker_image or self.platform.docker_image

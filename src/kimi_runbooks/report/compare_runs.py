@@ -23,7 +23,7 @@ from ..speed import pareto_front, reference_frame
 from ..speed.saturation import concurrency_label
 from .cards import sglang_version
 from .collect import RunData, collect
-from .figures import OTHER_REF, _layout
+from .figures import OTHER_REF, styled
 from .html import external_references
 from .html_parts import COLOURS, STYLE, Column, badge, esc, fmt_number, fmt_percent, table, wrap
 from .verdict import verdict
@@ -179,7 +179,7 @@ def pareto_all(rows: pd.DataFrame, refs: pd.DataFrame, runs: list[RunData]) -> g
         )
     fig.update_xaxes(title_text="tok/s per user (1000 / median TPOT)")
     fig.update_yaxes(title_text="output tok/s per device")
-    return _layout(
+    return styled(
         fig,
         f"{len(runs)} run(s) beside the published references",
         "Pareto: more to the right serves each user faster, higher serves more per device",

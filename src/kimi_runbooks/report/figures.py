@@ -49,7 +49,8 @@ def _ok(df: pd.DataFrame | None) -> pd.DataFrame:
     return out
 
 
-def _layout(fig: go.Figure, title: str, subtitle: str) -> go.Figure:
+def styled(fig: go.Figure, title: str, subtitle: str) -> go.Figure:
+    """The report's look for a figure: its finding as the title, what to read as the subtitle."""
     fig.update_layout(
         title={"text": f"{title}<br><sup>{subtitle}</sup>", "x": 0.01},
         template="plotly_white",
@@ -97,7 +98,7 @@ def pareto_figure(
         )
     fig.update_xaxes(title_text="tok/s per user (1000 / median TPOT)")
     fig.update_yaxes(title_text="output tok/s per device")
-    return _layout(fig, title, "Pareto: more to the right serves each user faster, higher serves more per device")
+    return styled(fig, title, "Pareto: more to the right serves each user faster, higher serves more per device")
 
 
 def concurrency_figure(
@@ -130,7 +131,7 @@ def concurrency_figure(
                 )
                 shown.add(name)
     fig.update_xaxes(type="log", title_text="max concurrency")
-    return _layout(fig, title, "each line is one scenario family (input/output lengths); hover for its name")
+    return styled(fig, title, "each line is one scenario family (input/output lengths); hover for its name")
 
 
 def caption(sources: Sequence[str]) -> str:

@@ -8,6 +8,7 @@ import json
 import pandas as pd
 
 from .. import invoke
+from ..speed.references import LATENCY_METRICS
 from .collect import RunData
 from .verdict import verdict
 
@@ -53,12 +54,7 @@ SPEED_COLUMNS = (
     "output_throughput",
     "output_tok_s_per_gpu",
     "tok_s_per_user",
-    "median_ttft_ms",
-    "p99_ttft_ms",
-    "median_tpot_ms",
-    "p99_tpot_ms",
-    "median_itl_ms",
-    "p99_itl_ms",
+    *LATENCY_METRICS,
     "token_check",
     "error",
 )

@@ -24,6 +24,7 @@ from .benchenv import offline_tokenizer
 from .capacity import capacity_plan, cell_fit, live_server_info
 from .figures import heatmap, latency_vs_concurrency, pareto, pareto_front, throughput_vs_concurrency
 from .inside import inside_table, series_frame, server_timeseries, sweep_goodput
+from .options import SpeedOptions
 from .parse import BenchParseError, parse_block, parse_jsonl_text, parse_result_text
 from .predicted import predicted_vs_measured
 from .references import compare, compare_wide, family, reference_frame
@@ -90,6 +91,7 @@ __all__ = [
     "reference_frame",
     "resolve_target",
     "run_one",
+    "SpeedOptions",
     "run_scenarios",
     "select_scenarios",
     "throughput_vs_concurrency",

@@ -33,18 +33,15 @@ HIGHER_IS_BETTER = {
     "tok_s_per_user",
     "max_output_tokens_per_s",
 }
+LATENCY_METRICS = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms")
+"""bench_serving's per-request latency figures a run is read by (the report's speed table shows them too)."""
 DEFAULT_METRICS = (
     "output_throughput",
     "total_throughput",
     "output_tok_s_per_gpu",
     "total_tok_s_per_gpu",
     "tok_s_per_user",
-    "median_ttft_ms",
-    "p99_ttft_ms",
-    "median_tpot_ms",
-    "p99_tpot_ms",
-    "median_itl_ms",
-    "p99_itl_ms",
+    *LATENCY_METRICS,
     "median_e2e_latency_ms",
 )
 
@@ -181,11 +178,8 @@ def reference_frame(platforms: Iterable[str] | str | None = None, catalog: Catal
 
 
 def _num(value: Any) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return v
+    """A row's value as a float; NaN where it is missing or not a number."""
+    return float(pd.to_numeric(value, errors="coerce"))
 
 
 def compare(

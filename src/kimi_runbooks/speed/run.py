@@ -30,6 +30,7 @@ from ..procs import start_session, stop_group
 from ..progress import report_progress
 from ..rundir import RunFolder, now_iso, read_jsonl
 from ..target.health import check_server
+from ..target.locate import RunHandle
 from ..tools.envs import OFFLINE_ENV
 from . import shared_worker
 from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
@@ -38,6 +39,7 @@ from .benchenv import default_bench_python
 from .capacity import capacity_plan, cell_fit, live_server_info
 from .goodput import goodput_argv
 from .observe import ObserveConfig, ScenarioObserver, observe_for_run, sweep_key
+from .options import SpeedOptions
 from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .results import FINISHED, load_results
 from .saturation import should_stop
@@ -266,48 +268,18 @@ def _report_requests(folder: RunFolder, log_path: Path, label: str) -> None:
 
 def run_scenarios(
     scenarios: Sequence[Scenario],
-    target: Any,
+    target: RunHandle | BenchTarget | str,
     run_dir: str | Path | RunFolder,
-    *,
-    tokenizer: str | Path | None = None,
-    offline: bool = False,
-    command_prefix: Sequence[str] | None = None,
-    python: str | None = None,
-    seed: int | None = None,
-    dataset_path: str | Path | None = None,
-    timeout_s: float | Mapping[str, float] | None = DEFAULT_TIMEOUT_S,
-    resume: bool = True,
-    memory_plan: MemoryPlan | None = None,
-    devices: int | None = None,
-    platform: str | None = None,
-    env: Mapping[str, str] | None = None,
-    health_check: bool = True,
-    verify_tokens: bool = True,
-    progress: bool = True,
-    sample_metrics: bool = True,
-    launcher: str | None = None,
-    smi: str | None = None,
-    price_per_device_hour: float | None = None,
-    price_source: str | None = None,
-    stop_when_saturated: bool = False,
-    worker: bool = True,
+    options: SpeedOptions | None = None,
+    **settings: Any,
 ) -> pd.DataFrame:
     """Run each scenario in order (`run_one`); each result is appended to run_dir/bench.jsonl.
 
     `target` is a RunHandle (preferred: it carries emulated and the key's env-var name), a
-    BenchTarget or a base URL. `python` is the interpreter with sglang (default: the `bench`
-    tool env when it exists, else python3). With a command_prefix (docker exec ...) the
-    output file path must be visible inside the container; the printed block is the fallback.
-    `verify_tokens` checks each scenario's token accounting with one request first (tokens.py);
-    False records the counts as not checked (tests of the runner itself).
-    Beside each scenario the server's /metrics (`sample_metrics`) and, where the server's devices
-    are on this host, their telemetry (`smi`, default the platform's) are sampled (observe.py);
-    `price_per_device_hour` (default the platform's published price) gives $ per million tokens.
-    `stop_when_saturated` skips the rest of a concurrency sweep once the server queues and
-    throughput stops growing (saturation.should_stop). `worker` runs the scenarios in one
-    long-lived bench_serving process (worker.py) instead of one process each.
+    BenchTarget or a base URL; `options` (or the same names as keywords) are the stage's settings,
+    each documented on SpeedOptions. A run folder path is opened once here, at the boundary.
     """
-
+    o = SpeedOptions.of(options, settings)
     tgt = BenchTarget.of(target)
     folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder.create(run_dir)
     folder.add_secret_env(tgt.api_key_env)
@@ -317,10 +289,10 @@ def run_scenarios(
         else (os.environ.get(tgt.api_key_env) if tgt.api_key_env else None)
     )
     api_key = None if api_key in (None, "", "EMPTY") else api_key
-    child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    child_env = {**os.environ, **(o.env or {}), "PYTHONUNBUFFERED": "1"}
     if api_key:
         child_env["OPENAI_API_KEY"] = api_key  # bench_serving reads it; never on the argv
-    if offline:
+    if o.offline:
         child_env.update(OFFLINE_ENV)  # no HF hub: transformers must not try to download
     live = live_server_info(tgt.url, api_key)
     emulated = tgt.emulated or bool(live and live.emulated)
@@ -329,39 +301,39 @@ def run_scenarios(
         target=tgt,
         api_key=api_key,
         child_env=child_env,
-        python=python or default_bench_python(command_prefix),
-        capacity=capacity_plan(memory_plan, live),
+        python=o.python or default_bench_python(o.command_prefix),
+        capacity=capacity_plan(o.memory_plan, live),
         common={
             "base_url": tgt.url,
             "model": tgt.model,
-            "platform": platform,
-            "devices": devices,
+            "platform": o.platform,
+            "devices": o.devices,
             "emulated": emulated,
-            "offline": offline,
+            "offline": o.offline,
         },
-        tokenizer=tokenizer,
-        offline=offline,
-        command_prefix=command_prefix,
-        seed=seed,
-        dataset_path=dataset_path,
-        timeout_s=timeout_s,
-        health_check=health_check,
+        tokenizer=o.tokenizer,
+        offline=o.offline,
+        command_prefix=o.command_prefix,
+        seed=o.seed,
+        dataset_path=o.dataset_path,
+        timeout_s=o.timeout_s,
+        health_check=o.health_check,
     )
     run.observe = observe_for_run(
-        run, target, scenarios, sample_metrics, launcher, smi, price_per_device_hour, price_source
+        run, target, scenarios, o.sample_metrics, o.launcher, o.smi, o.price_per_device_hour, o.price_source
     )
-    done = {r["scenario"] for r in read_jsonl(folder.bench) if r.get("status") in FINISHED} if resume else set()
+    done = {r["scenario"] for r in read_jsonl(folder.bench) if r.get("status") in FINISHED} if o.resume else set()
     todo = [s for s in scenarios if s.id not in done]
-    if worker and not command_prefix:
-        shared = shared_worker.find(folder, run.python, offline)  # the runbook's, already warm
+    if o.worker and not o.command_prefix:
+        shared = shared_worker.find(folder, run.python, o.offline)  # the runbook's, already warm
         run.worker = BenchWorker(run.python, child_env, folder, shared, {"OPENAI_API_KEY": api_key})
     try:
-        run.token_checks = token_checks(todo, run, verify_tokens, progress)
-        _loop(scenarios, run, done, progress, stop_when_saturated)
+        run.token_checks = token_checks(todo, run, o.verify_tokens, o.progress)
+        _loop(scenarios, run, done, o.progress, o.stop_when_saturated)
     finally:
         if run.worker is not None:
             run.worker.close()
-    df = load_results(folder.bench, devices=devices)
+    df = load_results(folder.bench, devices=o.devices)
     ids = [s.id for s in scenarios]
     return df[df["scenario"].isin(ids)].reset_index(drop=True) if "scenario" in df.columns else df
 

@@ -3,7 +3,7 @@
 from . import docker, emulator, external, local, multinode, slurm
 from .base import LAUNCHERS, LaunchContext, Launcher, NoOptions, get_launcher, launcher_class, register
 from .docker import docker_command
-from .emulator import EmulatorOptions, emulator_argv, free_port, served_name
+from .emulator import EmulatorOptions, emulator_argv, free_port
 from .local import local_command
 from .multinode import multinode_steps, write_node_scripts
 from .slurm import SlurmOptions
@@ -28,7 +28,6 @@ __all__ = [
     "multinode",
     "multinode_steps",
     "register",
-    "served_name",
     "slurm",
     "write_node_scripts",
 ]

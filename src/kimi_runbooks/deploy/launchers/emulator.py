@@ -45,11 +45,6 @@ def is_local(host: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def served_name(plan: LaunchPlan) -> str:
-    """The name clients send: --served-model-name, else the model path (SGLang's default)."""
-    return plan.config.served_model_name or plan.config.model_path or plan.model.served_name
-
-
 def server_flags(plan: LaunchPlan) -> list[str]:
     """The plan's SGLang flags without the entrypoint."""
     argv = plan.argv
@@ -90,7 +85,7 @@ def emulator_argv(
         "--profile",
         plan.platform.id,
         "--model",
-        served_name(plan),
+        plan.served_name,
         "--model-path",
         plan.config.model_path or plan.model.hf_id,
         "--time-scale",

@@ -20,7 +20,6 @@ from ..errors import DeployError
 from ..preflight import Check, PreflightReport
 from ..readiness import wait_ready
 from .base import LaunchContext, Launcher, register
-from .emulator import served_name
 
 if TYPE_CHECKING:
     from ..handle import ServerHandle
@@ -69,7 +68,7 @@ class ExternalLauncher(Launcher):
             report.checks.append(Check("url", "pass", note))
         result = check_server(
             base,
-            served_name(ctx.plan),
+            ctx.plan.served_name,
             api_key_env=ctx.plan.config.api_key_env,
             environ=ctx.environ,
             health=False,
