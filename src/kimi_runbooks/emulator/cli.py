@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .capabilities import capabilities_for
 from .latency import DEFAULT_PROFILE, LatencyProfile, profile_from_references
 from .settings import FAULT_KINDS, EmulatorSettings, parse_fault
 from .startup import BANNER, log_line
@@ -83,21 +84,25 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
     profile = _profile(args, launch_args)
     if args.context_length:
         launch_args["context_length"] = args.context_length
-    settings = EmulatorSettings(
-        host=args.host,
-        port=args.port,
-        model=args.model,
-        model_path=args.model_path,
-        profile=profile,
-        time_scale=args.time_scale,
-        fault=fault,
-        api_key=_api_key(args.api_key_env, parser),
-        startup_seconds=args.startup_seconds,
-        seed=args.seed,
-        launch_args=launch_args,
-        strict_sglang=args.strict_sglang,
-        enable_metrics=bool(launch_args.get("enable_metrics", False)),
-    )
+    try:
+        settings = EmulatorSettings(
+            host=args.host,
+            port=args.port,
+            model=args.model,
+            model_path=args.model_path,
+            profile=profile,
+            time_scale=args.time_scale,
+            fault=fault,
+            api_key=_api_key(args.api_key_env, parser),
+            startup_seconds=args.startup_seconds,
+            seed=args.seed,
+            launch_args=launch_args,
+            strict_sglang=args.strict_sglang,
+            enable_metrics=bool(launch_args.get("enable_metrics", False)),
+            capabilities=capabilities_for(args.model_path, args.model, args.params_dir),
+        )
+    except ValueError as exc:  # e.g. a --tool-call-parser the emulator does not speak
+        parser.error(str(exc))
     return settings, args
 
 
