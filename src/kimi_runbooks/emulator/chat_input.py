@@ -22,6 +22,8 @@ TOKENS_PER_IMAGE_WRAP = 2  # media begin/end markers
 TOKENS_GENERATION_PROMPT = 3
 TOKENS_PER_VIDEO = 1024
 """Emulated: the emulator does not decode video, so a clip costs a fixed count (not a measurement)."""
+TEXT_ONLY = "Model only supports text input; received unsupported content type '{kind}'."
+"""serving_chat.py _validate_media_content: a model that is not multimodal refuses any media part."""
 NO_VIDEO = (
     "video input is not supported for this model (emulator: its params/models entry says video: false; "
     "send image_url parts, or serve a model that declares video)"
@@ -34,8 +36,11 @@ class ChatInput:
     prompt_tokens: int
 
 
-def read_chat(req: ChatRequest, video: bool = True) -> ChatInput:
-    """``video``: whether the model takes video_url parts (a 400 naming the rule if not)."""
+def read_chat(req: ChatRequest, video: bool = True, media: bool = True) -> ChatInput:
+    """``media``: the model is multimodal (SGLang refuses image and video parts otherwise);
+    ``video``: it takes video_url parts (SGLang's serving layer passes them to the model's
+    processor, so this refusal's wording is the emulator's: a 400 naming the rule)."""
+    _check_media(req, media)
     tools = [
         ToolSpec(t.function.name, t.function.description or "", t.function.parameters or {}) for t in req.tools or []
     ]
@@ -65,6 +70,15 @@ def _tool_choice(req: ChatRequest) -> str | dict[str, Any]:
     if isinstance(choice, str):
         return choice
     return {"type": "function", "function": {"name": choice.function.name}}
+
+
+def _check_media(req: ChatRequest, media: bool) -> None:
+    if media:
+        return
+    for message in req.messages:
+        for part in message.content if isinstance(message.content, list) else []:
+            if part.type in ("image_url", "video_url"):
+                raise ApiError(TEXT_ONLY.format(kind=part.type))
 
 
 def _videos(message: ChatMessage, index: int, allowed: bool) -> int:

@@ -56,10 +56,10 @@ async def chat_completions(request: Request) -> Response:
     state.check_ready()
     req = parse_body(ChatRequest, await state.read_json(request))
     _validate(state, req)
-    chat = read_chat(req, video=state.settings.capabilities.video)
+    chat = read_chat(req, video=state.settings.capabilities.video, media=state.settings.capabilities.images)
     state.check_context(chat.prompt_tokens, req.token_limit)
     state.check_injected_500()
-    plans = [_plan(state, req, chat, i) for i in range(req.n)]
+    plans = [plan_choice(state, req, chat, i) for i in range(req.n)]
     jobs = [job_for(chat.prompt_tokens, p, req.token_limit, arrival, req.stream) for p in plans]
     rid = state.next_id("chatcmpl")
     fmt = state.settings.chat_format
@@ -68,7 +68,7 @@ async def chat_completions(request: Request) -> Response:
         rids=[rid] + [f"{rid}-{i}" for i in range(1, req.n)],
         created=int(time.time()),
         model=req.model,
-        history_calls=_history_calls(req),
+        history_calls=history_calls(req),
         tools_active=bool(req.tools) and req.tool_choice != "none",
         prompt_tokens=chat.prompt_tokens - fmt.unreported_prompt_tokens,
         faults=ToolFaults.from_settings(state.settings),
@@ -94,12 +94,13 @@ def _validate(state: AppState, req: ChatRequest) -> None:
         )
 
 
-def _history_calls(req: ChatRequest) -> int:
+def history_calls(req: ChatRequest) -> int:
     """serving_chat.py ``_get_history_tool_calls_cnt``: tool calls already in the conversation."""
     return sum(len(m.tool_calls or []) for m in req.messages if m.role == "assistant")
 
 
-def _plan(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Plan:
+def plan_choice(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Plan:
+    """The token events one choice of this request generates (deterministic: seeded by its content)."""
     settings = state.settings
     parts: list[Any] = ["chat", req.model_dump(mode="json", include={"messages", "tools"})]
     if choice:
@@ -110,7 +111,7 @@ def _plan(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Plan:
     reply = chat_reply(convo, rng, bad_tool_json=settings.fault_is("bad-tool-json"))
     caps = settings.capabilities
     thinks = caps.model_thinks(req.thinking)
-    reply = faults.reply(reply, convo, thinks, _history_calls(req))
+    reply = faults.reply(reply, convo, thinks, history_calls(req))
     if thinks:
         reply = caps.with_effort(reply, req.reasoning_effort, rng)
     leak = settings.fault_is("no-reasoning") or not req.separate_reasoning
@@ -189,6 +190,19 @@ def _token_chunk(ev: Event, pos: int, plan: Plan, index: int, turn: _Turn) -> di
     return shapes.stream_response(rid, created, model, [shapes.stream_choice(index, tool_calls=[piece])])
 
 
+def _unstreamed_arguments(plan: Plan, index: int, turn: _Turn) -> dict[str, Any] | None:
+    """serving_chat.py _check_for_unstreamed_tool_args, after a choice's last token: a call whose
+    header went out but none of its arguments gets ``{}`` (the detector's arguments so far)."""
+    if not (turn.tools_active and turn.fmt.streams_tool_arguments):
+        return None
+    headers = [e.call for e in plan.events if e.kind == "tool_name"]
+    if not headers or any(e.kind == "tool_args" and e.call == headers[-1] for e in plan.events):
+        return None
+    piece = shapes.tool_call(None, turn.faults.stream_index(headers[-1]), None, "{}")
+    rid, created, model = turn.rids[index], turn.created, turn.model
+    return shapes.stream_response(rid, created, model, [shapes.stream_choice(index, tool_calls=[piece])])
+
+
 def _content_chunk(text: str, index: int, turn: _Turn) -> dict[str, Any]:
     rid, created, model = turn.rids[index], turn.created, turn.model
     if turn.tools_active:  # the tool-call parser passes normal text on as a pydantic chunk
@@ -249,6 +263,10 @@ async def _stream(
         chunk = _token_chunk(plans[index].events[token], token, plans[index], index, turn)
         if chunk is not None:
             yield event(chunk)
+        if token == plans[index].completion_tokens - 1:
+            tail = _unstreamed_arguments(plans[index], index, turn)
+            if tail is not None:
+                yield event(tail)
     for index in range(len(plans)):
         if index not in started:  # nothing generated: still opened, then finished
             yield role_chunk(index)
