@@ -85,8 +85,8 @@ def capabilities_for(model_path: str | None, served_name: str | None, params_dir
         catalog = load_catalog(params_dir)
     except (ParamsError, OSError):
         return ModelCapabilities()
-    names = {n for n in (model_path, served_name) if n}
-    for model in catalog.models.values():
-        if names & {model.hf_id, model.served_name, model.id}:
-            return ModelCapabilities.from_model(model)
+    for name in (model_path, served_name):  # the checkpoint first: a served name can be anything
+        for model in catalog.models.values():
+            if name and name in (model.hf_id, model.served_name, model.id):
+                return ModelCapabilities.from_model(model)
     return ModelCapabilities()
