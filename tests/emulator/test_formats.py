@@ -90,6 +90,15 @@ def test_effort_levels_lengthen_reasoning_in_order_and_unknown_levels_use_the_de
     assert ModelCapabilities().with_effort(reply, "max", random.Random(1)) == reply  # no levels declared
 
 
+def test_thinking_effort_in_template_kwargs_wins_over_reasoning_effort():
+    from kimi_runbooks.emulator.protocol import ChatRequest
+
+    base = {"messages": [{"role": "user", "content": "Hi"}]}
+    assert ChatRequest.model_validate({**base, "reasoning_effort": "high"}).effort_requested == "high"
+    both = {**base, "reasoning_effort": "high", "chat_template_kwargs": {"thinking_effort": "low"}}
+    assert ChatRequest.model_validate(both).effort_requested == "low"
+
+
 def test_the_cli_reads_capabilities_from_the_params_entry(tmp_path: Path):
     params = tmp_path / "params"
     shutil.copytree(REPO_ROOT / "params", params)

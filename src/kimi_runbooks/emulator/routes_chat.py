@@ -113,7 +113,7 @@ def plan_choice(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Pl
     thinks = caps.model_thinks(req.thinking)
     reply = faults.reply(reply, convo, thinks, history_calls(req))
     if thinks:
-        reply = caps.with_effort(reply, req.reasoning_effort, rng)
+        reply = caps.with_effort(reply, req.effort_requested, rng)
     leak = settings.fault_is("no-reasoning") or not req.separate_reasoning
     fmt = settings.chat_format
     markers = (fmt.think_open if fmt.open_in_output else "", fmt.think_close)
