@@ -86,6 +86,18 @@ def test_served_model_reads_the_plans_parsers_and_context_length():
     assert ServedModel(tool_call_parser="kimi_k3").ids.expected("f", 2) == "f:2"
 
 
+def test_a_run_folders_plan_gives_the_served_model(tmp_path):
+    from kimi_runbooks.plan import plan
+    from kimi_runbooks.rundir import RunFolder
+
+    folder = RunFolder.create(tmp_path / "run", label="t")
+    assert ServedModel.of_run(folder) is None  # no plan recorded
+    launch = plan({"platform": "h200", "context_length": 65536})
+    folder.save_json(RunFolder.PLAN, {"config": launch.config.model_dump(mode="json")})
+    served = ServedModel.of_run(folder)
+    assert served is not None and served.context_length == 65536 and served.declared["model"] == launch.model.id
+
+
 def test_without_a_served_model_the_default_checks_are_unchanged(emulator_url: str):
     results = invoke.run_all(emulator_url, None, model="moonshotai/Kimi-K2.6", **FAST)
     names = [r.name for r in results]

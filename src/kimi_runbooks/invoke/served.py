@@ -94,6 +94,20 @@ class ServedModel:
             reasoning_parser=_flag(plan.argv, "--reasoning-parser"),
         )
 
+    @classmethod
+    def of_run(cls, run_dir: Any) -> ServedModel | None:
+        """The model a run folder's deploy stage launched (its plan.json), or None (no plan, or an
+        external server no plan describes): ``run_all(..., served=ServedModel.of_run(run_dir))``."""
+        from ..perfmodel.compare import plan_of_run
+        from ..rundir import RunFolder
+
+        if run_dir is None:
+            return None
+        folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
+        handle = folder.read_json(RunFolder.HANDLE) or {}
+        launch, _ = plan_of_run(folder.read_json(RunFolder.PLAN), external=handle.get("launcher") == "external")
+        return cls.from_plan(launch) if launch is not None else None
+
     @property
     def ids(self) -> IdFormat:
         return ID_FORMATS.get(self.tool_call_parser, ID_FORMATS["kimi_k2"])
