@@ -111,6 +111,11 @@ def test_the_cli_reads_capabilities_from_the_params_entry(tmp_path: Path):
         ["--model-path", "test/Kimi-K3-like", "--params-dir", str(params), "--tool-call-parser", "kimi_k3"]
     )
     assert settings.capabilities == caps and settings.chat_format is K3
+    # no parser flags: the model's own (SGLang infers kimi_k3 from a KimiK3 architecture)
+    settings, _ = parse_settings(["--model", "test-k3-like", "--params-dir", str(params)])
+    assert settings.chat_format is K3 and settings.reasoning_parser == "kimi_k3" and settings.capabilities == caps
+    settings, _ = parse_settings(["--params-dir", str(params)])  # the default Kimi-K2.6
+    assert settings.chat_format is FORMATS["kimi_k2"] and settings.capabilities.thinking == "optional"
 
 
 def test_reasoning_effort_none_turns_thinking_off_for_a_model_that_may_skip_it():

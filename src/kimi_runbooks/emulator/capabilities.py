@@ -76,17 +76,23 @@ class ModelCapabilities:
         return replace(reply, reasoning=reply.reasoning + "".join(passes))
 
 
-def capabilities_for(model_path: str | None, served_name: str | None, params_dir: Any = None) -> ModelCapabilities:
-    """The capabilities of the params/models entry whose hf_id, served_name or id is this model;
-    the defaults (a Kimi-K2.6-like model) when none is, or params/ cannot be read."""
+def model_entry(model_path: str | None, served_name: str | None, params_dir: Any = None) -> Model | None:
+    """The params/models entry whose hf_id, served_name or id is this model (the checkpoint is
+    looked up first: a served name can be anything); None when none is, or params/ cannot be read."""
     from ..plan import ParamsError, load_catalog
 
     try:
         catalog = load_catalog(params_dir)
     except (ParamsError, OSError):
-        return ModelCapabilities()
-    for name in (model_path, served_name):  # the checkpoint first: a served name can be anything
+        return None
+    for name in (model_path, served_name):
         for model in catalog.models.values():
             if name and name in (model.hf_id, model.served_name, model.id):
-                return ModelCapabilities.from_model(model)
-    return ModelCapabilities()
+                return model
+    return None
+
+
+def capabilities_for(model_path: str | None, served_name: str | None, params_dir: Any = None) -> ModelCapabilities:
+    """The entry's capabilities; the defaults (a Kimi-K2.6-like model) without one."""
+    model = model_entry(model_path, served_name, params_dir)
+    return ModelCapabilities.from_model(model) if model is not None else ModelCapabilities()
