@@ -63,11 +63,16 @@ def _text_problems(content: str | None, finish: str | None, max_tokens: int, wan
     return problems
 
 
+THINK_TAGS = re.compile(r"</?think>|<\|(?:open|close)\|>think<\|sep\|>", re.I)
+"""Kimi-K2's think tags and Kimi-K3's XTML think markers (sglang function_call/kimik3_format.py)."""
+
+
 def _think_tag_problem(content: str | None) -> list[str]:
-    if re.search(r"</?think>", content or "", re.I):
+    found = THINK_TAGS.search(content or "")
+    if found:
         return [
-            "content contains <think> tags: reasoning is not being split out "
-            "(is the server started with --reasoning-parser kimi_k2?)"
+            f"content contains <think> tags or think markers ({found.group(0)!r}): reasoning is not being split out "
+            "(is the server started with the model's --reasoning-parser, kimi_k2 or kimi_k3?)"
         ]
     return []
 
