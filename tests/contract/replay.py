@@ -307,3 +307,40 @@ def _json(text: str | None) -> Any:
         return json.loads(text)
     except ValueError:
         return None
+
+
+# ---------------------------------------------------------------- raw engine output
+
+
+def raw_script(exchange: dict[str, Any], eos: int) -> dict[str, Any]:
+    """The engine output from the raw pieces the emulator's model generated (emulator/raw.py), as
+    they are: what SGLang's parsers make of them is then SGLang's answer. One output per token;
+    choices interleave in turn (the cases use n=1)."""
+    raw = exchange["raw"]
+    prompt = int(raw["prompt_tokens"])
+    finals: list[dict[str, Any]] = []
+    stream: list[dict[str, Any]] = []
+    many = len(raw["choices"]) > 1
+    for i, choice in enumerate(raw["choices"]):
+        pieces = choice["pieces"]
+        n = len(pieces)
+        finish = {"type": "length", "length": n} if choice["finish"] == "length" else {"type": "stop", "matched": eos}
+        finals.append(
+            {
+                "text": "".join(pieces),
+                "output_ids": [0] * n,
+                "meta_info": _meta(f"rid-{i}", prompt, n, choice["reasoning_tokens"], finish),
+            }
+        )
+        for k in range(n):
+            item: dict[str, Any] = {
+                "text": "".join(pieces[: k + 1]),
+                "output_ids": [0] * (k + 1),
+                "meta_info": _meta(
+                    f"rid-{i}", prompt, k + 1, min(choice["reasoning_tokens"], k + 1), finish if k == n - 1 else None
+                ),
+            }
+            if many:
+                item["index"] = i
+            stream.append(item)
+    return {"prompt_tokens": prompt, "finals": finals, "stream": stream}

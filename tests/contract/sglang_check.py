@@ -34,6 +34,8 @@ def script_for(exchange: dict[str, Any], eos: int) -> dict[str, Any]:
     emu = exchange["response"]
     path = exchange["request"]["path"]
     script: dict[str, Any] = {"prompt_tokens": exchange.get("prompt_tokens"), "finals": [], "stream": []}
+    if emu["status"] == 200 and exchange.get("raw"):  # the model's own raw output (emulator/raw.py)
+        return replay.raw_script(exchange, eos)
     if emu["status"] != 200:
         return fallback_script(exchange, script, eos)
     events = emu.get("sse")
@@ -185,7 +187,15 @@ def run(captured: dict[str, Any]) -> dict[str, Any]:
     allowed_metrics = {d["name"] for d in deviations if d["kind"] == "metric"}
     allowed_values = {d["name"] for d in deviations if d["kind"] == "server_info_value"}
     started = time.monotonic()
-    ref = Reference(model=emulator["model"], context_length=emulator["context_length"], api_key=emulator["api_key"])
+    ref = Reference(
+        model=emulator["model"],
+        context_length=emulator["context_length"],
+        api_key=emulator["api_key"],
+        reasoning_parser=emulator.get("reasoning_parser", "kimi_k2"),
+        tool_call_parser=emulator.get("tool_call_parser", "kimi_k2"),
+        hf_config=emulator.get("hf_config"),
+        multimodal=bool(emulator.get("multimodal", False)),
+    )
     eos = int(emulator["eos_token_id"])
     mismatches: list[dict[str, Any]] = []
     cases: dict[str, dict[str, Any]] = {}

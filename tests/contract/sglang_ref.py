@@ -40,7 +40,9 @@ Script = dict[str, Any]
 class StubTokenizerManager:
     """The attributes SGLang's handlers read from TokenizerManager, with a replayed engine."""
 
-    def __init__(self, server_args: Any, *, model: str, context_length: int) -> None:
+    def __init__(
+        self, server_args: Any, *, model: str, context_length: int, hf_config: Any = None, multimodal: bool = False
+    ) -> None:
         from sglang.srt.managers.tokenizer_manager import ServerStatus
 
         self.server_args = server_args
@@ -58,10 +60,12 @@ class StubTokenizerManager:
         self.last_receive_tstamp = 0.0
         self.startup_time = time.time()
         self.request_logger = SimpleNamespace(log_requests=False, log_requests_level=0)
-        hf_config = SimpleNamespace(model_type="kimi_k25", architectures=["KimiK25ForConditionalGeneration"])
+        hf_config = hf_config or SimpleNamespace(
+            model_type="kimi_k25", architectures=["KimiK25ForConditionalGeneration"]
+        )
         self.model_config = SimpleNamespace(
             context_len=context_length,
-            is_multimodal=False,
+            is_multimodal=multimodal,
             hf_config=hf_config,
             is_image_understandable_model=True,
             is_audio_understandable_model=False,
@@ -135,7 +139,8 @@ def _completion_conversion(serving: Any):
 
 
 def _serving_chat(tm: StubTokenizerManager, template_manager: Any) -> Any:
-    """OpenAIServingChat as its __init__ leaves it for a kimi_k2 launch, minus the tokenizer probes."""
+    """OpenAIServingChat as its __init__ leaves it for the launch's parsers, minus the tokenizer probes."""
+    from sglang.srt.entrypoints.openai import chat_encoding
     from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
     from sglang.srt.parser.reasoning_parser import ReasoningParser
 
@@ -149,7 +154,10 @@ def _serving_chat(tm: StubTokenizerManager, template_manager: Any) -> Any:
     chat._reasoning_detector = ReasoningParser(model_type=chat.reasoning_parser, stream_reasoning=True).detector
     chat.default_sampling_params = {}
     chat.is_gpt_oss = chat.is_gemma4 = chat.is_minimax_m3 = False
-    chat.chat_encoding_spec = None
+    # serving_chat.py _resolve_chat_encoding_spec: "kimi_k3" under --tool-call-parser kimi_k3
+    chat.chat_encoding_spec = chat_encoding.resolve_chat_encoding_spec(
+        hf_config=tm.model_config.hf_config, tokenizer=None, tool_call_parser=chat.tool_call_parser
+    )
     chat.supports_inline_system = True
     chat._encoding_adapter = None
     chat._response_parser = None
@@ -200,7 +208,19 @@ def server_info_api_key(api_key: str | None) -> Any:
 class Reference:
     """One booted reference: ``send`` replays a request; ``script`` sets what the engine yields."""
 
-    def __init__(self, *, model: str, context_length: int, api_key: str) -> None:
+    def __init__(
+        self,
+        *,
+        model: str,
+        context_length: int,
+        api_key: str,
+        reasoning_parser: str = "kimi_k2",
+        tool_call_parser: str = "kimi_k2",
+        hf_config: dict[str, Any] | None = None,
+        multimodal: bool = False,
+    ) -> None:
+        """``hf_config``: model_type and architectures of the model served (default Kimi-K2.6's);
+        ``multimodal``: ModelConfig.is_multimodal (serving_chat.py _validate_media_content reads it)."""
         from starlette.testclient import TestClient
 
         self.server_args = prepare_server_args(
@@ -212,9 +232,9 @@ class Reference:
                 "--context-length",
                 str(context_length),
                 "--reasoning-parser",
-                "kimi_k2",
+                reasoning_parser,
                 "--tool-call-parser",
-                "kimi_k2",
+                tool_call_parser,
                 "--enable-metrics",
             ]
         )
@@ -222,7 +242,13 @@ class Reference:
         from sglang.srt.entrypoints import http_server
 
         self.http_server = http_server
-        self.tm = StubTokenizerManager(self.server_args, model=model, context_length=context_length)
+        self.tm = StubTokenizerManager(
+            self.server_args,
+            model=model,
+            context_length=context_length,
+            hf_config=SimpleNamespace(**hf_config) if hf_config else None,
+            multimodal=multimodal,
+        )
         template_manager = SimpleNamespace(
             force_reasoning=False,
             reasoning_config=None,

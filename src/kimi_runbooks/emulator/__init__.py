@@ -1,5 +1,11 @@
 """SGLang emulator: a CPU test double that speaks SGLang 0.5.23's HTTP API as Kimi-K2.6 would.
 
+Other models are data: the params/models entry of ``--model-path`` says what the model does
+(capabilities.py: thinking always or optional, reasoning_effort levels, video), and the
+``--tool-call-parser`` picks the raw output format and the serving differences SGLang has for it
+(formats.py: kimi_k2, kimi_k3). raw.py writes a reply out as the raw text the model generated, which
+the contract suite replays through SGLang's own parsers (tests/contract/test_parser_formats.py).
+
 Used by CI and rehearsals in place of a real 1T-parameter deployment. What it answers is held
 to SGLang's own code by the contract suite (tests/contract/): status codes, error bodies,
 every JSON key and SSE chunk, /server_info and /model_info keys, /generate meta_info keys,

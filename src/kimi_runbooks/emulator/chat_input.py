@@ -20,6 +20,14 @@ from .tokenizer import count_tokens
 TOKENS_PER_MESSAGE = 3  # <|im_start|>role<|im_middle|> ... <|im_end|>
 TOKENS_PER_IMAGE_WRAP = 2  # media begin/end markers
 TOKENS_GENERATION_PROMPT = 3
+TOKENS_PER_VIDEO = 1024
+"""Emulated: the emulator does not decode video, so a clip costs a fixed count (not a measurement)."""
+TEXT_ONLY = "Model only supports text input; received unsupported content type '{kind}'."
+"""serving_chat.py _validate_media_content: a model that is not multimodal refuses any media part."""
+NO_VIDEO = (
+    "video input is not supported for this model (emulator: its params/models entry says video: false; "
+    "send image_url parts, or serve a model that declares video)"
+)
 
 
 @dataclass
@@ -28,7 +36,11 @@ class ChatInput:
     prompt_tokens: int
 
 
-def read_chat(req: ChatRequest) -> ChatInput:
+def read_chat(req: ChatRequest, video: bool = True, media: bool = True) -> ChatInput:
+    """``media``: the model is multimodal (SGLang refuses image and video parts otherwise);
+    ``video``: it takes video_url parts (SGLang's serving layer passes them to the model's
+    processor, so this refusal's wording is the emulator's: a 400 naming the rule)."""
+    _check_media(req, media)
     tools = [
         ToolSpec(t.function.name, t.function.description or "", t.function.parameters or {}) for t in req.tools or []
     ]
@@ -39,10 +51,12 @@ def read_chat(req: ChatRequest) -> ChatInput:
         tokens += 4 + count_tokens(json.dumps(declared, ensure_ascii=False))
     for index, message in enumerate(req.messages):
         text, images = _message_parts(message, index)
-        tokens += _message_tokens(message, text, images)
+        videos = _videos(message, index, video)
+        tokens += _message_tokens(message, text, images) + videos * (TOKENS_PER_VIDEO + TOKENS_PER_IMAGE_WRAP)
         if message.role == "user":
             convo.last_user_text = text
             convo.images = images
+            convo.videos = videos
     convo.last_role = req.messages[-1].role
     convo.tool_results = _trailing_tool_results(req.messages)
     convo.called_since_user, convo.results_since_user = _since_last_user(req.messages)
@@ -58,6 +72,24 @@ def _tool_choice(req: ChatRequest) -> str | dict[str, Any]:
     return {"type": "function", "function": {"name": choice.function.name}}
 
 
+def _check_media(req: ChatRequest, media: bool) -> None:
+    if media:
+        return
+    for message in req.messages:
+        for part in message.content if isinstance(message.content, list) else []:
+            if part.type in ("image_url", "video_url"):
+                raise ApiError(TEXT_ONLY.format(kind=part.type))
+
+
+def _videos(message: ChatMessage, index: int, allowed: bool) -> int:
+    if message.content is None or isinstance(message.content, str):
+        return 0
+    found = [i for i, part in enumerate(message.content) if part.type == "video_url"]
+    if found and not allowed:
+        raise ApiError(NO_VIDEO, 400, f"messages.{index}.content.{found[0]}.video_url")
+    return len(found)
+
+
 def _message_parts(message: ChatMessage, index: int) -> tuple[str, list[ImageInfo]]:
     if message.content is None or isinstance(message.content, str):
         return message.content or "", []
@@ -65,7 +97,7 @@ def _message_parts(message: ChatMessage, index: int) -> tuple[str, list[ImageInf
     for part_index, part in enumerate(message.content):
         if part.type == "text":
             texts.append(part.text or "")
-        else:
+        elif part.type == "image_url":
             try:
                 images.append(inspect_image_url(part.image_url.url if part.image_url else ""))
             except ImageError as exc:

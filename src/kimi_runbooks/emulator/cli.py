@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .capabilities import ModelCapabilities, model_entry
 from .latency import DEFAULT_PROFILE, LatencyProfile, profile_from_references
 from .settings import FAULT_KINDS, EmulatorSettings, parse_fault
 from .startup import BANNER, log_line
@@ -81,23 +82,32 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
     if not 0 < args.time_scale <= 1000:  # also refuses nan and inf (a run that would never end)
         parser.error("--time-scale must be a number above 0 and at most 1000 (0.01 runs 100x faster)")
     profile = _profile(args, launch_args)
+    entry = model_entry(args.model_path, args.model, args.params_dir)
+    if entry is not None:  # parsers not given: the model's own, as SGLang infers them from its architecture
+        launch_args.setdefault("tool_call_parser", entry.tool_call_parser)
+        if entry.default_reasoning_parser:
+            launch_args.setdefault("reasoning_parser", entry.default_reasoning_parser)
     if args.context_length:
         launch_args["context_length"] = args.context_length
-    settings = EmulatorSettings(
-        host=args.host,
-        port=args.port,
-        model=args.model,
-        model_path=args.model_path,
-        profile=profile,
-        time_scale=args.time_scale,
-        fault=fault,
-        api_key=_api_key(args.api_key_env, parser),
-        startup_seconds=args.startup_seconds,
-        seed=args.seed,
-        launch_args=launch_args,
-        strict_sglang=args.strict_sglang,
-        enable_metrics=bool(launch_args.get("enable_metrics", False)),
-    )
+    try:
+        settings = EmulatorSettings(
+            host=args.host,
+            port=args.port,
+            model=args.model,
+            model_path=args.model_path,
+            profile=profile,
+            time_scale=args.time_scale,
+            fault=fault,
+            api_key=_api_key(args.api_key_env, parser),
+            startup_seconds=args.startup_seconds,
+            seed=args.seed,
+            launch_args=launch_args,
+            strict_sglang=args.strict_sglang,
+            enable_metrics=bool(launch_args.get("enable_metrics", False)),
+            capabilities=ModelCapabilities.from_model(entry) if entry is not None else ModelCapabilities(),
+        )
+    except ValueError as exc:  # e.g. a --tool-call-parser the emulator does not speak
+        parser.error(str(exc))
     return settings, args
 
 

@@ -67,6 +67,8 @@ def chat_reply(convo: Conversation, rng: random.Random, bad_tool_json: bool = Fa
         return comparison
     if convo.images:
         return _image_reply(convo, rng)
+    if convo.videos:
+        return _video_reply(convo)
     return _generic_reply(convo.last_user_text, rng)
 
 
@@ -89,6 +91,14 @@ def _image_reply(convo: Conversation, rng: random.Random) -> Reply:
     content = (
         f"I see {described}. This description comes from the emulator, which only inspects size and average colour."
     )
+    return Reply(reasoning=reasoning, content=content)
+
+
+def _video_reply(convo: Conversation) -> Reply:
+    n = convo.videos
+    clips = f"{n} video{'s' if n > 1 else ''}"
+    reasoning = f'The user sent {clips} and asked: "{topic_of(convo.last_user_text)}". I will say what I received.'
+    content = f"I received {clips}. The emulator does not decode video, so it cannot say what happens in it."
     return Reply(reasoning=reasoning, content=content)
 
 

@@ -25,6 +25,7 @@ class Conversation:
     last_role: str = "user"
     last_user_text: str = ""
     images: list[ImageInfo] = field(default_factory=list)
+    videos: int = 0  # video_url parts in the last user message (not decoded)
     tools: list[ToolSpec] = field(default_factory=list)
     tool_choice: Any = "auto"  # "auto" | "none" | "required" | {"function": {"name"}}
     tool_results: list[tuple[str, str]] = field(default_factory=list)  # (tool name, content), trailing

@@ -56,18 +56,21 @@ class Plan:
         return out
 
 
-def reply_events(reply: Reply, thinking: bool, leak_reasoning: bool) -> list[Event]:
+def reply_events(
+    reply: Reply, thinking: bool, leak_reasoning: bool, markers: tuple[str, str] = (THINK_OPEN, THINK_CLOSE)
+) -> list[Event]:
     """Events of the natural reply.
 
     thinking=False drops the reasoning entirely (instant mode); leak_reasoning puts it
-    into content inside <think> tags, as a server without --reasoning-parser shows it.
+    into content inside the format's think markers (``markers``: open, close; the open one
+    empty when the prompt pre-fills it), as a server without --reasoning-parser shows it.
     """
     events: list[Event] = []
     if thinking and reply.reasoning:
         if leak_reasoning:
-            events.append(Event("content", THINK_OPEN))
+            events += [Event("content", m) for m in markers[:1] if m]
             events += [Event("content", p) for p in tokenize(reply.reasoning)]
-            events.append(Event("content", THINK_CLOSE))
+            events.append(Event("content", markers[1]))
         else:
             events += [Event("reasoning", p) for p in tokenize(reply.reasoning)]
     content = reply.content

@@ -11,8 +11,8 @@ SGLang builds them two ways and the key sets differ, so both are mirrored:
 
 Whole responses follow ``ChatCompletionResponse`` / ``CompletionResponse`` dumps, usage follows
 ``UsageProcessor.calculate_token_usage`` (sglang/srt/entrypoints/openai/usage_processor.py).
-Tool-call ids follow serving_chat.py ``_process_tool_call_id`` for the kimi_k2 parser:
-``functions.<name>:<calls already in the conversation + position in this reply>``.
+Tool-call ids are the parser's (formats.py ``ChatFormat.tool_call_id``, after serving_chat.py
+``_process_tool_call_id``).
 """
 
 from __future__ import annotations
@@ -36,10 +36,6 @@ def usage(prompt: int, completion: int, reasoning: int = 0) -> dict[str, Any]:
 def usage_exclude_none(prompt: int, completion: int, reasoning: int = 0) -> dict[str, Any]:
     """The completions stream's final usage (``model_dump_json(exclude_none=True)``)."""
     return {k: v for k, v in usage(prompt, completion, reasoning).items() if v is not None}
-
-
-def tool_call_id(name: str, history_calls: int, position: int) -> str:
-    return f"functions.{name}:{history_calls + position}"
 
 
 def tool_call(call_id: str | None, index: int, name: str | None, arguments: str) -> dict[str, Any]:

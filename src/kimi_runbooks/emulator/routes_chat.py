@@ -1,4 +1,4 @@
-"""/v1/chat/completions, whole and streamed, as SGLang's serving_chat.py answers with kimi_k2 parsers.
+"""/v1/chat/completions, whole and streamed, as SGLang's serving_chat.py answers with the server's parsers.
 
 What a client sees follows SGLang 0.5.23 (sglang/srt/entrypoints/openai/serving_chat.py):
 the requested ``model`` is echoed whatever it names; ``n`` choices are sampled side by side;
@@ -6,7 +6,8 @@ the requested ``model`` is echoed whatever it names; ``n`` choices are sampled s
 with a role chunk, sends reasoning, content and tool-call pieces (name first with the id,
 then argument pieces), then one finish chunk per choice after the last token and, when
 asked, a usage chunk; a finished tool call turns ``stop`` into ``tool_calls``. Chunk shapes
-are in openai_shapes.py.
+are in openai_shapes.py; what differs per parser (ids, whole-call chunks, the prompt tokens
+usage leaves out, a think channel an unforced parser streams as content) is in formats.py.
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ from .content import chat_reply
 from .engine import Job
 from .error_answers import ApiError
 from .events import EOS_TOKEN_ID, Event, Plan, plan_within_budget, reply_events
+from .formats import ChatFormat
 from .protocol import ChatRequest, parse_body
 from .sse import DONE, event
 from .state import AppState
+from .tokenizer import tokenize
 from .tool_faults import ToolFaults
 
 
@@ -41,8 +44,10 @@ class _Turn:
     model: str
     history_calls: int
     tools_active: bool
-    prompt_tokens: int
+    prompt_tokens: int  # as usage reports them (formats.py unreported_prompt_tokens left out)
     faults: ToolFaults
+    fmt: ChatFormat
+    leak_think: bool  # the think channel streams as content (formats.py thinking_leaks_in_stream)
 
 
 async def chat_completions(request: Request) -> Response:
@@ -51,20 +56,24 @@ async def chat_completions(request: Request) -> Response:
     state.check_ready()
     req = parse_body(ChatRequest, await state.read_json(request))
     _validate(state, req)
-    chat = read_chat(req)
+    chat = read_chat(req, video=state.settings.capabilities.video, media=state.settings.capabilities.images)
     state.check_context(chat.prompt_tokens, req.token_limit)
     state.check_injected_500()
-    plans = [_plan(state, req, chat, i) for i in range(req.n)]
+    plans = [plan_choice(state, req, chat, i) for i in range(req.n)]
     jobs = [job_for(chat.prompt_tokens, p, req.token_limit, arrival, req.stream) for p in plans]
     rid = state.next_id("chatcmpl")
+    fmt = state.settings.chat_format
+    thinks = state.settings.capabilities.model_thinks(req.thinking)
     turn = _Turn(
         rids=[rid] + [f"{rid}-{i}" for i in range(1, req.n)],
         created=int(time.time()),
         model=req.model,
-        history_calls=_history_calls(req),
+        history_calls=history_calls(req),
         tools_active=bool(req.tools) and req.tool_choice != "none",
-        prompt_tokens=chat.prompt_tokens,
+        prompt_tokens=chat.prompt_tokens - fmt.unreported_prompt_tokens,
         faults=ToolFaults.from_settings(state.settings),
+        fmt=fmt,
+        leak_think=fmt.thinking_leaks_in_stream(thinks, req.thinking),
     )
     if req.stream:
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
@@ -85,12 +94,13 @@ def _validate(state: AppState, req: ChatRequest) -> None:
         )
 
 
-def _history_calls(req: ChatRequest) -> int:
+def history_calls(req: ChatRequest) -> int:
     """serving_chat.py ``_get_history_tool_calls_cnt``: tool calls already in the conversation."""
     return sum(len(m.tool_calls or []) for m in req.messages if m.role == "assistant")
 
 
-def _plan(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Plan:
+def plan_choice(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Plan:
+    """The token events one choice of this request generates (deterministic: seeded by its content)."""
     settings = state.settings
     parts: list[Any] = ["chat", req.model_dump(mode="json", include={"messages", "tools"})]
     if choice:
@@ -99,9 +109,15 @@ def _plan(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Plan:
     faults = ToolFaults.from_settings(settings)
     convo = faults.conversation(chat.conversation)
     reply = chat_reply(convo, rng, bad_tool_json=settings.fault_is("bad-tool-json"))
-    reply = faults.reply(reply, convo, req.thinking, _history_calls(req))
+    caps = settings.capabilities
+    thinks = caps.model_thinks(req.thinking)
+    reply = faults.reply(reply, convo, thinks, history_calls(req))
+    if thinks:
+        reply = caps.with_effort(reply, req.effort_requested, rng)
     leak = settings.fault_is("no-reasoning") or not req.separate_reasoning
-    events = reply_events(reply, thinking=req.thinking, leak_reasoning=leak)
+    fmt = settings.chat_format
+    markers = (fmt.think_open if fmt.open_in_output else "", fmt.think_close)
+    events = reply_events(reply, thinking=thinks, leak_reasoning=leak, markers=markers)
     return plan_within_budget(reply, events, req.token_limit, req.ignore_eos, rng)
 
 
@@ -148,23 +164,65 @@ def _whole(plans: list[Plan], turn: _Turn) -> dict[str, Any]:
     return shapes.chat_response(turn.rids[0], turn.created, turn.model, choices, _usage(plans, turn))
 
 
-def _token_chunk(ev: Event, plan: Plan, index: int, turn: _Turn) -> dict[str, Any]:
+def _token_chunk(ev: Event, pos: int, plan: Plan, index: int, turn: _Turn) -> dict[str, Any] | None:
+    """The chunk SGLang sends for the token at ``pos``, or None when its parsers hold it back."""
     rid, created, model = turn.rids[index], turn.created, turn.model
+    if turn.leak_think:
+        text = _leaked_text(ev, pos, plan, turn.fmt)
+        if text is not None:
+            return _content_chunk(text, index, turn) if text else None
     if ev.kind == "reasoning":
         return shapes.sse_content(rid, created, model, index, reasoning_content=ev.text)
     if ev.kind == "content":
-        if turn.tools_active:  # the tool-call parser passes normal text on as a pydantic chunk
-            return shapes.stream_response(rid, created, model, [shapes.stream_choice(index, content=ev.text)])
-        return shapes.sse_content(rid, created, model, index, content=ev.text)
+        return _content_chunk(ev.text, index, turn)
     call = next(c for c in plan.tool_calls if c.index == ev.call)
     position = turn.faults.stream_index(call.index)
-    if ev.kind == "tool_name":
-        piece = shapes.tool_call(
-            turn.faults.call_id(call.name, turn.history_calls, call.index), position, call.name, ""
-        )
+    call_id = turn.faults.call_id(call.name, turn.history_calls, call.index)
+    if not turn.fmt.streams_tool_arguments:  # the whole call, once its last argument token is out
+        emitted = sum(1 for e in plan.events[: pos + 1] if e.kind == "tool_args" and e.call == call.index)
+        if ev.kind == "tool_name" or emitted != len(tokenize(call.arguments)):
+            return None
+        piece = shapes.tool_call(call_id, position, call.name, call.arguments)
+    elif ev.kind == "tool_name":
+        piece = shapes.tool_call(call_id, position, call.name, "")
     else:
         piece = shapes.tool_call(None, position, None, ev.text)
     return shapes.stream_response(rid, created, model, [shapes.stream_choice(index, tool_calls=[piece])])
+
+
+def _unstreamed_arguments(plan: Plan, index: int, turn: _Turn) -> dict[str, Any] | None:
+    """serving_chat.py _check_for_unstreamed_tool_args, after a choice's last token: a call whose
+    header went out but none of its arguments gets ``{}`` (the detector's arguments so far)."""
+    if not (turn.tools_active and turn.fmt.streams_tool_arguments):
+        return None
+    headers = [e.call for e in plan.events if e.kind == "tool_name"]
+    if not headers or any(e.kind == "tool_args" and e.call == headers[-1] for e in plan.events):
+        return None
+    piece = shapes.tool_call(None, turn.faults.stream_index(headers[-1]), None, "{}")
+    rid, created, model = turn.rids[index], turn.created, turn.model
+    return shapes.stream_response(rid, created, model, [shapes.stream_choice(index, tool_calls=[piece])])
+
+
+def _content_chunk(text: str, index: int, turn: _Turn) -> dict[str, Any]:
+    rid, created, model = turn.rids[index], turn.created, turn.model
+    if turn.tools_active:  # the tool-call parser passes normal text on as a pydantic chunk
+        return shapes.stream_response(rid, created, model, [shapes.stream_choice(index, content=text)])
+    return shapes.sse_content(rid, created, model, index, content=text)
+
+
+def _leaked_text(ev: Event, pos: int, plan: Plan, fmt: ChatFormat) -> str | None:
+    """An unforced parser's content for the think channel: the reasoning text, then the close
+    marker on the token that closes it (the next one, or the last when the turn ends thinking).
+    None: this token is not part of the leak (normal handling)."""
+    first_after = next((i for i, e in enumerate(plan.events) if e.kind != "reasoning"), None)
+    if ev.kind == "reasoning":
+        closes_here = first_after is None and pos == len(plan.events) - 1 and plan.finish_reason != "length"
+        return ev.text + (fmt.think_close if closes_here else "")
+    if pos == first_after:
+        if ev.kind == "content":
+            return fmt.think_close + ev.text
+        return fmt.think_close  # a tool call follows: the marker goes out as text, the call as usual
+    return None
 
 
 def _faulty_finish(plan: Plan, turn: _Turn, has_calls: bool) -> str:
@@ -202,7 +260,13 @@ async def _stream(
             finished.append(index)
         if token in dropped[index]:
             continue
-        yield event(_token_chunk(plans[index].events[token], plans[index], index, turn))
+        chunk = _token_chunk(plans[index].events[token], token, plans[index], index, turn)
+        if chunk is not None:
+            yield event(chunk)
+        if token == plans[index].completion_tokens - 1:
+            tail = _unstreamed_arguments(plans[index], index, turn)
+            if tail is not None:
+                yield event(tail)
     for index in range(len(plans)):
         if index not in started:  # nothing generated: still opened, then finished
             yield role_chunk(index)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .capabilities import ModelCapabilities
+from .formats import ChatFormat, chat_format
 from .latency import DEFAULT_PROFILE, LatencyProfile
 
 TOOL_FAULT_KINDS = (  # tool-calling failures users report; what each does: tool_faults.py
@@ -88,6 +90,8 @@ class EmulatorSettings:
     launch_args: dict[str, Any] = field(default_factory=dict)
     log_startup: bool = True
     strict_sglang: bool = False  # drop even the allowed deviations (deviations.py)
+    capabilities: ModelCapabilities = field(default_factory=ModelCapabilities)
+    """What the model does (thinking, effort levels, video): its params/models entry (capabilities.py)."""
     enable_metrics: bool = True
     """Serve /metrics. The CLI sets it from --enable-metrics as SGLang does (off without the flag);
     in-process emulators (tests) keep it on."""
@@ -101,6 +105,20 @@ class EmulatorSettings:
             self.startup_seconds = max(self.startup_seconds, self.fault.value)
         if self.launch_args.get("context_length"):
             self.max_model_len = int(self.launch_args["context_length"])
+        chat_format(self.tool_call_parser)  # an unknown parser is refused here, with the choices
+
+    @property
+    def tool_call_parser(self) -> str:
+        return str(self.launch_args.get("tool_call_parser") or "kimi_k2")
+
+    @property
+    def reasoning_parser(self) -> str:
+        return str(self.launch_args.get("reasoning_parser") or "kimi_k2")
+
+    @property
+    def chat_format(self) -> ChatFormat:
+        """The raw output format and serving differences of the --tool-call-parser (formats.py)."""
+        return chat_format(self.tool_call_parser)
 
     @property
     def served_model_name(self) -> str:

@@ -28,7 +28,7 @@ def phase_lines(settings: EmulatorSettings) -> list[tuple[float, str]]:
         (
             0.00,
             f"server_args=ServerArgs(model_path='{settings.resolved_model_path}', "
-            f"reasoning_parser='kimi_k2', tool_call_parser='kimi_k2', "
+            f"reasoning_parser='{settings.reasoning_parser}', tool_call_parser='{settings.tool_call_parser}', "
             f"context_length={settings.max_model_len}, emulated=True)",
         ),
         (0.02, "Init torch distributed begin."),

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from .content import Reply, ToolCall
 from .conversation import Conversation
 from .events import Plan
-from .openai_shapes import tool_call_id
+from .formats import FORMATS, ChatFormat
 from .settings import TOOL_FAULT_KINDS, EmulatorSettings
 
 SECTION_OPEN, SECTION_CLOSE = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
@@ -55,11 +55,12 @@ class ToolFaults:
     """The active tool-calling fault of one emulator (``kind`` None: behave as SGLang does)."""
 
     kind: str | None
+    fmt: ChatFormat = FORMATS["kimi_k2"]  # the parser's id convention (formats.py)
 
     @classmethod
     def from_settings(cls, settings: EmulatorSettings) -> ToolFaults:
         kind = settings.fault.kind if settings.fault else None
-        return cls(kind if kind in TOOL_FAULT_KINDS else None)
+        return cls(kind if kind in TOOL_FAULT_KINDS else None, settings.chat_format)
 
     def conversation(self, convo: Conversation) -> Conversation:
         """tool-choice-ignored: every choice is auto (tools still declared, even for none)."""
@@ -89,7 +90,7 @@ class ToolFaults:
         if self.kind == "uuid-call-ids":
             digest = hashlib.blake2b(f"{name}:{history_calls}:{position}".encode(), digest_size=12).hexdigest()
             return f"call_{digest}"
-        return tool_call_id(name, history_calls, position)
+        return self.fmt.tool_call_id(name, history_calls, position)
 
     def stream_index(self, index: int) -> int:
         return 0 if self.kind == "parallel-index-reused" else index

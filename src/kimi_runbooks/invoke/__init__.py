@@ -8,6 +8,7 @@ each isolated (run.py), and returns `CheckResult`s; `run_agentic` runs the suite
 
 from .agentic import AGENTIC_CASES, AgenticCase, agentic_card, agentic_results
 from .checks import CHECKS, PRODUCT_TOOL, WEATHER_RESULT, WEATHER_TOOL
+from .contracts import CONTRACT_CHECKS
 from .image import RECEIPT_ITEM, data_url, receipt_png
 from .results import (
     CheckResult,
@@ -23,21 +24,25 @@ from .results import (
     summary_table,
 )
 from .run import ALL_NAMES, detect_emulated, resolve_target, run_agentic, run_all, unusable_reason
+from .served import ServedModel, checks_for
 
 __all__ = [
     "AGENTIC_CASES",
     "ALL_NAMES",
     "AgenticCase",
     "CHECKS",
+    "CONTRACT_CHECKS",
     "CheckResult",
     "ChecksFailed",
     "PRODUCT_TOOL",
     "RECEIPT_ITEM",
+    "ServedModel",
     "Status",
     "WEATHER_RESULT",
     "WEATHER_TOOL",
     "agentic_card",
     "agentic_results",
+    "checks_for",
     "counts",
     "data_url",
     "detect_emulated",

@@ -86,7 +86,7 @@ def multi_turn(s: Session, rec: Recorder, stream: bool) -> str:
     final: Turn | None = None
     for n in range(1, MAX_TURNS + 1):
         turn = script.send(f"turn {n}", messages, T.MULTI_TURN_TOOLS)
-        problems += leak_problems(turn) + call_problems(turn, T.MULTI_TURN_TOOLS, history)
+        problems += leak_problems(turn) + call_problems(turn, T.MULTI_TURN_TOOLS, history, s.served.ids)
         if not turn.calls:
             final = turn
             break
@@ -134,7 +134,7 @@ def parallel_calls(s: Session, rec: Recorder, stream: bool) -> str:
     script = Script(s, rec, stream)
     messages = user(T.PARALLEL_PROMPT)
     turn = script.send("turn 1", messages, T.PARALLEL_TOOLS)
-    problems = leak_problems(turn) + call_problems(turn, T.PARALLEL_TOOLS, 0)
+    problems = leak_problems(turn) + call_problems(turn, T.PARALLEL_TOOLS, 0, s.served.ids)
     problems += missing_call(turn, "get_weather and get_time together")
     names = sorted(c.get("name") or "" for c in turn.calls)
     if turn.calls and names != ["get_time", "get_weather"]:
@@ -175,13 +175,13 @@ def long_arguments(s: Session, rec: Recorder, stream: bool) -> str:
                 f"reassemble into JSON: {len(raw)} chars arrived for a ~{want}-char document, ending "
                 f"{raw[-60:]!r} (pieces lost or cut in streaming: sgl-project/sglang issue 23363)"
             )
-    problems += call_problems(turn, [T.SAVE_DOCUMENT], 0)
+    problems += call_problems(turn, [T.SAVE_DOCUMENT], 0, s.served.ids)
     if isinstance(args, dict):
         where = first_difference(args.get("document"), T.LONG_DOCUMENT, "/document")
         if where:
             problems.append(f"turn 1: the document argument differs from the one given, first at {where}")
     pieces = turn.argument_pieces.get(call["index"], 0)
-    if stream and pieces < 2:
+    if stream and pieces < 2 and s.served.streams_tool_arguments:
         problems.append(f"turn 1: the {len(raw)}-char arguments arrived in {pieces} piece(s), not streamed")
     how = f"streamed in {pieces} pieces and reassembled" if stream else "returned whole"
     return done(problems, f"{len(raw)} chars of nested unicode JSON {how} exactly")
@@ -194,7 +194,7 @@ def tool_names(s: Session, rec: Recorder) -> str:
     script = Script(s, rec, False)
     tools = [T.GEO_LOOKUP, T.GEO_LOOKUP_OLD]
     turn = script.send("turn 1", user(T.NAMES_PROMPT), tools)
-    problems = leak_problems(turn) + call_problems(turn, tools, 0)
+    problems = leak_problems(turn) + call_problems(turn, tools, 0, s.served.ids)
     if not turn.calls and not leak_problems(turn):
         problems.append(
             f"turn 1: no tool call came back for {T.HYPHEN_NAME!r}, a name with a hyphen, an underscore and a "
@@ -210,6 +210,6 @@ def tool_names(s: Session, rec: Recorder) -> str:
 def no_parameters(s: Session, rec: Recorder) -> str:
     script = Script(s, rec, False)
     turn = script.send("turn 1", user(T.NO_PARAMS_PROMPT), [T.SERVER_TIME])
-    problems = leak_problems(turn) + call_problems(turn, [T.SERVER_TIME], 0)
+    problems = leak_problems(turn) + call_problems(turn, [T.SERVER_TIME], 0, s.served.ids)
     problems += missing_call(turn, "get_server_time")  # the schema allows only {} (additionalProperties false)
     return done(problems, "get_server_time called with arguments {}")

@@ -38,7 +38,9 @@ def _text_answer(turn: Turn, why: str) -> list[str]:
 def tool_choice_auto(s: Session, rec: Recorder) -> str:
     script = Script(s, rec, False)
     turn = script.send("turn 1", user(T.WEATHER_PROMPT), WEATHER_TOOLS, tool_choice="auto")
-    problems = leak_problems(turn) + call_problems(turn, WEATHER_TOOLS, 0) + missing_call(turn, "get_weather")
+    problems = (
+        leak_problems(turn) + call_problems(turn, WEATHER_TOOLS, 0, s.served.ids) + missing_call(turn, "get_weather")
+    )
     plain = script.send("turn 2", user(T.NO_TOOL_PROMPT), WEATHER_TOOLS, tool_choice="auto")
     problems += _text_answer(plain, "tool_choice 'auto' and nothing needs a tool")
     return done(problems, "auto: a call when the question needs one, a plain answer when not")
@@ -46,7 +48,7 @@ def tool_choice_auto(s: Session, rec: Recorder) -> str:
 
 def tool_choice_required(s: Session, rec: Recorder) -> str:
     turn = Script(s, rec, False).send("turn 1", user(T.HELLO_PROMPT), WEATHER_TOOLS, tool_choice="required")
-    problems = leak_problems(turn) + call_problems(turn, WEATHER_TOOLS, 0)
+    problems = leak_problems(turn) + call_problems(turn, WEATHER_TOOLS, 0, s.served.ids)
     if not turn.calls and not leak_problems(turn):
         problems.append(
             f"turn 1: tool_choice 'required' but no tool call came back (finish_reason {turn.finish!r}, content "
@@ -64,7 +66,9 @@ def tool_choice_none(s: Session, rec: Recorder) -> str:
 
 def tool_choice_named(s: Session, rec: Recorder) -> str:
     turn = Script(s, rec, False).send("turn 1", user(T.WEATHER_PROMPT), WEATHER_TOOLS, tool_choice=NAMED)
-    problems = leak_problems(turn) + call_problems(turn, WEATHER_TOOLS, 0) + missing_call(turn, "get_time")
+    problems = (
+        leak_problems(turn) + call_problems(turn, WEATHER_TOOLS, 0, s.served.ids) + missing_call(turn, "get_time")
+    )
     names = [c.get("name") for c in turn.calls]
     if turn.calls and set(names) != {"get_time"}:
         problems.append(f"turn 1: tool_choice names get_time, but the response calls {names}")
@@ -73,7 +77,9 @@ def tool_choice_named(s: Session, rec: Recorder) -> str:
 
 def thinking_then_call(s: Session, rec: Recorder) -> str:
     turn = Script(s, rec, True).send("turn 1", user(T.WEATHER_PROMPT), [T.GET_WEATHER])
-    problems = leak_problems(turn) + call_problems(turn, [T.GET_WEATHER], 0) + missing_call(turn, "get_weather")
+    problems = (
+        leak_problems(turn) + call_problems(turn, [T.GET_WEATHER], 0, s.served.ids) + missing_call(turn, "get_weather")
+    )
     if not turn.reasoning.strip() and not leak_problems(turn):
         problems.append("turn 1: no reasoning_content although thinking is on by default")
     if "reasoning" in turn.order and "tool_call" in turn.order:
@@ -87,7 +93,9 @@ def instant_then_call(s: Session, rec: Recorder) -> str:
     turn = Script(s, rec, False).send(
         "turn 1", user(T.WEATHER_PROMPT), [T.GET_WEATHER], chat_template_kwargs={"thinking": False}
     )
-    problems = leak_problems(turn) + call_problems(turn, [T.GET_WEATHER], 0) + missing_call(turn, "get_weather")
+    problems = (
+        leak_problems(turn) + call_problems(turn, [T.GET_WEATHER], 0, s.served.ids) + missing_call(turn, "get_weather")
+    )
     if turn.reasoning.strip():
         problems.append(f"turn 1: reasoning_content ({len(turn.reasoning)} chars) although thinking=false")
     return done(problems, "thinking off: no reasoning, the get_weather call")

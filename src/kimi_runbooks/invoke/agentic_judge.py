@@ -15,11 +15,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .served import ID_FORMATS, IdFormat
 from .session import StreamResult
 
-MARKERS = re.compile(r"<\|tool_calls?_section_(?:begin|end)\|>|<\|tool_call_(?:begin|end|argument_begin)\|>")
-THINK_TAG = re.compile(r"</?think>|◁/?think▷", re.I)
-KIMI_ID = re.compile(r"^functions\.(?P<name>[\w.\-]+):(?P<index>\d+)$")
+KIMI_ID = ID_FORMATS["kimi_k2"].pattern
+
+MARKERS = re.compile(
+    r"<\|tool_calls?_section_(?:begin|end)\|>|<\|tool_call_(?:begin|end|argument_begin)\|>"
+    r"|<\|(?:open|close)\|>(?:tools|call|argument)\b"  # Kimi-K3's XTML tool channel (kimik3_format.py)
+)
+THINK_TAG = re.compile(r"</?think>|◁/?think▷|<\|(?:open|close)\|>think<\|sep\|>", re.I)
 
 
 @dataclass
@@ -124,7 +129,9 @@ def empty_problems(turn: Turn) -> list[str]:
     ]
 
 
-def call_problems(turn: Turn, tools: list[dict[str, Any]], history: int) -> list[str]:
+def call_problems(
+    turn: Turn, tools: list[dict[str, Any]], history: int, ids: IdFormat = ID_FORMATS["kimi_k2"]
+) -> list[str]:
     """Each call: a declared tool, JSON-object arguments valid against its schema, a Kimi id in sequence."""
     by_name = {t["function"]["name"]: t["function"] for t in tools}
     problems = []
@@ -139,7 +146,7 @@ def call_problems(turn: Turn, tools: list[dict[str, Any]], history: int) -> list
         if name not in by_name:
             problems.append(f"{label}: names a tool that was not declared ({sorted(by_name)})")
             continue
-        problems += _id_problems(label, call.get("id"), name, history + position)
+        problems += _id_problems(label, call.get("id"), name, history + position, ids)
         problems += argument_problems(label, call.get("arguments") or "", by_name[name].get("parameters") or {})
     return problems
 
@@ -155,18 +162,18 @@ def _index_problems(turn: Turn) -> list[str]:
     ]
 
 
-def _id_problems(label: str, call_id: Any, name: str, expected_index: int) -> list[str]:
-    match = KIMI_ID.match(call_id or "")
+def _id_problems(label: str, call_id: Any, name: str, expected_index: int, ids: IdFormat) -> list[str]:
+    match = ids.pattern.match(call_id or "")
     if not match:
         return [
-            f"{label}: id {call_id!r} is not in SGLang's Kimi format functions.<name>:<idx>; clients send it back "
+            f"{label}: id {call_id!r} is not in SGLang's Kimi format {ids.spelled}; clients send it back "
             "and K2 answers badly to other ids (MoonshotAI/Kimi-K2 issue 128, sgl-project/sglang issue 9575)"
         ]
     if match.group("name") != name:
         return [f"{label}: id {call_id!r} names {match.group('name')!r}, not the called tool {name!r}"]
     if int(match.group("index")) != expected_index:
         return [
-            f"{label}: id {call_id!r} should be functions.{name}:{expected_index}: the index counts the tool "
+            f"{label}: id {call_id!r} should be {ids.expected(name, expected_index)}: the index counts the tool "
             "calls already in the conversation plus this call's position (ids restart or skip: "
             "sgl-project/sglang issue 10600)"
         ]

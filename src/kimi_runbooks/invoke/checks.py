@@ -63,11 +63,16 @@ def _text_problems(content: str | None, finish: str | None, max_tokens: int, wan
     return problems
 
 
+THINK_TAGS = re.compile(r"</?think>|<\|(?:open|close)\|>think<\|sep\|>", re.I)
+"""Kimi-K2's think tags and Kimi-K3's XTML think markers (sglang function_call/kimik3_format.py)."""
+
+
 def _think_tag_problem(content: str | None) -> list[str]:
-    if re.search(r"</?think>", content or "", re.I):
+    found = THINK_TAGS.search(content or "")
+    if found:
         return [
-            "content contains <think> tags: reasoning is not being split out "
-            "(is the server started with --reasoning-parser kimi_k2?)"
+            f"content contains <think> tags or think markers ({found.group(0)!r}): reasoning is not being split out "
+            "(is the server started with the model's --reasoning-parser, kimi_k2 or kimi_k3?)"
         ]
     return []
 
@@ -141,6 +146,8 @@ def _order_problems(order: list[str]) -> list[str]:
 
 
 def check_instant(s: Session, rec: Recorder) -> str:
+    if s.served.thinking == "always":
+        raise CheckSkipped("the model always thinks (params/models thinking: always): always_thinking checks it")
     choice = rec.chat(s.body(_THINK_PROMPT, chat_template_kwargs={"thinking": False}))
     msg = choice.message
     problems = _instant_problems(getattr(msg, "reasoning_content", None), msg.content)
@@ -174,7 +181,7 @@ def _tool_problems(
     if not calls:
         return problems + [
             f"no tool call came back (expected {fn['name']}); if the call appears "
-            "as text in content, check --tool-call-parser kimi_k2"
+            f"as text in content, check --tool-call-parser {_parser_of(rec)}"
         ]
     call = calls[0]
     if call.get("name") != fn["name"]:
@@ -197,6 +204,11 @@ def _tool_problems(
         if isinstance(args, dict) and word.lower() not in str(args.get(key, "")).lower():
             problems.append(f"argument {key}={args.get(key)!r} does not mention {word!r}")
     return problems
+
+
+def _parser_of(rec: Recorder) -> str:
+    session = getattr(rec, "s", None)
+    return session.served.tool_call_parser if session is not None else "kimi_k2"
 
 
 _WEATHER_Q = "What's the weather like in Paris right now?"

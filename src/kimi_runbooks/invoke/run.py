@@ -15,18 +15,21 @@ from ..target.health import check_server
 from ..target.locate import RunHandle, fetch_server_info
 from .agentic import AGENTIC_CASES
 from .checks import CHECKS
+from .contracts import CONTRACT_CHECKS
 from .image import RECEIPT_ITEM
 from .results import CheckResult, Suite
+from .served import ServedModel, checks_for
 from .session import CheckFailed, CheckSkipped, Recorder, Session, compact, describe_error
 
-ALL_NAMES = [*CHECKS, *AGENTIC_CASES]
+DEFAULT_NAMES = [*CHECKS, *AGENTIC_CASES]
+ALL_NAMES = [*DEFAULT_NAMES, *CONTRACT_CHECKS]
 
 
 def _run_name(name: str, s: Session) -> list[CheckResult]:
     if name in AGENTIC_CASES:
         case = AGENTIC_CASES[name]
         return _run_one(name, case.run, s, suite="agentic", expected=case.expected)
-    return _run_one(name, CHECKS[name], s)
+    return _run_one(name, CHECKS.get(name) or CONTRACT_CHECKS[name], s)
 
 
 def _run_one(
@@ -144,6 +147,8 @@ def run_all(
     emulated: bool | None = None,
     progress: Callable[[CheckResult], None] | None = None,
     parallel: int = 1,
+    served: ServedModel | None = None,
+    video_url: str | None = None,
 ) -> list[CheckResult]:
     """Run the checks in order (all by default); each is isolated, so one failure never stops the rest.
 
@@ -151,7 +156,9 @@ def run_all(
     check runs alone afterwards, since it measures concurrent requests itself). Latencies are
     then those of a server answering a few requests at once.
 
-    checks names feature checks (CHECKS) and agentic cases (AGENTIC_CASES); None runs all of both.
+    checks names feature checks (CHECKS), agentic cases (AGENTIC_CASES) and contract checks
+    (CONTRACT_CHECKS); None runs the feature and agentic ones, or, given ``served`` (the model's
+    declared capabilities, ServedModel.from_plan), the ones that apply to it (served.checks_for).
     target is a RunHandle or a base_url (then model, else the server's first /v1/models id).
     max_tokens_thinking bounds every generation (Kimi thinks by default). emulated=None asks the server.
     When the server refuses the key (or cannot be reached at all) every check fails with that
@@ -162,7 +169,10 @@ def run_all(
         if isinstance(target, RunHandle)
         else resolve_target(base_url=target, model=model, api_key_env=api_key_env)
     )
-    names = list(ALL_NAMES) if checks is None else list(checks)
+    if checks is None:
+        names = checks_for(served, DEFAULT_NAMES) if served is not None else list(DEFAULT_NAMES)
+    else:
+        names = list(checks)
     unknown = [n for n in names if n not in ALL_NAMES]
     if unknown:
         raise ValueError(f"unknown check(s) {unknown}. Fix: choose from {ALL_NAMES} or pass checks=None for all.")
@@ -181,6 +191,8 @@ def run_all(
         image_url=image_url,
         concurrency=int(concurrency or 0),
         emulated=detect_emulated(handle, timeout) if emulated is None else emulated,
+        served=served or ServedModel(),
+        video_url=video_url,
     )
 
     def one(name: str) -> list[CheckResult]:

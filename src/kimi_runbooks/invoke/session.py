@@ -14,6 +14,7 @@ from openai import APIConnectionError, APIStatusError, APITimeoutError, OpenAI
 
 from ..target.locate import RunHandle
 from .results import Status
+from .served import ServedModel
 
 MAX_TEXT = 4000  # characters of any one string kept in a transcript
 
@@ -170,6 +171,8 @@ class Session:
     image_url: str | None
     concurrency: int
     emulated: bool
+    served: ServedModel = field(default_factory=ServedModel)
+    video_url: str | None = None
 
     @property
     def model(self) -> str:

@@ -1,7 +1,7 @@
 """Measured beside predicted: the speed stage's rows against the plan's prediction.
 
 `compare_to_prediction(rows_df, plan)` takes bench_serving rows (speed.results.load_results or
-speed.compare.reference_frame shape: scenario, max_concurrency, completed, total_input_tokens,
+speed.references.reference_frame shape: scenario, max_concurrency, completed, total_input_tokens,
 total_output_tokens or input_len/output_len, and the metrics) and returns one row per
 scenario and metric with the measured value, the prediction, its band and whether the
 measurement falls outside it: a misconfigured server, or a model that needs recalibrating.

@@ -1,6 +1,6 @@
 """The knobs of one launch (`PlanConfig`): what a user, a runbook or the CLI may set.
 
-Unset knobs (None) take the platform recipe's value; `plan.launch.plan` turns a config into a
+Unset knobs (None) take the platform recipe's value; `plan.planner.plan` turns a config into a
 validated `LaunchPlan`.
 """
 

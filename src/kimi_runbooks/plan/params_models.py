@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .expression import expression_problems, template_problems
 from .flags import knob_of, parse_extra_args
@@ -172,6 +172,20 @@ class DraftModel(Strict):
     """Environment the published EAGLE3 command sets (e.g. SGLANG_ENABLE_SPEC_V2=1 for Kimi-K2.5)."""
 
 
+class ReasoningEffortLevels(Strict):
+    """The reasoning_effort values a model honours (ordered least to most effort) and its default."""
+
+    levels: list[str] = Field(min_length=1)
+    default: str
+    source: str
+
+    @model_validator(mode="after")
+    def _default_is_a_level(self) -> ReasoningEffortLevels:
+        if self.default not in self.levels:
+            raise ValueError(f"reasoning_effort.default {self.default!r} is not one of levels {self.levels}")
+        return self
+
+
 class Model(Strict):
     id: str
     hf_id: str
@@ -187,6 +201,14 @@ class Model(Strict):
     default_kv_cache_dtype_source: str
     multimodal: bool
     reasoning: bool
+    reasoning_parser: str | None = None
+    """SGLang --reasoning-parser the model is served with; None: kimi_k2 when ``reasoning``."""
+    tool_call_parser: str = "kimi_k2"
+    thinking: Literal["optional", "always"] = "optional"
+    """optional: a request can turn thinking off; always: the model thinks whatever it is asked."""
+    reasoning_effort: ReasoningEffortLevels | None = None
+    video: bool = False
+    """Video content parts (``video_url``) are understood; ``multimodal`` alone means images."""
     draft_model: DraftModel | None = None
     vendors: list[Literal["nvidia", "amd", "huawei"]]
     notes: list[str] = Field(default_factory=list)
@@ -194,6 +216,10 @@ class Model(Strict):
     @property
     def checkpoint_gib(self) -> float:
         return self.checkpoint_gb * GB / GIB
+
+    @property
+    def default_reasoning_parser(self) -> str | None:
+        return self.reasoning_parser or ("kimi_k2" if self.reasoning else None)
 
 
 # --------------------------------------------------------------------------- rules

@@ -1,6 +1,6 @@
 """Show a launch plan: as text (CLI, headless notebooks) and as a live ipywidgets form.
 
-The widget calls the same `plan.launch.plan` as the CLI, so what the form shows is exactly what a
+The widget calls the same `plan.planner.plan` as the CLI, so what the form shows is exactly what a
 runbook would launch.
 """
 

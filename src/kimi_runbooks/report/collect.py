@@ -52,7 +52,7 @@ class RunData:
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     predicted: pd.DataFrame | None = None
     """Each ok scenario measured beside kimi_runbooks.perfmodel's prediction for the run's plan
-    (perfmodel.compare.predicted_beside_measured); None when the speed stage left nothing."""
+    (perfmodel.beside_measured.predicted_beside_measured); None when the speed stage left nothing."""
 
     @property
     def platform(self) -> str | None:

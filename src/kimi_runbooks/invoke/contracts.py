@@ -1,0 +1,186 @@
+"""Checks of the contracts a model declares (served.py chooses them): effort levels, always-thinking,
+video input, a long context. Each names the declared field it holds the server to.
+
+* ``reasoning_effort``: every declared level is accepted (top-level ``reasoning_effort``, as the
+  SGLang cookbook's Kimi-K3 example sends it) and answers with reasoning; a higher level reasons at
+  least as long as the one below (one sample per level: on a real server a close pair can swap, and
+  the check says by how much).
+* ``always_thinking``: a default request and one sent with ``chat_template_kwargs.thinking=false``
+  both come back with ``reasoning_content`` and a clean ``content`` (the model always thinks).
+  ``always_thinking_stream_off`` (only when asked for) streams the thinking-off request: SGLang
+  0.5.23's kimi_k3 reasoning parser is then not forced and streams the think channel as content
+  (serving_chat.py ``_get_reasoning_from_request``, KimiK3Detector ``reasoning_default="thinking"``;
+  sgl-project/sglang PR 32677), so it fails there, naming that.
+* ``video``: a ``video_url`` part is understood (skipped with the reason when the model declares no
+  video, or no clip was given for a real server; the emulator does not fetch, so it gets a placeholder).
+* ``long_context``: a prompt of about ``LONG_CONTEXT_FRACTION`` of the plan's context length is
+  accepted and counted; on a real server the passphrase at its start must come back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openai import APIStatusError
+
+from .checks import _text_problems, _verdict
+from .results import Status
+from .session import CheckFailed, CheckSkipped, Recorder, Session
+
+EFFORT_PROMPT = "How many prime numbers are there between 1 and 60? Think it through, then give the number."
+THINK_PROMPT = "Which is bigger, 9.11 or 9.9? Think it through, then answer in one sentence."
+LONG_CONTEXT_FRACTION = 0.75
+"""Of the context length; the rest leaves room for the answer and for tokenizers that count more
+tokens than this check's estimate (one token per word or punctuation mark)."""
+PASSPHRASE = "amber-falcon-42"
+HAYSTACK = "The river keeps moving while the old stone bridge stays still. "
+HAYSTACK_TOKENS = 13  # 12 words and a full stop
+PLACEHOLDER_VIDEO = "https://example.invalid/kimi-runbooks-emulated-clip.mp4"
+
+
+def _reasoning(choice: Any) -> str:
+    return getattr(choice.message, "reasoning_content", None) or ""
+
+
+def _marker_problems(s: Session, content: str | None, where: str) -> list[str]:
+    found = [m for m in s.served.think_markers if m in (content or "")]
+    return (
+        [f"{where}: content carries the think marker {found[0]!r} (the reasoning parser let it through)"]
+        if found
+        else []
+    )
+
+
+def check_reasoning_effort(s: Session, rec: Recorder) -> str:
+    levels = s.served.effort_levels
+    if not levels:
+        raise CheckSkipped("the model declares no reasoning_effort levels (params/models reasoning_effort)")
+    lengths: dict[str, int] = {}
+    problems: list[str] = []
+    for level in levels:
+        try:
+            choice = rec.chat(s.body(EFFORT_PROMPT, reasoning_effort=level))
+        except APIStatusError as exc:
+            problems.append(f"reasoning_effort={level!r} was refused: HTTP {exc.status_code} {exc.message[:200]}")
+            rec.extra.append((f"reasoning_effort[{level}]", "fail", problems[-1]))
+            continue
+        reasoning = _reasoning(choice)
+        usage = (rec.exchanges[-1].get("response") or {}).get("usage") or {}
+        lengths[level] = int(usage.get("reasoning_tokens") or 0) or len(reasoning.split())
+        level_problems = [] if reasoning.strip() else [f"reasoning_effort={level!r}: no reasoning_content"]
+        level_problems += _text_problems(choice.message.content, choice.finish_reason, s.max_tokens)
+        problems += level_problems
+        status: Status = "fail" if level_problems else "pass"
+        reason = "; ".join(level_problems) or f"{lengths[level]} reasoning tokens"
+        rec.extra.append((f"reasoning_effort[{level}]", status, reason))
+    rec.details["reasoning_tokens_by_effort"] = lengths
+    measured = [lv for lv in levels if lv in lengths]
+    for low, high in zip(measured, measured[1:]):
+        if lengths[high] < lengths[low]:
+            problems.append(
+                f"reasoning_effort={high!r} reasoned less ({lengths[high]} tokens) than {low!r} ({lengths[low]}): "
+                "a higher level should think at least as long (one sample each; re-run to tell noise from a "
+                "level the server ignores)"
+            )
+    shown = " <= ".join(f"{lv} {lengths[lv]}" for lv in measured)
+    return _verdict(problems, f"every level accepted, reasoning tokens {shown}")
+
+
+def check_always_thinking(s: Session, rec: Recorder) -> str:
+    if s.served.thinking != "always":
+        raise CheckSkipped("the model's params say thinking: optional (the instant check covers turning it off)")
+    parser = s.served.reasoning_parser
+    out = rec.stream(s.body(THINK_PROMPT))
+    problems = (
+        []
+        if out.reasoning.strip()
+        else [f"default request (streamed): no reasoning_content; is --reasoning-parser {parser} set?"]
+    )
+    problems += _marker_problems(s, out.content, "default request (streamed)")
+    choice = rec.chat(s.body(THINK_PROMPT, chat_template_kwargs={"thinking": False}))
+    if not _reasoning(choice).strip():
+        problems.append(
+            "chat_template_kwargs.thinking=false: no reasoning_content, although the model always thinks "
+            "(its thinking went missing or into content)"
+        )
+    problems += _marker_problems(s, choice.message.content, "thinking=false")
+    problems += _text_problems(choice.message.content, choice.finish_reason, s.max_tokens)
+    return _verdict(problems, "reasoning_content on a default request and on one asking thinking=false")
+
+
+def check_always_thinking_stream_off(s: Session, rec: Recorder) -> str:
+    if s.served.thinking != "always":
+        raise CheckSkipped("the model's params say thinking: optional")
+    out = rec.stream(s.body(THINK_PROMPT, chat_template_kwargs={"thinking": False}))
+    problems = _marker_problems(s, out.content, "thinking=false (streamed)")
+    if not out.reasoning.strip():
+        problems.append("thinking=false (streamed): no reasoning_content; the think channel arrived as content")
+    if problems and s.served.reasoning_parser == "kimi_k3":
+        problems.append(
+            "SGLang 0.5.23 does this: its kimi_k3 reasoning parser is forced only when thinking is not false "
+            "(sgl-project/sglang PR 32677); do not send thinking=false to this model"
+        )
+    return _verdict(problems, "streamed thinking=false reply kept its reasoning apart")
+
+
+def check_video(s: Session, rec: Recorder) -> str:
+    if not s.served.video:
+        raise CheckSkipped("the model declares no video input (params/models video: false)")
+    url = s.video_url or (PLACEHOLDER_VIDEO if s.emulated else None)
+    if not url:
+        raise CheckSkipped("no video_url given: pass video_url=<a short clip the server can fetch>; no clip ships here")
+    parts = [{"type": "video_url", "video_url": {"url": url}}, {"type": "text", "text": "What happens in this clip?"}]
+    choice = rec.chat(s.body(parts))
+    problems = _text_problems(choice.message.content, choice.finish_reason, s.max_tokens)
+    rec.details["video_url"] = url
+    note = " (emulator: placeholder URL, not fetched)" if url == PLACEHOLDER_VIDEO else ""
+    return _verdict(problems, f"a video_url part was accepted and answered{note}")
+
+
+def long_prompt(target_tokens: int) -> str:
+    repeats = max(1, (target_tokens - 60) // HAYSTACK_TOKENS)
+    return (
+        f"Remember this passphrase: {PASSPHRASE}. Then read the text below.\n\n"
+        + HAYSTACK * repeats
+        + "\n\nWhat was the passphrase at the very start? Answer with the passphrase only."
+    )
+
+
+def check_long_context(s: Session, rec: Recorder) -> str:
+    context = s.served.context_length
+    if not context:
+        raise CheckSkipped("no context length known for this server (the plan sets it)")
+    target = int(context * LONG_CONTEXT_FRACTION)
+    body = s.body(long_prompt(target), max_tokens=min(s.max_tokens, 2048))
+    try:
+        choice = rec.chat(body)
+    except APIStatusError as exc:
+        raise CheckFailed(
+            f"a prompt of about {target} tokens ({LONG_CONTEXT_FRACTION:.0%} of the context length {context}) was "
+            f"refused: HTTP {exc.status_code} {exc.message[:300]}"
+        ) from None
+    counted = rec.prompt_tokens or 0
+    rec.details.update(context_length=context, target_prompt_tokens=target, prompt_tokens=counted)
+    problems = []
+    if counted < target // 2:
+        problems.append(f"the server counted {counted} prompt tokens for a prompt of about {target}")
+    if counted > context:
+        problems.append(f"the server counted {counted} prompt tokens, more than the context length {context}")
+    answer = (choice.message.content or "") + _reasoning(choice)
+    if not answer.strip():
+        problems.append("no answer came back")
+    recall = "recall not judged (the emulator does not read prompts)"
+    if not s.emulated:
+        recall = "passphrase recalled"
+        if PASSPHRASE not in answer:
+            problems.append(f"the passphrase {PASSPHRASE!r} from the start of the prompt did not come back")
+    return _verdict(problems, f"{counted} prompt tokens of {context} accepted and answered; {recall}")
+
+
+CONTRACT_CHECKS = {
+    "reasoning_effort": check_reasoning_effort,
+    "always_thinking": check_always_thinking,
+    "always_thinking_stream_off": check_always_thinking_stream_off,
+    "video": check_video,
+    "long_context": check_long_context,
+}

@@ -1,0 +1,152 @@
+"""What the checks know of the model being served: its declared capabilities and the plan's parsers.
+
+Checks are chosen from these fields, never from a model name: a model that always thinks gets
+``always_thinking`` instead of ``instant``; one with ``reasoning_effort`` levels gets
+``reasoning_effort``; ``video`` gets the video check (skipped, with the reason, when the model
+declares none); a plan's context length sizes ``long_context``. Tool-call ids follow the
+``--tool-call-parser`` (SGLang 0.5.23 serving_chat.py ``_process_tool_call_id``: kimi_k2
+``functions.NAME:K``, kimi_k3 ``NAME:K``; K counts the calls already in the conversation).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ..plan import LaunchPlan
+    from ..plan.params_models import Model
+
+
+@dataclass(frozen=True)
+class IdFormat:
+    pattern: re.Pattern[str]
+    spelled: str  # how a message names the convention
+
+    def expected(self, name: str, index: int) -> str:
+        return self.spelled.replace("<name>", name).replace("<idx>", str(index))
+
+
+ID_FORMATS = {
+    "kimi_k2": IdFormat(re.compile(r"^functions\.(?P<name>[\w.\-]+):(?P<index>\d+)$"), "functions.<name>:<idx>"),
+    "kimi_k3": IdFormat(re.compile(r"^(?P<name>[\w.\-]+):(?P<index>\d+)$"), "<name>:<idx>"),
+}
+
+WHOLE_CALL_PARSERS = ("kimi_k3",)
+
+# Think-channel markers a client must never see in content, per reasoning parser (the XTML ones:
+# sglang function_call/kimik3_format.py; Kimi-K2's: parser/reasoning_parser.py KimiK2Detector).
+THINK_MARKERS = {"kimi_k2": ("<think>", "</think>"), "kimi_k3": ("<|open|>think<|sep|>", "<|close|>think<|sep|>")}
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """Defaults: a Kimi-K2.6 served with the kimi_k2 parsers (what every check assumed before)."""
+
+    tool_call_parser: str = "kimi_k2"
+    reasoning_parser: str | None = "kimi_k2"
+    thinking: Literal["optional", "always"] = "optional"
+    effort_levels: tuple[str, ...] = ()
+    effort_default: str | None = None
+    images: bool = True
+    video: bool = False
+    context_length: int | None = None
+    declared: dict[str, Any] = field(default_factory=dict)  # the fields as read, for the report
+
+    @classmethod
+    def from_model(
+        cls,
+        model: Model,
+        context_length: int | None = None,
+        tool_call_parser: str | None = None,
+        reasoning_parser: str | None = None,
+    ) -> ServedModel:
+        effort = model.reasoning_effort
+        served = cls(
+            tool_call_parser=tool_call_parser or model.tool_call_parser,
+            reasoning_parser=reasoning_parser or model.default_reasoning_parser,
+            thinking=model.thinking,
+            effort_levels=tuple(effort.levels) if effort else (),
+            effort_default=effort.default if effort else None,
+            images=model.multimodal,
+            video=model.video,
+            context_length=context_length or model.max_context_length,
+        )
+        declared = {
+            "model": model.id,
+            "thinking": served.thinking,
+            "reasoning_effort": list(served.effort_levels) or None,
+            "video": served.video,
+            "context_length": served.context_length,
+            "tool_call_parser": served.tool_call_parser,
+        }
+        return cls(**{**served.__dict__, "declared": declared})
+
+    @classmethod
+    def from_plan(cls, plan: LaunchPlan) -> ServedModel:
+        """The plan's model with the parsers and context length its command launches it with."""
+        context = _flag(plan.argv, "--context-length")
+        return cls.from_model(
+            plan.model,
+            context_length=int(context) if context and context.isdigit() else None,
+            tool_call_parser=_flag(plan.argv, "--tool-call-parser"),
+            reasoning_parser=_flag(plan.argv, "--reasoning-parser"),
+        )
+
+    @classmethod
+    def of_run(cls, run_dir: Any) -> ServedModel | None:
+        """The model a run folder's deploy stage launched (its plan.json), or None (no plan, or an
+        external server no plan describes): ``run_all(..., served=ServedModel.of_run(run_dir))``."""
+        from ..perfmodel.beside_measured import plan_of_run
+        from ..rundir import RunFolder
+
+        if run_dir is None:
+            return None
+        folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
+        handle = folder.read_json(RunFolder.HANDLE) or {}
+        launch, _ = plan_of_run(folder.read_json(RunFolder.PLAN), external=handle.get("launcher") == "external")
+        return cls.from_plan(launch) if launch is not None else None
+
+    @property
+    def ids(self) -> IdFormat:
+        return ID_FORMATS.get(self.tool_call_parser, ID_FORMATS["kimi_k2"])
+
+    @property
+    def streams_tool_arguments(self) -> bool:
+        """kimi_k2 streams a call's arguments in pieces; kimi_k3's detector (function_call/
+        kimik3_detector.py) sends each call whole, once its close marker arrives."""
+        return self.tool_call_parser not in WHOLE_CALL_PARSERS
+
+    @property
+    def think_markers(self) -> tuple[str, str]:
+        return THINK_MARKERS.get(self.reasoning_parser or "", THINK_MARKERS["kimi_k2"])
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def checks_for(served: ServedModel, names: list[str]) -> list[str]:
+    """The checks that apply to this model, in order: ``names`` (the full list) minus the ones its
+    capabilities rule out, plus its contract checks."""
+    dropped = {"instant", "instant_then_call"} if served.thinking == "always" else set()
+    if not served.images:
+        dropped |= {"image", "image_url", "image_tools"}
+    chosen = [n for n in names if n not in dropped and n not in CONTRACT_NAMES]
+    if served.effort_levels:
+        chosen.append("reasoning_effort")
+    if served.thinking == "always":
+        chosen.append("always_thinking")
+    chosen.append("video")  # skipped with the reason when the model declares no video
+    if served.context_length:
+        chosen.append("long_context")
+    return chosen
+
+
+CONTRACT_NAMES = ("reasoning_effort", "always_thinking", "always_thinking_stream_off", "video", "long_context")
