@@ -25,8 +25,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kimi_runbooks.perfmodel import observations
 from kimi_runbooks.perfmodel.calibration import Evaluator, fit_all
+from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.validation import (
     HEADLINE,
     format_checks,

@@ -7,7 +7,7 @@ import re
 import pytest
 import yaml
 
-from kimi_runbooks.deploy import diagnose, findings, run_diagnosis
+from kimi_runbooks.deploy.diagnose import diagnose, findings, run_diagnosis
 from kimi_runbooks.deploy.signatures import load_signatures
 from kimi_runbooks.plan.catalog import ParamsError
 from kimi_runbooks.rundir import RunFolder

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 import yaml
 
-from kimi_runbooks.perfmodel import observations, predict
 from kimi_runbooks.perfmodel.calibration import TRANSFERRED, Evaluator, factors_of, fit_all, transferred_global
 from kimi_runbooks.perfmodel.factors import FACTOR_NAMES, PRIOR, Factors
+from kimi_runbooks.perfmodel.observations import observations
+from kimi_runbooks.perfmodel.predict import predict
 from kimi_runbooks.perfmodel.spec import format_predictions, parse_predict_spec
 from kimi_runbooks.perfmodel.store import calibration_path, load_calibration
 from kimi_runbooks.perfmodel.validation import LEAVE_OUT, Check, band, family_bands

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from kimi_runbooks.perfmodel import geometry
 from kimi_runbooks.perfmodel.comm import allreduce_s, alltoall_s, group_link
 from kimi_runbooks.perfmodel.factors import Factors
+from kimi_runbooks.perfmodel.geometry import geometry
 from kimi_runbooks.perfmodel.hardware import dense_dtype, expert_dtype, hardware_spec
 from kimi_runbooks.perfmodel.queueing import (
     Timing,

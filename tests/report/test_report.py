@@ -21,8 +21,9 @@ from kimi_runbooks.perfmodel.beside_measured import PREDICTION_SOURCE
 from kimi_runbooks.report import cli as report_cli
 from kimi_runbooks.report import compare_runs as compare_runs_mod
 from kimi_runbooks.report import html as report_html
-from kimi_runbooks.report import next_steps, sections
+from kimi_runbooks.report import sections
 from kimi_runbooks.report import tables as report_tables
+from kimi_runbooks.report.next_steps import next_steps
 from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target.locate import read_handle
 from tests.support import FAKE_BENCH, append_jsonl

@@ -108,7 +108,7 @@ def test_stamped_venv_is_found(tmp_path):
     assert env.version is None
     assert env.argv("run", "--help")[:2] == [
         str(python),
-        str(REPO_ROOT / "src" / "kimi_runbooks" / "toolscripts" / "sgl_eval_main.py"),
+        str(REPO_ROOT / "src" / "kimi_runbooks" / "tools" / "scripts" / "sgl_eval_main.py"),
     ]
     assert env.smoke_argv()[-1] == "--help"
 
