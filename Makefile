@@ -1,10 +1,10 @@
-# kimi-runbooks: set up, run the demo, run the tests. `.ci/run` calls `make test` (the README's test command).
+# kimi-runbooks: set up, run the demo, run the tests. `make test` is the fast loop; `.ci/run` calls `make test-all`.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup tool-envs demo test lint plan notebooks goldens clean
+.PHONY: setup tool-envs demo test test-all lint plan notebooks goldens clean
 
 $(STAMP): pyproject.toml src/kimi_runbooks/execution/kernel.py
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,13 @@ demo: setup
 	bash scripts/setup_tool_env.sh sgl-eval
 	$(BIN)/python scripts/demo.py
 
+# The fast loop (units and light integration, a few minutes): before every small change.
 test: setup
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not slow and not heavy" --durations=15
+
+# Everything CI runs (.ci/run): the end-to-end runbooks and the real tool environments too.
+test-all: setup
+	$(BIN)/pytest -q --durations=15
 
 lint: setup
 	$(BIN)/ruff check src tests scripts benchmarks

@@ -21,6 +21,8 @@ from kimi_runbooks import deploy, runbook
 from kimi_runbooks.procs import group_alive
 from kimi_runbooks.rundir import RunFolder, RunFolderBusy, read_jsonl
 
+pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
+
 DEPLOY_ONLY = {"platform": "h200", "stages": ["deploy"], "time_scale": 0.05, "fail_on_error": False}
 
 

@@ -14,6 +14,8 @@ from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.paths import REPO_ROOT
 from tests.support import run_notebook
 
+pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
+
 ROOT = REPO_ROOT
 NOTEBOOK = ROOT / "notebooks" / "accuracy.ipynb"
 

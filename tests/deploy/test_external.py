@@ -22,6 +22,8 @@ from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target.locate import read_handle
 from tests.support.openai_stand_in import StandIn, stand_in_server
 
+pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
+
 KEY_ENV = "EXTERNAL_TEST_KEY"
 
 

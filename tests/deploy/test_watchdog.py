@@ -25,6 +25,8 @@ from kimi_runbooks.plan import plan
 from kimi_runbooks.procs import group_alive, process_alive, processes_with_token
 from kimi_runbooks.rundir import RunFolder, read_jsonl
 
+pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
+
 SETTLE_S = 20.0
 """'A few seconds': the kernel notices papermill is gone within ~1 s, then the watchdog stops
 the server (SIGTERM, up to 10 s grace) and sweeps the rest."""

@@ -15,6 +15,8 @@ from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.target.locate import RunHandle, write_handle
 from tests.support import run_notebook
 
+pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
+
 ROOT = REPO_ROOT
 NOTEBOOK = ROOT / "notebooks" / "invoke.ipynb"
 MODEL = "moonshotai/Kimi-K2.6"

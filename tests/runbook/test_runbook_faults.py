@@ -13,6 +13,8 @@ from kimi_runbooks import report, runbook
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.rundir import read_jsonl
 
+pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
+
 
 def _run_against(fault: str, tmp_path) -> tuple[report.RunData, list[dict]]:
     emulator = start_subprocess(["--time-scale", "0.01", "--fault", fault])

@@ -8,9 +8,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from kimi_runbooks import deploy
 from kimi_runbooks.procs import group_alive
 from kimi_runbooks.rundir import RunFolder, read_jsonl
+
+pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
 
 SCRIPT = """
 import sys

@@ -23,6 +23,8 @@ from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.stages import availability
 from tests.support import run_notebook
 
+pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
+
 ROOT = REPO_ROOT
 RUNBOOKS = ROOT / "runbooks"
 NBVAL = ROOT / "tests" / "nbval"

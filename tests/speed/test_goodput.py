@@ -14,6 +14,8 @@ from kimi_runbooks.plan import Catalog
 from kimi_runbooks.speed import goodput
 from kimi_runbooks.tools import envs as toolenv
 
+pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
+
 # Four requests in a 2 s scenario (times in seconds, as bench_serving's --output-details writes them):
 #   r1: TTFT 0.10, 9 gaps of 0.02 -> 10 tokens, TPOT 20 ms           meets both SLOs
 #   r2: TTFT 0.50, 9 gaps of 0.02 -> 10 tokens, TPOT 20 ms           misses TTFT (500 > 200)

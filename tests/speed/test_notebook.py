@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import nbformat
+import pytest
 
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.rundir import read_jsonl
 from kimi_runbooks.target.locate import RunHandle, write_handle
 from tests.support import FAKE_BENCH, run_notebook
+
+pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
 
 ROOT = REPO_ROOT
 FAKE = FAKE_BENCH

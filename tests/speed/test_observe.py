@@ -19,6 +19,8 @@ from kimi_runbooks.speed.results import observed_columns
 from kimi_runbooks.target.locate import RunHandle
 from kimi_runbooks.tools.envs import make_offline_tokenizer
 
+pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
+
 
 def _scenario(sid: str, concurrency: int, prompts: int = 16, slo: dict | None = None) -> Scenario:
     return Scenario(
