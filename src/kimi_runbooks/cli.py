@@ -32,6 +32,12 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-tool-call-parser", action="store_true")
     p.add_argument("--speculative", action="store_true", help="EAGLE3 speculative decoding")
     p.add_argument(
+        "--strategy",
+        choices=["low-latency", "balanced", "high-throughput"],
+        help="the cookbook cell's operating point, for models whose cookbook publishes cells (kimi-k3); "
+        "default: the cookbook's default (balanced)",
+    )
+    p.add_argument(
         "--enable-metrics", action="store_true", help="add SGLang's --enable-metrics (the speed stage reads /metrics)"
     )
     p.add_argument("--host", default="127.0.0.1")
@@ -120,6 +126,7 @@ def config_from_args(args: argparse.Namespace) -> PlanConfig:
             "mem_fraction_static",
             "context_length",
             "speculative",
+            "strategy",
             "enable_metrics",
             "host",
             "port",
@@ -165,7 +172,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         except PredictSpecError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_INVALID
-        predictions = predict(launch, scenarios) if launch.ok else []
+        from .perfmodel.geometry import NoPerformanceModelError
+
+        try:
+            predictions = predict(launch, scenarios) if launch.ok else []
+        except NoPerformanceModelError as exc:
+            print(f"error: --predict: {exc}", file=sys.stderr)
+            return EXIT_INVALID
     if args.json:
         body = launch.as_dict()
         if predictions is not None:

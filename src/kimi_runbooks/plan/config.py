@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -40,6 +41,9 @@ class PlanConfig(BaseModel):
     reasoning_parser: str | None = "default"
     tool_call_parser: str | None = "default"
     speculative: bool = False
+    strategy: Literal["low-latency", "balanced", "high-throughput"] | None = None
+    """The cookbook cell's operating point for a model whose cookbook publishes cells (kimi-k3);
+    None: the cookbook's default strategy."""
     trust_remote_code: bool = True
     host: str = "127.0.0.1"
     port: int = Field(default=30000, ge=1, le=65535)

@@ -14,11 +14,14 @@ from .catalog import Catalog, load_catalog
 from .config import PlanConfig, validation_text
 from .launch import plan
 from .launch_plan import LaunchPlan
+from .memory import MemoryPlan
 
 
 def format_plan(p: LaunchPlan) -> str:
     title = f"# {p.platform.name} / {p.model.id}" + (f" / {p.deployment.id}" if p.deployment else "")
     lines = [title, f"# SGLang {p.config.sglang_version} (selects which rules apply)"]
+    if p.cookbook:
+        lines.append(f"# cookbook: {p.cookbook}")
     if p.nodes:
         for node in p.nodes:
             lines += [f"\n## {node.role} node {node.node_rank}", node.command]
@@ -33,9 +36,10 @@ def format_plan(p: LaunchPlan) -> str:
         lines.append(f"\n## devices: {p.devices_used} in use, pinned with {pinned}")
     lines.append("\n## memory per device (estimate until a live /server_info replaces it)")
     for key, value in p.memory.as_dict().items():
-        if key != "notes" and not (key == "replicas" and value == 1):
+        if key not in ("notes", "state_pool", "levers") and not (key == "replicas" and value == 1):
             lines.append(f"  {key:<24} {value}")
     lines += [f"  note: {note}" for note in p.memory.notes]
+    lines += format_pools(p.memory)
     if p.warnings:
         lines.append("\n## warnings")
         lines += [f"  - {w}" for w in p.warnings]
@@ -58,6 +62,32 @@ def format_plan(p: LaunchPlan) -> str:
                 )
                 lines.append(alt.plan.command)
     return "\n".join(lines)
+
+
+def format_pools(memory: MemoryPlan) -> list[str]:
+    """A hybrid model's two pools per device and what each capacity lever would make of them."""
+    pool = memory.state_pool
+    if pool is None:
+        return []
+    gib = 1024**3
+    lines = [
+        "\n## two memory pools per device (estimate; SGLang's split of the same budget)",
+        f"  state pool ({pool.kind}, {pool.layers} layers, attention tp {pool.attn_tp}, {pool.ssm_dtype} state): "
+        f"{pool.state_pool_bytes / gib:.2f} GiB = {pool.slots} slots of {pool.bytes_per_slot / 2**20:.1f} MiB, "
+        f"{pool.slots_per_request} per request ({pool.radix_strategy}) -> admits {pool.state_requests} requests",
+        f"  MLA KV pool ({memory.kv_cache_dtype}, {memory.kv_bytes_per_token} B/token): "
+        f"{pool.kv_rest_bytes / gib:.2f} GiB = {pool.kv_tokens} tokens",
+        f"  split by --mamba-full-memory-ratio {pool.full_memory_ratio:g}; max running requests "
+        f"{pool.max_running_requests}" + (" (capped by the state pool)" if pool.capped_by_state else ""),
+    ]
+    if pool.spec_state_bytes:
+        lines.append(f"  speculative verify states: {pool.spec_state_bytes / gib:.2f} GiB")
+    if memory.levers:
+        head = f"  {'lever (alone, on top of this plan)':<48} {'state slots':>11} {'requests':>9} {'KV tokens':>10}"
+        lines.append(head)
+        for name, alt in memory.levers:
+            lines.append(f"  {name:<48} {alt.slots:>11} {alt.state_requests:>9} {alt.kv_tokens:>10}")
+    return lines
 
 
 def format_rules(catalog: Catalog, sglang_version: str | None = None) -> str:
@@ -125,7 +155,10 @@ def predicted_text(config: dict[str, Any] | PlanConfig, spec: str = DEFAULT_PRED
         return f"## predicted speed: not predicted: {_readable(exc)}"
     if not launch.ok:
         return "## predicted speed: not predicted, the plan is invalid"
-    return format_predictions(predict(launch, scenarios))
+    try:
+        return format_predictions(predict(launch, scenarios))
+    except ValueError as exc:  # perfmodel.geometry.NoPerformanceModelError: e.g. a hybrid model
+        return f"## predicted speed: not predicted: {exc}"
 
 
 def command_generator(catalog: Catalog | None = None) -> Any:
@@ -145,11 +178,14 @@ def command_generator(catalog: Catalog | None = None) -> Any:
     speculative = w.Checkbox(value=False, description="EAGLE3")
     parsers = w.Checkbox(value=True, description="reasoning + tool parsers")
     kv = w.Dropdown(options=["(default)", "auto", "fp8_e4m3", "bf16"], description="KV dtype")
+    strategy = w.Dropdown(
+        options=["(cookbook default)", "low-latency", "balanced", "high-throughput"], description="strategy"
+    )
     ctx = w.BoundedIntText(value=0, min=0, max=1_000_000, description="context (0=model)")
     version = w.Text(value="0.5.9", description="SGLang")
     spec = w.Text(value=DEFAULT_PREDICT, description="predict")
     out = w.Output()
-    controls = [platform, model, devices, tp, dp, ep, dp_attn, speculative, parsers, kv, ctx, version, spec]
+    controls = [platform, model, devices, tp, dp, ep, dp_attn, speculative, parsers, kv, strategy, ctx, version, spec]
 
     def refresh(*_: Any) -> None:
         config: dict[str, Any] = {
@@ -166,6 +202,8 @@ def command_generator(catalog: Catalog | None = None) -> Any:
             config["enable_dp_attention"] = True
         if kv.value != "(default)":
             config["kv_cache_dtype"] = kv.value
+        if strategy.value != "(cookbook default)":
+            config["strategy"] = strategy.value
         if not parsers.value:
             config["reasoning_parser"] = config["tool_call_parser"] = None
         out.clear_output()
