@@ -226,3 +226,14 @@ def test_no_code_path_names_a_model() -> None:
         if literal in path.read_text(encoding="utf-8")
     ]
     assert offenders == []
+
+
+def test_predict_refuses_a_hybrid_model_instead_of_modelling_it_as_mla() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kimi_runbooks.cli", "plan", "--platform", "b300", "--model", "kimi-k3"]
+        + ["--predict", "in=1000,out=1000,c=1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "hybrid model" in proc.stderr and "Traceback" not in proc.stderr
