@@ -237,3 +237,14 @@ def test_predict_refuses_a_hybrid_model_instead_of_modelling_it_as_mla() -> None
         timeout=60,
     )
     assert proc.returncode == 2 and "hybrid model" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cell_flags_sglang_0523_does_not_know_are_warned() -> None:
+    # the cells use --cuda-graph-max-bs, which SGLang 0.5.23's argparse refuses as ambiguous
+    # (--cuda-graph-max-bs-decode / -prefill): the cells target the cookbook's dev image
+    p = plan({"platform": "b300", "model": "kimi-k3"})
+    warned = [w for w in p.warnings if w.id == "cookbook-flag-not-in-sglang-release"]
+    assert len(warned) == 1 and "--cuda-graph-max-bs" in warned[0].message and "ambiguous" in warned[0].message
+    assert p.ok  # the command stays the page's; the warning says where it differs from the release
+    ht = plan({"platform": "gb300", "model": "kimi-k3", "nnodes": 2, "strategy": "high-throughput"})
+    assert not [w for w in ht.warnings if w.id == "cookbook-flag-not-in-sglang-release"]

@@ -19,6 +19,8 @@ from .catalog import ArgValue, CookbookCell, Model, Platform
 from .config import PlanConfig
 from .flags import canonical_flag, parse_extra_args
 from .knobs import METRICS_FLAG
+from .rules import RuleResult
+from .server_options import read_extra_options
 from .shell import env_ref
 from .state_pool import DEFAULT_FULL_MEMORY_RATIO, StateSettings
 
@@ -143,6 +145,27 @@ def cell_args(cell: CookbookCell, config: PlanConfig, model_path: str) -> list[t
         tail.append(("--api-key", env_ref(config.api_key_env)))
     cut = next((i for i, (f, _) in enumerate(args) if f == "--host"), len(args))
     return args[:cut] + tail + args[cut:]
+
+
+def cell_flag_warnings(cell: CookbookCell, source: str) -> list[RuleResult]:
+    """The cell's flags read by SGLang 0.5.23's option table (server_options.py): an option that
+    release does not know, or spells ambiguously, is a warning naming it (the cookbook's cells may
+    target a newer image than the release the table comes from)."""
+    filled = {"{{MODEL_NAME}}": "model", "{{HOST_IP}}": "127.0.0.1", "{{PORT}}": "30000"}
+    _, flags = parse_extra_args([filled.get(t, t) for t in _tokens(cell)])
+    _, found = read_extra_options(flags)
+    return [
+        RuleResult(
+            id="cookbook-flag-not-in-sglang-release",
+            severity="warning",
+            kind="rule",
+            message=f"cookbook cell {cell_label(cell)}: " + r.message.removeprefix("--extra-arg "),
+            fix="run the cell on the image the cookbook names (the plan's docker form), or replace the flag with "
+            "the spelling your SGLang release has (e.g. --cuda-graph-max-bs-decode)",
+            source=f"{source}; the option table of SGLang 0.5.23 (srt/server_args.py, sgl-project/sglang)",
+        )
+        for r in found
+    ]
 
 
 def node_env(cell: CookbookCell | None, config: PlanConfig, rank: int) -> dict[str, str]:

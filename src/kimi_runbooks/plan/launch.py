@@ -19,7 +19,7 @@ from typing import Any
 
 from .catalog import Catalog, Model, Platform, Rule, load_catalog
 from .config import DEFAULT_SGLANG_VERSION, PlanConfig
-from .cookbook import cell_args, cell_config, choose_cell, node_env, state_settings
+from .cookbook import cell_args, cell_config, cell_flag_warnings, choose_cell, node_env, state_settings
 from .deployments import plan_deployment
 from .flags import canonical_flag, merge_args, parse_extra_args
 from .knobs import (
@@ -112,6 +112,8 @@ def _plan_single(
     )
     results: list[RuleResult] = [*refused, *check_rules(catalog.rules, facts, set(config.allow))]
     results.extend(unknown_allows(config, catalog))
+    if choice.cell is not None:
+        results.extend(cell_flag_warnings(choice.cell, choice.source))
     results.sort(key=lambda r: r.severity != "error")
 
     env = dict(knobs.env)
