@@ -53,3 +53,8 @@ def test_runbook_plans_k27_code_on_mi350x_with_the_recipe_values() -> None:
     p = plan(config)
     assert p.ok, [str(e) for e in p.errors]
     assert p.argv[p.argv.index("--tool-call-parser") + 1] == "kimi_k2"
+
+
+def test_runbook_plan_text_shows_the_plan_the_run_uses() -> None:
+    text = runbook.plan_text(_params("h200", model="kimi-k3"))
+    assert "## verdict: VALID" in text and "--tp 16" in text
