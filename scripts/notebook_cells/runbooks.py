@@ -33,6 +33,8 @@ def annotation(tp: Any) -> str:
         return f"Optional[{annotation(args[0])}]"
     if origin in (list, dict):
         return origin.__name__
+    if origin is typing.Literal:
+        return type(args[0]).__name__
     return tp.__name__ if isinstance(tp, type) else "Any"
 
 
@@ -89,6 +91,10 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
             f"added to the recipe's {list(recipe.extra_args)}" if recipe.extra_args else "raw extra server arguments",
         ),
         "api_key_env": (None, "NAME of the env var holding the API key (never the key itself)"),
+        "strategy": (
+            None,
+            "models with cookbook cells (kimi-k3): low-latency | balanced | high-throughput; None: the cookbook's default",
+        ),
         "enable_metrics": (
             True,
             "adds --enable-metrics so the speed stage sees queueing and the KV pool; False: the recipe exactly",

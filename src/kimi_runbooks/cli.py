@@ -46,7 +46,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         except PredictSpecError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_INVALID
-        predictions = predict(launch, scenarios) if launch.ok else []
+        from .perfmodel.geometry import NoPerformanceModelError
+
+        try:
+            predictions = predict(launch, scenarios) if launch.ok else []
+        except NoPerformanceModelError as exc:
+            print(f"error: --predict: {exc}", file=sys.stderr)
+            return EXIT_INVALID
     if args.json:
         body = launch.as_dict()
         if predictions is not None:

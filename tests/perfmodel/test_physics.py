@@ -8,7 +8,7 @@ import pytest
 
 from kimi_runbooks.perfmodel.comm import allreduce_s, alltoall_s, group_link
 from kimi_runbooks.perfmodel.factors import Factors
-from kimi_runbooks.perfmodel.geometry import geometry
+from kimi_runbooks.perfmodel.geometry import NoPerformanceModelError, geometry
 from kimi_runbooks.perfmodel.hardware import dense_dtype, expert_dtype, hardware_spec
 from kimi_runbooks.perfmodel.queueing import (
     Timing,
@@ -37,6 +37,10 @@ BF16 = Dtypes(dense="bf16", expert="bf16")
 
 def test_geometry_matches_every_checkpoint_size():
     for model in CATALOG.models.values():
+        if model.architecture.linear_attention is not None:  # hybrid: not modelled (issue 24 item 4)
+            with pytest.raises(NoPerformanceModelError, match="hybrid model"):
+                geometry(model, "bf16")
+            continue
         g = geometry(model, "bf16")
         assert g.total_bytes == pytest.approx(model.checkpoint_gb * 1e9, rel=0.02), model.id
         assert g.active_params == pytest.approx(31.5e9, rel=0.02)  # "32B activated"

@@ -29,7 +29,10 @@ def predicted_text(config: dict[str, Any] | PlanConfig, spec: str = DEFAULT_PRED
         return f"## predicted speed: not predicted: {readable_error(exc)}"
     if not launch.ok:
         return "## predicted speed: not predicted, the plan is invalid"
-    return format_predictions(predict(launch, scenarios))
+    try:
+        return format_predictions(predict(launch, scenarios))
+    except ValueError as exc:  # perfmodel.geometry.NoPerformanceModelError: e.g. a hybrid model
+        return f"## predicted speed: not predicted: {exc}"
 
 
 def command_generator(catalog: Catalog | None = None) -> Any:
@@ -49,11 +52,14 @@ def command_generator(catalog: Catalog | None = None) -> Any:
     speculative = w.Checkbox(value=False, description="EAGLE3")
     parsers = w.Checkbox(value=True, description="reasoning + tool parsers")
     kv = w.Dropdown(options=["(default)", "auto", "fp8_e4m3", "bf16"], description="KV dtype")
+    strategy = w.Dropdown(
+        options=["(cookbook default)", "low-latency", "balanced", "high-throughput"], description="strategy"
+    )
     ctx = w.BoundedIntText(value=0, min=0, max=1_000_000, description="context (0=model)")
     version = w.Text(value="0.5.9", description="SGLang")
     spec = w.Text(value=DEFAULT_PREDICT, description="predict")
     out = w.Output()
-    controls = [platform, model, devices, tp, dp, ep, dp_attn, speculative, parsers, kv, ctx, version, spec]
+    controls = [platform, model, devices, tp, dp, ep, dp_attn, speculative, parsers, kv, strategy, ctx, version, spec]
 
     def refresh(*_: Any) -> None:
         config: dict[str, Any] = {
@@ -70,6 +76,8 @@ def command_generator(catalog: Catalog | None = None) -> Any:
             config["enable_dp_attention"] = True
         if kv.value != "(default)":
             config["kv_cache_dtype"] = kv.value
+        if strategy.value != "(cookbook default)":
+            config["strategy"] = strategy.value
         if not parsers.value:
             config["reasoning_parser"] = config["tool_call_parser"] = None
         out.clear_output()

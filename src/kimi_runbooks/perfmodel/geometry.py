@@ -107,16 +107,42 @@ class Geometry:
         return float(self.experts * (1.0 - miss**tokens))
 
 
+class NoPerformanceModelError(ValueError):
+    """The model's geometry is outside what the performance model covers (e.g. a hybrid
+    linear-attention model, or a field no public source gives)."""
+
+
+def _known(value: int | None, model: Model, field: str) -> int:
+    if value is None:
+        why = model.sources.get(field, "no public source")
+        raise NoPerformanceModelError(
+            f"{model.id} has no {field} ({why}), so the performance model cannot predict it. "
+            "Fix: plan without --predict"
+        )
+    return value
+
+
 def geometry(model: Model, kv_cache_dtype: str) -> Geometry:
     a = model.architecture
+    if a.linear_attention is not None:
+        raise NoPerformanceModelError(
+            f"{model.id} is a hybrid model ({a.linear_attention.num_layers} {a.linear_attention.kind} "
+            f"linear-attention layers + {a.mla_layers} MLA): the performance model covers pure-MLA "
+            "models only (issue 24 item 4 is not built). Fix: plan without --predict"
+        )
     h, heads = a.hidden_size, a.num_attention_heads
-    qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim
+    q_lora = _known(a.q_lora_rank, model, "q_lora_rank")
+    nope = _known(a.qk_nope_head_dim, model, "qk_nope_head_dim")
+    v_head = _known(a.v_head_dim, model, "v_head_dim")
+    inter = _known(a.intermediate_size, model, "intermediate_size")
+    vocab = _known(a.vocab_size, model, "vocab_size")
+    qk_head = nope + a.qk_rope_head_dim
     attention = (
-        h * a.q_lora_rank
-        + a.q_lora_rank * heads * qk_head
+        h * q_lora
+        + q_lora * heads * qk_head
         + h * (a.kv_lora_rank + a.qk_rope_head_dim)
-        + a.kv_lora_rank * heads * (a.qk_nope_head_dim + a.v_head_dim)
-        + heads * a.v_head_dim * h
+        + a.kv_lora_rank * heads * (nope + v_head)
+        + heads * v_head * h
     )
     expert = 3.0 * h * a.moe_intermediate_size
     moe_layers = a.num_hidden_layers - a.first_k_dense_replace
@@ -132,15 +158,15 @@ def geometry(model: Model, kv_cache_dtype: str) -> Geometry:
         attention_params_per_layer=float(attention),
         expert_params=expert,
         shared_params_per_moe_layer=a.n_shared_experts * expert,
-        dense_ffn_params=3.0 * h * a.intermediate_size * a.first_k_dense_replace,
-        embed_params=float(a.vocab_size * h),
+        dense_ffn_params=3.0 * h * inter * a.first_k_dense_replace,
+        embed_params=float(vocab * h),
         expert_bytes_per_param=expert_b,
         dense_bytes_per_param=dense_b,
         kv_bytes_per_token=float(kv_bytes_per_token(model, kv_cache_dtype)),
         # absorbed MLA decode: scores over the latent+rope (576) and values over the latent (512)
         decode_attn_flops_per_ctx_token=2.0 * heads * (latent + a.kv_lora_rank) * a.num_hidden_layers,
         # prefill runs MHA on decompressed K/V: q.k over 192 dims, p.v over 128
-        prefill_attn_flops_per_pair=2.0 * heads * (qk_head + a.v_head_dim) * a.num_hidden_layers,
+        prefill_attn_flops_per_pair=2.0 * heads * (qk_head + v_head) * a.num_hidden_layers,
     )
 
 

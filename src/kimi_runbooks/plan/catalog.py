@@ -18,9 +18,12 @@ from .params_models import (
     GB,
     GIB,
     Architecture,
+    Cookbook,
+    CookbookCell,
     Deployment,
     DraftModel,
     Hardware,
+    LinearAttention,
     Model,
     ParamsError,
     Platform,
@@ -44,11 +47,14 @@ __all__ = [  # the params models are re-exported: callers import them from here
     "load_catalog",
     "Architecture",
     "ArgValue",
+    "Cookbook",
+    "CookbookCell",
     "Deployment",
     "DraftModel",
     "GB",
     "GIB",
     "Hardware",
+    "LinearAttention",
     "Model",
     "ParamsError",
     "Platform",
@@ -191,6 +197,11 @@ def _check_cross_references(catalog: Catalog) -> None:
                 problems.append(f"platform {platform.id}: unknown model '{model_id}'")
         if platform.recipe.deployment and platform.recipe.deployment not in catalog.deployments:
             problems.append(f"platform {platform.id}: unknown deployment '{platform.recipe.deployment}'")
+    for model in catalog.models.values():
+        cells = model.cookbook.cells if model.cookbook else []
+        for where in [c.hardware for c in cells] + list(model.cookbook.pending if model.cookbook else []):
+            if where not in catalog.platforms:
+                problems.append(f"model {model.id}: cookbook names unknown platform '{where}'")
     for dep in catalog.deployments.values():
         if dep.platform not in catalog.platforms:
             problems.append(f"deployment {dep.id}: unknown platform '{dep.platform}'")

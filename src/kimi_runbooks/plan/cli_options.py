@@ -80,7 +80,10 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
         common: dict[str, Any] = {"dest": name, "help": _help(name, info, extra)}
         if extra.metavar:
             common["metavar"] = extra.metavar
-        if kind is bool:
+        if typing.get_origin(kind) is typing.Literal:
+            choices = [str(c) for c in typing.get_args(kind)]
+            parser.add_argument(*flags, choices=choices, default=None, required=extra.required, **common)
+        elif kind is bool:
             parser.add_argument(*flags, action=argparse.BooleanOptionalAction, default=None, **common)
         elif origin is list and typing.get_args(kind) == (int,):
             parser.add_argument(*flags, default=None, **common)  # comma-separated, read by _device_ids

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -56,6 +57,9 @@ class PlanConfig(BaseModel):
     """Tool-call parser; 'default' is the model's."""
     speculative: bool = False
     """EAGLE3 speculative decoding with the model's draft."""
+    strategy: Literal["low-latency", "balanced", "high-throughput"] | None = None
+    """The cookbook cell's operating point for a model whose cookbook publishes cells (kimi-k3);
+    None: the cookbook's default strategy."""
     trust_remote_code: bool = True
     """Pass --trust-remote-code (Kimi checkpoints ship their own code)."""
     host: str = "127.0.0.1"

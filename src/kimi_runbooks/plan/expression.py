@@ -34,6 +34,7 @@ FACT_NAMES = frozenset(
         "model",
         "model_vendors",
         "weight_format",
+        "weight_only_runner",
         "num_attention_heads",
         "heads_per_rank",
         "max_context_length",
@@ -61,6 +62,19 @@ FACT_NAMES = frozenset(
         "usable_gib_per_device",
         "kv_budget_gib",
         "kv_pool_tokens",
+        "hybrid",
+        "state_pool_requests",
+        "state_pool_slots",
+        "state_slots_per_request",
+        "state_pool_caps_batch",
+        "max_running_requests",
+        "has_cookbook",
+        "cookbook_status",
+        "cookbook_cell",
+        "cookbook_explanation",
+        "cookbook_verified_cells",
+        "cookbook_source",
+        "strategy",
     }
 )
 """Every fact the planner gives the rules (knobs.rule_facts builds exactly these; a test checks)."""

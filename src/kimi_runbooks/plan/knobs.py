@@ -271,6 +271,7 @@ def rule_facts(
     nnodes: int,
     memory: MemoryPlan,
     devices_per_node: int | None = None,
+    cookbook: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     heads = model.architecture.num_attention_heads
     dp_replicas = dp if (dp and dp > 1 and not enable_dp_attention) else 1
@@ -294,6 +295,7 @@ def rule_facts(
         "model": model.id,
         "model_vendors": tuple(model.vendors),
         "weight_format": model.weight_format,
+        "weight_only_runner": model.weight_only_runner or "",
         "num_attention_heads": heads,
         "heads_per_rank": heads / tp if heads % tp else heads // tp,
         "max_context_length": model.max_context_length,
@@ -321,7 +323,26 @@ def rule_facts(
         "usable_gib_per_device": round(memory.usable_gib_per_device, 1),
         "kv_budget_gib": memory.kv_budget_gib,
         "kv_pool_tokens": memory.kv_pool_tokens,
+        "hybrid": memory.state_pool is not None,
+        "state_pool_requests": memory.state_pool.state_requests if memory.state_pool else 0,
+        "state_pool_slots": memory.state_pool.slots if memory.state_pool else 0,
+        "state_slots_per_request": memory.state_pool.slots_per_request if memory.state_pool else 0,
+        "state_pool_caps_batch": bool(memory.state_pool and memory.state_pool.capped_by_state),
+        "max_running_requests": memory.state_pool.max_running_requests if memory.state_pool else 0,
+        **(cookbook or NO_COOKBOOK_FACTS),
     }
+
+
+NO_COOKBOOK_FACTS: dict[str, Any] = {
+    "has_cookbook": False,
+    "cookbook_status": "",
+    "cookbook_cell": "",
+    "cookbook_explanation": "",
+    "cookbook_verified_cells": "(none)",
+    "cookbook_source": "",
+    "strategy": "",
+}
+"""The cookbook facts of a model without cookbook cells (plan.cookbook.CellChoice.facts fills them)."""
 
 
 # --------------------------------------------------------------------------- the plan

@@ -102,6 +102,9 @@ class LaunchPlan:
     recipe's variables)."""
     alternatives: list[Alternative] = field(default_factory=list)
     version_changes: list[VersionChange] = field(default_factory=list)
+    cookbook: str = ""
+    """Which published cookbook cell the command reproduces and whether SGLang marks it verified
+    (empty for models without cookbook cells)."""
 
     @property
     def served_name(self) -> str:
@@ -176,6 +179,7 @@ class LaunchPlan:
             "rules": [r.as_dict() for r in self.results],
             "alternatives": [a.as_dict() for a in self.alternatives],
             "version_changes": [str(c) for c in self.version_changes],
+            "cookbook": self.cookbook,
         }
 
 

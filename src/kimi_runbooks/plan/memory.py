@@ -10,6 +10,10 @@ The latent KV is not split across TP ranks: every device of a TP group holds the
 its requests. With DP attention each DP rank serves its own requests, so the server holds about
 dp x the per-device pool of distinct tokens. A live `/server_info` `max_total_num_tokens`
 replaces the estimate once a server is up (`MemoryPlan.with_live_capacity`).
+
+A hybrid model (params/models `architecture.linear_attention`) keeps MLA KV only in its MLA layers,
+and SGLang first carves a recurrent-state pool out of the same budget (state_pool.py): the plan
+then carries both pools and what each capacity lever would make of them.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .catalog import GIB, Model, Platform
+from .state_pool import SOURCE as STATE_POOL_SOURCE
+from .state_pool import StatePool, StateSettings, rest_bytes_of, split_rest_memory
 
 KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "bf16", "bfloat16", "nvfp4", "fp4_mx_block16")
 """SGLang's `--kv-cache-dtype` choices (0.5.23, python/sglang/srt/server_args.py's CLI); a test
@@ -46,9 +52,9 @@ def kv_dtype_bytes(kv_cache_dtype: str) -> float:
 
 
 def kv_bytes_per_token(model: Model, kv_cache_dtype: str) -> int:
-    """Bytes one token of MLA latent KV takes on one device (all layers), rounded up."""
+    """Bytes one token of MLA latent KV takes on one device (all MLA layers), rounded up."""
     arch = model.architecture
-    elements = (arch.kv_lora_rank + arch.qk_rope_head_dim) * arch.num_hidden_layers
+    elements = (arch.kv_lora_rank + arch.qk_rope_head_dim) * arch.mla_layers
     return math.ceil(elements * kv_dtype_bytes(kv_cache_dtype))
 
 
@@ -82,6 +88,10 @@ class MemoryPlan:
     notes: list[str] = field(default_factory=list)
     replicas: int = 1
     """Whole server replicas (`--dp` without DP attention), each with its own tp group and pool."""
+    state_pool: StatePool | None = None
+    """A hybrid model's recurrent-state pool and the split it leaves (None for pure-MLA models)."""
+    levers: list[tuple[str, StatePool]] = field(default_factory=list)
+    """(lever, the split with that lever added) for each capacity lever the plan does not use yet."""
 
     @property
     def pools(self) -> int:
@@ -133,6 +143,8 @@ class MemoryPlan:
             "kv_pool_tokens_total": self.kv_pool_tokens_total,
             "source": self.source,
             "notes": list(self.notes),
+            "state_pool": self.state_pool.as_dict() if self.state_pool else None,
+            "levers": [{"lever": name, **pool.as_dict()} for name, pool in self.levers],
         }
 
 
@@ -147,8 +159,11 @@ def plan_memory(
     dp_attention_ranks: int = 1,
     speculative: bool = False,
     replicas: int = 1,
+    state: StateSettings | None = None,
+    context_length: int | None = None,
 ) -> MemoryPlan:
-    """Estimate weights and KV pool per device. Weights are sharded evenly over tp x pp."""
+    """Estimate weights and KV pool per device. Weights are sharded evenly over tp x pp. A hybrid
+    model's budget is first split with its state pool (`state`: the plan's state flags)."""
     shards = max(tp * pp, 1)
     weights = model.checkpoint_gib / shards
     draft = 0.0
@@ -164,6 +179,27 @@ def plan_memory(
         f"weights: {model.checkpoint_gb:g} GB checkpoint / {shards} devices",
         f"runtime reserve {platform.runtime_reserve_gib} GiB: {platform.runtime_reserve_source}",
     ]
+    state_pool, levers = None, []
+    linear = model.architecture.linear_attention
+    if linear is not None:
+        state = state or StateSettings()
+        split: dict[str, Any] = {
+            "linear": linear,
+            "attn_tp": max(tp // ranks, 1),
+            "context_length": context_length or model.max_context_length,
+            "attn_dp": ranks,
+        }
+        rest = rest_bytes_of(budget)
+        state_pool = split_rest_memory(rest, kv_bytes_per_token=per_token, settings=state, **split)
+        levers = _levers(rest, model, kv_cache_dtype, state, split)
+        pool = state_pool.kv_tokens
+        budget = state_pool.kv_rest_bytes / GIB
+        notes.append(
+            f"hybrid: {linear.num_layers} {linear.kind} layers keep a recurrent state per request slot "
+            f"({state_pool.bytes_per_slot / 2**20:.1f} MiB per slot per device), {model.architecture.mla_layers} "
+            f"MLA layers keep paged KV; split by --mamba-full-memory-ratio {state.full_memory_ratio:g} "
+            f"({STATE_POOL_SOURCE})"
+        )
     if replicas > 1:
         notes.append(
             f"{replicas} replicas: each holds the whole checkpoint on its {shards} devices and its own KV pool"
@@ -183,4 +219,33 @@ def plan_memory(
         kv_pool_tokens_total=pool * ranks * replicas,
         notes=notes,
         replicas=replicas,
+        state_pool=state_pool,
+        levers=levers,
     )
+
+
+def _levers(
+    rest: int, model: Model, kv_cache_dtype: str, state: StateSettings, split: dict[str, Any]
+) -> list[tuple[str, StatePool]]:
+    """The split again with each capacity lever of the SGLang cookbook Kimi-K3 page (2. Configuration
+    Tips) that the plan does not use yet, each alone."""
+    per_token = kv_bytes_per_token(model, kv_cache_dtype)
+    found: list[tuple[str, StatePool]] = []
+    if state.radix_strategy != "extra_buffer_lazy" and not state.disable_radix_cache:
+        lazy = replace(state, radix_strategy="extra_buffer_lazy")
+        found.append(("--mamba-radix-cache-strategy extra_buffer_lazy", _split(rest, per_token, lazy, split)))
+    if state.ssm_dtype == "float32":
+        bf16 = replace(state, ssm_dtype="bfloat16")
+        found.append(("--mamba-ssm-dtype bfloat16", _split(rest, per_token, bf16, split)))
+    if kv_dtype_bytes(kv_cache_dtype) > 1:
+        fp8 = kv_bytes_per_token(model, "fp8_e4m3")
+        found.append(("--kv-cache-dtype fp8_e4m3", _split(rest, fp8, state, split)))
+    for ratio in (0.5, 2.0):
+        if ratio != state.full_memory_ratio:
+            moved = replace(state, full_memory_ratio=ratio)
+            found.append((f"--mamba-full-memory-ratio {ratio:g}", _split(rest, per_token, moved, split)))
+    return found
+
+
+def _split(rest: int, per_token: int, state: StateSettings, split: dict[str, Any]) -> StatePool:
+    return split_rest_memory(rest, kv_bytes_per_token=per_token, settings=state, **split)

@@ -145,23 +145,53 @@ class Platform(Strict):
 # --------------------------------------------------------------------------- models
 
 
+class LinearAttention(Strict):
+    """The linear-attention layers of a hybrid model (Kimi Delta Attention): their recurrent state
+    is a fixed size per request, whatever the context, and SGLang keeps it in its own pool."""
+
+    kind: Literal["kda"]
+    num_layers: int = Field(ge=1)
+    num_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    short_conv_kernel_size: int = Field(ge=1)
+    layer_ids: list[int] | None = None
+    """0-based ids of the linear-attention layers; None when no public source gives the pattern
+    (the pools need only the counts)."""
+    source: str
+
+
 class Architecture(Strict):
+    """Text-model geometry. A field is None only where no public source gives it (the model
+    file's `sources` says why); the memory planner needs only the MLA and linear-attention
+    numbers, the performance model all of them."""
+
     num_hidden_layers: int
     num_attention_heads: int
     hidden_size: int
     kv_lora_rank: int
-    q_lora_rank: int
+    q_lora_rank: int | None
     qk_rope_head_dim: int
-    qk_nope_head_dim: int
-    v_head_dim: int
+    qk_nope_head_dim: int | None
+    v_head_dim: int | None
     n_routed_experts: int
     num_experts_per_tok: int
-    vocab_size: int
+    vocab_size: int | None
     max_position_embeddings: int
     moe_intermediate_size: int
-    intermediate_size: int
+    intermediate_size: int | None
     first_k_dense_replace: int
     n_shared_experts: int
+    linear_attention: LinearAttention | None = None
+    """Set for a hybrid model; every other layer is MLA."""
+
+    @property
+    def mla_layers(self) -> int:
+        """Layers that keep paged MLA latent KV (all but the linear-attention ones)."""
+        return self.num_hidden_layers - (self.linear_attention.num_layers if self.linear_attention else 0)
+
+    @property
+    def hybrid(self) -> bool:
+        return self.linear_attention is not None
 
 
 class DraftModel(Strict):
@@ -186,15 +216,54 @@ class ReasoningEffortLevels(Strict):
         return self
 
 
+CellStrategy = Literal["low-latency", "balanced", "high-throughput"]
+
+
+class CookbookCell(Strict):
+    """One cell of a cookbook command generator, as published: the match keys, whether SGLang
+    marks it verified, and the env and flags in the page's order ({{MODEL_NAME}}, {{HOST_IP}} and
+    {{PORT}} are the page's placeholders, filled by the plan)."""
+
+    hardware: str
+    variant: str = "default"
+    quantization: str
+    strategy: CellStrategy
+    nodes: int = Field(ge=1)
+    verified: bool
+    env: EnvMap = Field(default_factory=dict)
+    flags: list[str]
+    multi_node_env: dict[str, str] = Field(default_factory=dict)
+    """Per-node environment the page asks for outside the cell (e.g. the cross-node NIC); a value
+    `<...>` is a placeholder the user must fill."""
+    note: str | None = None
+
+
+class Cookbook(Strict):
+    """A model's cookbook command generator: its cells, the platforms it lists without a cell, the
+    default strategy, and the page it comes from."""
+
+    source: str
+    default_strategy: CellStrategy = "balanced"
+    pending: dict[str, str] = Field(default_factory=dict)
+    """Platform id -> what the page says of it (listed, no cell yet)."""
+    docker_images: dict[str, str] = Field(default_factory=dict)
+    """Platform id -> the image the page names for it (the docker form's default for a cell)."""
+    cells: list[CookbookCell]
+
+
 class Model(Strict):
     id: str
     hf_id: str
     served_name: str
-    family: Literal["kimi-k2", "kimi-k2.5", "kimi-k2.6"]
+    family: str = Field(pattern=r"^kimi-k\d+(\.\d+)?$")
+    """The Kimi generation (kimi-k2, kimi-k2.6, ...): a label; no code path branches on it."""
     architecture: Architecture
     max_context_length: int
     weight_format: Literal["fp8", "int4", "nvfp4", "mxfp4", "w4a8"]
     quantization_flag: str | None = None
+    weight_only_runner: str | None = None
+    """A kernel that serves the FP4 weights without FP4 tensor cores (dequantised to BF16, e.g.
+    Marlin W4A16), so hardware without the format still runs the checkpoint."""
     checkpoint_gb: float
     checkpoint_source: str
     default_kv_cache_dtype: Literal["bf16", "fp8_e4m3"]
@@ -209,7 +278,14 @@ class Model(Strict):
     reasoning_effort: ReasoningEffortLevels | None = None
     video: bool = False
     """Video content parts (``video_url``) are understood; ``multimodal`` alone means images."""
+    preserve_thinking: bool = False
+    """The model's earlier reasoning is kept in the conversation it is sent back (K2.7-Code)."""
+    requirements: list[str] = Field(default_factory=list)
+    """Python packages the checkpoint's remote code needs (e.g. transformers>=4.57.1,<5)."""
+    sources: dict[str, str] = Field(default_factory=dict)
+    """Field name -> its public source, or 'unverified: <why>'."""
     draft_model: DraftModel | None = None
+    cookbook: Cookbook | None = None
     vendors: list[Literal["nvidia", "amd", "huawei"]]
     notes: list[str] = Field(default_factory=list)
 

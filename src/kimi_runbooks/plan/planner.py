@@ -14,10 +14,12 @@ collected; nothing raises for a bad configuration, so callers can print every pr
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from .catalog import Catalog, Model, Platform, Rule, load_catalog
 from .config import DEFAULT_SGLANG_VERSION, PlanConfig
+from .cookbook import cell_args, cell_config, cell_flag_warnings, choose_cell, node_env, state_settings
 from .deployments import plan_deployment
 from .flags import canonical_flag, merge_args, parse_extra_args
 from .knobs import (
@@ -62,9 +64,16 @@ def _plan_single(
     config, extra, refused = apply_knob_flags(config, extra)
     extra, unread = read_extra_options(extra)
     refused += unread
+    choice = choose_cell(model, platform, config)
+    user_config = config
+    if choice.cell is not None:
+        config = cell_config(config, choice.cell, model)
     _, recipe_extra = parse_extra_args(platform.recipe.extra_args if platform.recipe.model == model.id else [])
     knobs = resolve_knobs(config, platform, model)
-    args = merge_args(server_args(config, knobs, model, platform.vendor), [*recipe_extra, *extra])
+    if choice.cell is not None:
+        args = merge_args(cell_args(choice.cell, user_config, knobs.model_path), extra)
+    else:
+        args = merge_args(server_args(config, knobs, model, platform.vendor), [*recipe_extra, *extra])
     lookup = {canonical_flag(f): v for f, v in args}
     speculative = lookup.get("--speculative-algorithm") not in (None, False)
     dp_ranks = (knobs.dp or 1) if knobs.enable_dp_attention else 1
@@ -78,6 +87,8 @@ def _plan_single(
         dp_attention_ranks=dp_ranks,
         speculative=speculative,
         replicas=knobs.replicas,
+        state=state_settings(lookup) if model.architecture.hybrid else None,
+        context_length=knobs.context_length,
     )
     facts = rule_facts(
         config=config,
@@ -97,12 +108,17 @@ def _plan_single(
         nnodes=knobs.nnodes,
         memory=memory,
         devices_per_node=knobs.devices_per_node,
+        cookbook=choice.facts(),
     )
     results: list[RuleResult] = [*refused, *check_rules(catalog.rules, facts, set(config.allow))]
     results.extend(unknown_allows(config, catalog))
+    if choice.cell is not None:
+        results.extend(cell_flag_warnings(choice.cell, choice.source))
     results.sort(key=lambda r: r.severity != "error")
 
     env = dict(knobs.env)
+    if choice.cell is not None:
+        env = {**choice.cell.env, **config.env}
     if speculative and model.draft_model is not None:
         env = {**model.draft_model.env, **env}
     device_env = pinned_devices(config, platform, knobs)
@@ -111,7 +127,7 @@ def _plan_single(
     argv = shlex.split(config.entrypoint) + server_argv
     nodes: list[NodeCommand] = []
     if knobs.nnodes > 1:
-        nodes = _multi_node_commands(config, knobs, argv, launch_env)
+        nodes = _multi_node_commands(config, knobs, argv, launch_env, lambda rank: node_env(choice.cell, config, rank))
     docker_argv = _docker_argv(config, platform, launch_env, server_argv)
     launch = LaunchPlan(
         config=config,
@@ -131,6 +147,7 @@ def _plan_single(
         results=results,
         device_env=device_env,
         version_changes=version_changes(catalog.rules, facts),
+        cookbook=choice.explanation,
     )
     if alternatives and facts["idle_devices"] > 0 and knobs.nnodes == 1:
         launch.alternatives = _alternatives(config, catalog, platform, model, knobs)
@@ -208,7 +225,11 @@ def _alternative(
 
 
 def _multi_node_commands(
-    config: PlanConfig, knobs: ResolvedKnobs, argv: list[str], env: dict[str, str]
+    config: PlanConfig,
+    knobs: ResolvedKnobs,
+    argv: list[str],
+    env: dict[str, str],
+    per_node_env: Callable[[int], dict[str, str]] | None = None,
 ) -> list[NodeCommand]:
     master = config.node_ips[0] if config.node_ips else env_ref("NODE0_IP", "NODE0_IP to the address of node 0")
     commands = []
@@ -221,9 +242,10 @@ def _multi_node_commands(
             "--dist-init-addr",
             join_word(master, f":{config.dist_init_port}"),
         ]
-        command = shell_command(node_argv, env)
-        script = render_script([], [], [], env, node_argv)
-        commands.append(NodeCommand("server", rank, node_argv, dict(env), command, script))
+        node_env = {**env, **(per_node_env(rank) if per_node_env else {})}
+        command = shell_command(node_argv, node_env)
+        script = render_script([], [], [], node_env, node_argv)
+        commands.append(NodeCommand("server", rank, node_argv, node_env, command, script))
     return commands
 
 

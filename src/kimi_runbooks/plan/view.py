@@ -13,12 +13,15 @@ from pydantic import ValidationError
 from .catalog import Catalog
 from .config import PlanConfig, validation_text
 from .launch_plan import LaunchPlan
+from .memory import MemoryPlan
 from .planner import plan
 
 
 def format_plan(p: LaunchPlan) -> str:
     title = f"# {p.platform.name} / {p.model.id}" + (f" / {p.deployment.id}" if p.deployment else "")
     lines = [title, f"# SGLang {p.config.sglang_version} (selects which rules apply)"]
+    if p.cookbook:
+        lines.append(f"# cookbook: {p.cookbook}")
     if p.nodes:
         for node in p.nodes:
             lines += [f"\n## {node.role} node {node.node_rank}", node.command]
@@ -33,9 +36,10 @@ def format_plan(p: LaunchPlan) -> str:
         lines.append(f"\n## devices: {p.devices_used} in use, pinned with {pinned}")
     lines.append("\n## memory per device (estimate until a live /server_info replaces it)")
     for key, value in p.memory.as_dict().items():
-        if key != "notes" and not (key == "replicas" and value == 1):
+        if key not in ("notes", "state_pool", "levers") and not (key == "replicas" and value == 1):
             lines.append(f"  {key:<24} {value}")
     lines += [f"  note: {note}" for note in p.memory.notes]
+    lines += format_pools(p.memory)
     if p.warnings:
         lines.append("\n## warnings")
         lines += [f"  - {w}" for w in p.warnings]
@@ -58,6 +62,32 @@ def format_plan(p: LaunchPlan) -> str:
                 )
                 lines.append(alt.plan.command)
     return "\n".join(lines)
+
+
+def format_pools(memory: MemoryPlan) -> list[str]:
+    """A hybrid model's two pools per device and what each capacity lever would make of them."""
+    pool = memory.state_pool
+    if pool is None:
+        return []
+    gib = 1024**3
+    lines = [
+        "\n## two memory pools per device (estimate; SGLang's split of the same budget)",
+        f"  state pool ({pool.kind}, {pool.layers} layers, attention tp {pool.attn_tp}, {pool.ssm_dtype} state): "
+        f"{pool.state_pool_bytes / gib:.2f} GiB = {pool.slots} slots of {pool.bytes_per_slot / 2**20:.1f} MiB, "
+        f"{pool.slots_per_request} per request ({pool.radix_strategy}) -> admits {pool.state_requests} requests",
+        f"  MLA KV pool ({memory.kv_cache_dtype}, {memory.kv_bytes_per_token} B/token): "
+        f"{pool.kv_rest_bytes / gib:.2f} GiB = {pool.kv_tokens} tokens",
+        f"  split by --mamba-full-memory-ratio {pool.full_memory_ratio:g}; max running requests "
+        f"{pool.max_running_requests}" + (" (capped by the state pool)" if pool.capped_by_state else ""),
+    ]
+    if pool.spec_state_bytes:
+        lines.append(f"  speculative verify states: {pool.spec_state_bytes / gib:.2f} GiB")
+    if memory.levers:
+        head = f"  {'lever (alone, on top of this plan)':<48} {'state slots':>11} {'requests':>9} {'KV tokens':>10}"
+        lines.append(head)
+        for name, alt in memory.levers:
+            lines.append(f"  {name:<48} {alt.slots:>11} {alt.state_requests:>9} {alt.kv_tokens:>10}")
+    return lines
 
 
 def format_rules(catalog: Catalog, sglang_version: str | None = None) -> str:

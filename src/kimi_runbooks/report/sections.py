@@ -239,7 +239,8 @@ def plan_section(data: RunData) -> str:
         [Column("knob", "knob"), Column("value", "value")], [{"knob": k, "value": v} for k, v in config.items()]
     )
     parts.append(details(f"knobs ({len(config)})", knobs))
-    memory = {k: v for k, v in (data.plan.get("memory") or {}).items() if k not in ("notes",)}
+    plan_memory = data.plan.get("memory") or {}
+    memory = {k: v for k, v in plan_memory.items() if k not in ("notes", "state_pool", "levers")}
     mem_rows = [{"item": k, "value": v} for k, v in memory.items()]
     parts.append(
         details(
@@ -247,7 +248,52 @@ def plan_section(data: RunData) -> str:
             table([Column("item", "item"), Column("value", "value", "num")], mem_rows),
         )
     )
+    parts.append(pools_section(plan_memory))
     return "".join(parts)
+
+
+POOL_COLUMNS = [
+    Column("pool", "pool"),
+    Column("gib", "GiB per device", "num"),
+    Column("holds", "holds"),
+    Column("admits", "requests / tokens it admits", "int"),
+]
+LEVER_COLUMNS = [
+    Column("lever", "lever (alone, on top of the plan)"),
+    Column("slots", "state slots", "int"),
+    Column("state_requests", "requests the state pool admits", "int"),
+    Column("kv_tokens", "MLA KV tokens", "int"),
+]
+
+
+def pools_section(memory: dict[str, Any]) -> str:
+    """A hybrid model's two pools (recurrent state per request slot; paged MLA KV) and the
+    capacity levers, as the plan estimated them (plan.memory / plan.state_pool); empty otherwise."""
+    pool = memory.get("state_pool")
+    if not pool:
+        return ""
+    rows = [
+        {
+            "pool": f"{pool['kind']} recurrent state ({pool['layers']} layers, {pool['ssm_dtype']})",
+            "gib": pool["state_pool_gib"],
+            "holds": f"{pool['slots']} slots, {pool['slots_per_request']} per request ({pool['radix_strategy']})",
+            "admits": pool["state_requests"],
+        },
+        {
+            "pool": f"MLA KV ({memory.get('kv_cache_dtype')})",
+            "gib": pool["kv_pool_gib"],
+            "holds": f"{pool['kv_tokens']} tokens",
+            "admits": pool["kv_tokens"],
+        },
+    ]
+    capped = " (capped by the state pool)" if pool.get("capped_by_state") else ""
+    head = (
+        f"<h3>Two memory pools per device (estimate)</h3><p>Split by --mamba-full-memory-ratio "
+        f"{pool['full_memory_ratio']}; max running requests {pool['max_running_requests']}{capped}. "
+        "A live /server_info max_total_num_tokens replaces the KV side once a server is up.</p>"
+    )
+    levers = table(LEVER_COLUMNS, list(memory.get("levers") or []), "no levers left")
+    return head + table(POOL_COLUMNS, rows) + details("capacity levers", levers)
 
 
 MANIFEST_KEYS = (

@@ -138,12 +138,37 @@ def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], RunbookOptions
             "a string or number. Nothing was started. Fix: pass lists and dicts as YAML with -y, e.g. "
             'papermill runbooks/h200.ipynb out.ipynb -y "stages: [deploy, invoke, report]".'
         )
-    config = {k: v for k, v in params.items() if k in plan_fields}
+    config = cells_over_recipe(
+        {k: v for k, v in params.items() if k in plan_fields}, params.get("platform"), params.get("model")
+    )
     try:
         options = RunbookOptions.model_validate({k: v for k, v in params.items() if k in option_fields})
     except ValidationError as exc:
         raise PlanInvalid(validation_text(exc) + ". Nothing was started.") from None
     return config, options
+
+
+RECIPE_KNOBS = ("tp", "dp", "ep", "enable_dp_attention", "kv_cache_dtype", "mem_fraction_static", "context_length")
+"""Knobs a runbook's parameters cell fills with its platform recipe's values (scripts/notebook_cells/runbooks.py)."""
+
+
+def cells_over_recipe(config: dict[str, Any], platform_id: Any, model_id: Any) -> dict[str, Any]:
+    """For a model with published cookbook cells (params/models `cookbook:`), the parameters
+    cell's recipe values are the platform's default model's, not choices for this model: a knob
+    still equal to the recipe's value is left unset so the cell's value applies (`-p tp 8` equal
+    to the recipe's tp is then the cell's too; pass `-p extra_args` or another value to differ)."""
+    from ..plan.catalog import ParamsError, load_catalog
+
+    try:
+        catalog = load_catalog()
+        platform = catalog.platform(str(platform_id))
+        model = catalog.model(str(model_id)) if model_id else None
+    except ParamsError:
+        return config  # plan() reports the unknown id with the valid ones
+    if model is None or model.cookbook is None or model.id == platform.recipe.model:
+        return config
+    recipe = platform.recipe.model_dump()
+    return {k: (None if k in RECIPE_KNOBS and v == recipe.get(k) else v) for k, v in config.items()}
 
 
 def declared_parameters(notebook: Path) -> set[str]:

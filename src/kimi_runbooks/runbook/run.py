@@ -45,6 +45,7 @@ from .fingerprint import RESULT_FILES, check_resume, fingerprint
 from .params import (
     PlanInvalid,
     RunbookOptions,
+    cells_over_recipe,
     check_before_start,
     declared_parameters,
     split_params,
@@ -334,7 +335,7 @@ def plan_text(params: dict[str, Any]) -> str:
     from ..plan import plan_text as text
 
     config = {k: v for k, v in params.items() if k in PlanConfig.model_fields}
-    return text(config)
+    return text(cells_over_recipe(config, params.get("platform"), params.get("model")))  # as split_params plans it
 
 
 def result_text(result: RunbookResult) -> str:

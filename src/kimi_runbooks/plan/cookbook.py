@@ -1,0 +1,212 @@
+"""Plans from a model's published cookbook cells (params/models `cookbook:`, e.g. Kimi-K3).
+
+A cell is the SGLang cookbook command generator's output for one (hardware, variant,
+quantization, strategy, nodes): its env and flags in the page's order. The plan reproduces it
+flag for flag: the page's placeholders ({{MODEL_NAME}}, {{HOST_IP}}, {{PORT}}) are filled from the
+plan's knobs, a knob the user sets replaces the cell's value in place, and `--extra-arg` folds in
+as SGLang reads it. Which cell applies, and whether SGLang marks it verified, become rule facts:
+a platform the cookbook has no cell for is refused (params/rules/launch.yaml
+no-verified-cookbook-cell) unless the user allows it, and then gets a generic plan.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from .catalog import ArgValue, CookbookCell, Model, Platform
+from .config import PlanConfig
+from .flags import canonical_flag, parse_extra_args
+from .knobs import METRICS_FLAG
+from .rules import RuleResult
+from .server_options import read_extra_options
+from .shell import env_ref
+from .state_pool import DEFAULT_FULL_MEMORY_RATIO, StateSettings
+
+_KNOB_OF_FLAG = {
+    "--tp": "tp",
+    "--dp": "dp",
+    "--ep": "ep",
+    "--pp": "pp",
+    "--kv-cache-dtype": "kv_cache_dtype",
+    "--mem-fraction-static": "mem_fraction_static",
+    "--context-length": "context_length",
+    "--quantization": "quantization",
+}
+"""Cell flags that are plan knobs: the cell's value is the recipe's, a user's knob replaces it."""
+
+
+@dataclass(frozen=True)
+class CellChoice:
+    """The cell a plan uses (None when the cookbook has none for the platform and strategy)."""
+
+    cell: CookbookCell | None
+    strategy: str
+    status: str
+    """'verified', 'unverified' or 'no-cell' ('' for a model without a cookbook)."""
+    explanation: str
+    verified_cells: list[str] = field(default_factory=list)
+    source: str = ""
+
+    def facts(self) -> dict[str, Any]:
+        return {
+            "has_cookbook": bool(self.status),
+            "cookbook_status": self.status,
+            "cookbook_cell": cell_label(self.cell) if self.cell else "",
+            "cookbook_explanation": self.explanation,
+            "cookbook_verified_cells": ", ".join(self.verified_cells) or "(none)",
+            "cookbook_source": self.source,
+            "strategy": self.strategy,
+        }
+
+
+NO_COOKBOOK = CellChoice(None, "", "", "")
+
+
+def cell_label(cell: CookbookCell) -> str:
+    nodes = f"{cell.nodes} node" + ("s" if cell.nodes > 1 else "")
+    return f"{cell.hardware} / {cell.variant} / {cell.quantization} / {cell.strategy} / {nodes}"
+
+
+def choose_cell(model: Model, platform: Platform, config: PlanConfig) -> CellChoice:
+    """The cookbook cell for this platform, strategy (default: the cookbook's) and node count."""
+    book = model.cookbook
+    if book is None:
+        return NO_COOKBOOK
+    strategy = config.strategy or book.default_strategy
+    verified = [cell_label(c) for c in book.cells if c.verified]
+    base: dict[str, Any] = {"strategy": strategy, "verified_cells": verified, "source": book.source}
+    on_platform = [c for c in book.cells if c.hardware == platform.id]
+    if not on_platform:
+        said = book.pending.get(platform.id, "not listed by the page")
+        why = f"the SGLang cookbook has no {model.id} cell for {platform.id}: {said}"
+        return CellChoice(None, status="no-cell", explanation=why, **base)
+    matching = [c for c in on_platform if c.strategy == strategy]
+    if config.nnodes is not None:
+        matching = [c for c in matching if c.nodes == config.nnodes]
+    if not matching:
+        have = "; ".join(cell_label(c) for c in on_platform)
+        why = f"the SGLang cookbook has no {model.id} cell for {platform.id} {strategy}"
+        why += f" on {config.nnodes} node(s)" if config.nnodes is not None else ""
+        return CellChoice(None, status="no-cell", explanation=f"{why} (its cells there: {have})", **base)
+    cell = matching[0]
+    status = "verified" if cell.verified else "unverified"
+    why = f"cell {cell_label(cell)}: SGLang marks it {'verified' if cell.verified else 'NOT verified'}"
+    if cell.note:
+        why += f" ({cell.note})"
+    return CellChoice(cell, status=status, explanation=why, **base)
+
+
+def cell_config(config: PlanConfig, cell: CookbookCell, model: Model) -> PlanConfig:
+    """The config with the cell's knob values where the user set none, the cell's node count and
+    the page's docker image."""
+    _, flags = parse_extra_args(_tokens(cell))
+    updates: dict[str, Any] = {}
+    image = model.cookbook.docker_images.get(cell.hardware) if model.cookbook else None
+    if config.docker_image is None and image:
+        updates["docker_image"] = image
+    for item in flags:
+        knob = _KNOB_OF_FLAG.get(canonical_flag(item.flag))
+        if knob and getattr(config, knob) is None:
+            updates[knob] = item.value
+    if config.nnodes is None:
+        updates["nnodes"] = cell.nodes
+    if config.draft_model_path is None:
+        for item in flags:
+            if canonical_flag(item.flag) == "--speculative-draft-model-path":
+                updates["draft_model_path"] = item.value
+    return PlanConfig.model_validate({**config.model_dump(), **updates}) if updates else config
+
+
+def cell_args(cell: CookbookCell, config: PlanConfig, model_path: str) -> list[tuple[str, ArgValue | None]]:
+    """The cell's flags in the page's order, placeholders filled and the user's knobs in place."""
+    _, flags = parse_extra_args(_tokens(cell))
+    filled = {"{{MODEL_NAME}}": model_path, "{{HOST_IP}}": config.host, "{{PORT}}": str(config.port)}
+    args: list[tuple[str, ArgValue | None]] = []
+    for item in flags:
+        value = item.value
+        if isinstance(value, str):
+            value = filled.get(value, value)
+        knob = _KNOB_OF_FLAG.get(canonical_flag(item.flag))
+        if knob and getattr(config, knob) is not None:
+            value = getattr(config, knob)
+        if canonical_flag(item.flag) == "--speculative-draft-model-path" and config.draft_model_path:
+            value = config.draft_model_path
+        args.append((item.flag, value))
+    present = {canonical_flag(f) for f, _ in args}
+    tail: list[tuple[str, ArgValue | None]] = []
+    for flag, knob in _KNOB_OF_FLAG.items():
+        if flag not in present and getattr(config, knob) is not None:
+            tail.append((flag, getattr(config, knob)))
+    if config.enable_metrics and METRICS_FLAG not in present:
+        tail.append((METRICS_FLAG, True))
+    if config.api_key_env:
+        tail.append(("--api-key", env_ref(config.api_key_env)))
+    cut = next((i for i, (f, _) in enumerate(args) if f == "--host"), len(args))
+    return args[:cut] + tail + args[cut:]
+
+
+def cell_flag_warnings(cell: CookbookCell, source: str) -> list[RuleResult]:
+    """The cell's flags read by SGLang 0.5.23's option table (server_options.py): an option that
+    release does not know, or spells ambiguously, is a warning naming it (the cookbook's cells may
+    target a newer image than the release the table comes from)."""
+    filled = {"{{MODEL_NAME}}": "model", "{{HOST_IP}}": "127.0.0.1", "{{PORT}}": "30000"}
+    _, flags = parse_extra_args([filled.get(t, t) for t in _tokens(cell)])
+    _, found = read_extra_options(flags)
+    return [
+        RuleResult(
+            id="cookbook-flag-not-in-sglang-release",
+            severity="warning",
+            kind="rule",
+            message=f"cookbook cell {cell_label(cell)}: " + r.message.removeprefix("--extra-arg "),
+            fix="run the cell on the image the cookbook names (the plan's docker form), or replace the flag with "
+            "the spelling your SGLang release has (e.g. --cuda-graph-max-bs-decode)",
+            source=f"{source}; the option table of SGLang 0.5.23 (srt/server_args.py, sgl-project/sglang)",
+        )
+        for r in found
+    ]
+
+
+def node_env(cell: CookbookCell | None, config: PlanConfig, rank: int) -> dict[str, str]:
+    """The per-node environment the page asks for beside the cell (the cross-node NIC, this node's
+    address), its placeholders filled from --ifname / --node-ip or left as required references."""
+    if cell is None:
+        return {}
+    nic = config.ifname or env_ref("IFNAME", "IFNAME to the cross-node network interface, e.g. bond0")
+    ips = config.node_ips
+    ip = ips[rank] if rank < len(ips) else env_ref(f"NODE{rank}_IP", f"NODE{rank}_IP to the address of node {rank}")
+    fill = {"<your-nic>": nic, "<this-node-ip>": ip}
+    return {name: fill.get(value, value) for name, value in cell.multi_node_env.items()}
+
+
+def state_settings(lookup: dict[str, ArgValue | None]) -> StateSettings:
+    """The state-pool flags of a command (canonical flag -> value), as SGLang defaults them."""
+
+    def number(flag: str) -> int | None:
+        value = lookup.get(flag)
+        return int(str(value)) if value not in (None, False) else None
+
+    ratio = lookup.get("--mamba-full-memory-ratio")
+    draft = 0
+    if lookup.get("--speculative-algorithm") not in (None, False):
+        tokens = number("--speculative-num-draft-tokens")
+        block = number("--speculative-dspark-block-size")
+        # DSPARK verifies block + 1 tokens (SGLang cookbook Kimi-K3, 2. Configuration Tips: 'block size + 1 (= 8)')
+        draft = tokens if tokens else (block + 1 if block else 0)
+        if lookup.get("--enable-linear-replayssm-spec") not in (None, False):
+            draft = 0
+    return StateSettings(
+        full_memory_ratio=float(str(ratio)) if ratio not in (None, False) else DEFAULT_FULL_MEMORY_RATIO,
+        ssm_dtype=str(lookup.get("--mamba-ssm-dtype") or "float32"),
+        radix_strategy=str(lookup.get("--mamba-radix-cache-strategy") or "auto"),
+        disable_radix_cache=lookup.get("--disable-radix-cache") not in (None, False),
+        disable_overlap_schedule=lookup.get("--disable-overlap-schedule") not in (None, False),
+        speculative_draft_tokens=draft,
+        max_running_requests=number("--max-running-requests"),
+        max_total_tokens=number("--max-total-tokens"),
+    )
+
+
+def _tokens(cell: CookbookCell) -> list[str]:
+    return [token for flag in cell.flags for token in shlex.split(flag)]
