@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from .errors import ValidationFailed
+from .structured import AnyResponseFormat, lift_json_schema
 from .tokenizer import VOCAB_SIZE
 
 
@@ -118,8 +119,15 @@ class ChatRequest(_SamplingFields):
     stream_options: StreamOptions | None = None
     tools: list[Tool] | None = None
     tool_choice: Literal["none", "auto", "required"] | ToolChoiceNamed | None = None
+    parallel_tool_calls: bool = True
+    response_format: AnyResponseFormat | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     separate_reasoning: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_json_schema(cls, values: Any) -> Any:
+        return lift_json_schema(values)
 
     @property
     def token_limit(self) -> int | None:

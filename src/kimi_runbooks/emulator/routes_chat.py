@@ -29,6 +29,7 @@ from .events import EOS_TOKEN_ID, Event, Plan, plan_within_budget, reply_events
 from .protocol import ChatRequest, parse_body
 from .sse import DONE, event
 from .state import AppState
+from .structured import check_constraints, check_response_format, check_tool_choice, json_answer, structured_reply
 from .tool_faults import ToolFaults
 
 
@@ -51,6 +52,7 @@ async def chat_completions(request: Request) -> Response:
     state.check_ready()
     req = parse_body(ChatRequest, await state.read_json(request))
     _validate(state, req)
+    check_constraints(req.response_format, req.tools or [], req.tool_choice)
     chat = read_chat(req)
     state.check_context(chat.prompt_tokens, req.token_limit)
     state.check_injected_500()
@@ -62,7 +64,7 @@ async def chat_completions(request: Request) -> Response:
         created=int(time.time()),
         model=req.model,
         history_calls=_history_calls(req),
-        tools_active=bool(req.tools) and req.tool_choice != "none",
+        tools_active=bool(req.tools) and req.tool_choice != "none" and not json_answer(req.response_format),
         prompt_tokens=chat.prompt_tokens,
         faults=ToolFaults.from_settings(state.settings),
     )
@@ -77,12 +79,14 @@ def _validate(state: AppState, req: ChatRequest) -> None:
     """serving_chat.py ``_validate_request``: the checks that apply to these requests."""
     if not req.messages:
         raise ApiError("Messages cannot be empty.")
+    check_tool_choice(req.tools or [], req.tool_choice)
     limit = req.max_completion_tokens or req.max_tokens
     context = state.settings.max_model_len
     if limit and limit > context:
         raise ApiError(
             f"max_completion_tokens is too large: {limit}.This model supports at most {context} completion tokens."
         )
+    check_response_format(req.response_format)
 
 
 def _history_calls(req: ChatRequest) -> int:
@@ -99,6 +103,8 @@ def _plan(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Plan:
     faults = ToolFaults.from_settings(settings)
     convo = faults.conversation(chat.conversation)
     reply = chat_reply(convo, rng, bad_tool_json=settings.fault_is("bad-tool-json"))
+    if req.response_format is not None:
+        reply = structured_reply(reply, req.response_format, convo, rng)
     reply = faults.reply(reply, convo, req.thinking, _history_calls(req))
     leak = settings.fault_is("no-reasoning") or not req.separate_reasoning
     events = reply_events(reply, thinking=req.thinking, leak_reasoning=leak)
