@@ -54,6 +54,8 @@ async def chat_completions(request: Request) -> Response:
     _validate(state, req)
     check_constraints(req.response_format, req.tools or [], req.tool_choice)
     chat = read_chat(req)
+    if state.settings.fault_is("prompt-tokens-off") and state.settings.fault is not None:
+        chat.prompt_tokens = round(chat.prompt_tokens * (state.settings.fault.value or 0.8))
     state.check_context(chat.prompt_tokens, req.token_limit)
     state.check_injected_500()
     plans = [_plan(state, req, chat, i) for i in range(req.n)]
@@ -103,7 +105,7 @@ def _plan(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Plan:
     faults = ToolFaults.from_settings(settings)
     convo = faults.conversation(chat.conversation)
     reply = chat_reply(convo, rng, bad_tool_json=settings.fault_is("bad-tool-json"))
-    if req.response_format is not None:
+    if req.response_format is not None and not settings.fault_is("response-format-ignored"):
         reply = structured_reply(reply, req.response_format, convo, rng)
     reply = faults.reply(reply, convo, req.thinking, _history_calls(req))
     leak = settings.fault_is("no-reasoning") or not req.separate_reasoning
