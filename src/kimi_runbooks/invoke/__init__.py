@@ -2,7 +2,8 @@
 
 `run_all(target)` runs the feature checks (checks.py; structured output and forced calls after a
 tool result, structured_checks.py; the Kimi Vendor Verifier's pre-flight set, kvv.py) and the
-agentic suite (agentic.py: multi-turn tool calling, parallel calls, long arguments, tool_choice, leaks, truncation) against a server,
+agentic suite (agentic.py: multi-turn tool calling, parallel calls, long arguments, tool_choice, leaks,
+truncation) against a server,
 each isolated (run.py), and returns `CheckResult`s; `run_agentic` runs the suite alone;
 `save` writes run_dir/invoke.json (results.py); `agentic_card` is the report's view of the suite.
 """
