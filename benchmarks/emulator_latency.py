@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from urllib.request import urlopen
 
 from kimi_runbooks.emulator.testing import EmulatorProcess, start_subprocess
+from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
 
 TTFT_MS = 200.0
 ITL_MS = 10.0
@@ -142,24 +143,10 @@ def summarize(timings: list[RequestTiming], output_len: int) -> dict[str, float]
     }
 
 
-_TOKENIZER_SCRIPT = """
-import sys
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
-vocab = {f"w{i}": i for i in range(32000)}
-vocab["[UNK]"] = 32000
-tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", eos_token="[UNK]",
-                        pad_token="[UNK]").save_pretrained(sys.argv[1])
-"""
-
-
 def offline_tokenizer(python: str) -> str:
-    """A throwaway word-level tokenizer dir, so bench_serving needs no download."""
-    folder = tempfile.mkdtemp(prefix="emu-tokenizer-")
-    subprocess.run([python, "-c", _TOKENIZER_SCRIPT, folder], check=True)
-    return folder
+    """The emulator's own tokenizer dir (SmolLM2's byte-level BPE), so bench_serving needs no download."""
+    del python  # plain JSON, written in this venv
+    return str(make_offline_tokenizer(Path(tempfile.mkdtemp(prefix="emu-tokenizer-")) / "tokenizer"))
 
 
 def run_bench_serving(

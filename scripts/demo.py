@@ -3,26 +3,23 @@
 Runs runbooks/h200.ipynb through papermill (launcher emulator, time scale 0.05, the smoke
 scenarios and accuracy suites) into outputs/demo-h200.ipynb and outputs/demo-<stamp>/, with the
 runbook's progress lines streamed to this terminal, then prints the verdict, how long the runbook
-took and the path of report.html. The offline tokenizer the benchmark client reads is prepared
-first (once per bench env), so the timed part is the runbook itself. Exit status: 0 for PASS or
-WARN, 1 otherwise.
+took and the path of report.html. The benchmark client reads the emulator's own tokenizer (SmolLM2's
+byte-level BPE, written as a plain JSON directory in well under a second by the speed stage). Exit
+status: 0 for PASS or WARN, 1 otherwise.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import papermill as pm
 
 from kimi_runbooks import report
 from kimi_runbooks.execution.notebook import SlicedWaitKernelManager
 from kimi_runbooks.paths import REPO_ROOT, RUNBOOKS_DIR
-from kimi_runbooks.tools.envs import make_offline_tokenizer
 
 RUNBOOK_GOAL_S = 30.0
 
@@ -32,9 +29,6 @@ def main() -> int:
     logging.getLogger("papermill").setLevel(logging.INFO)  # the runbook's own lines, as they come
     outputs = REPO_ROOT / "outputs"
     run_dir = outputs / f"demo-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
-    print("preparing: the benchmark client's offline tokenizer (built once per bench env)", flush=True)
-    with tempfile.TemporaryDirectory() as warm:
-        make_offline_tokenizer(Path(warm) / "tokenizer")
     started = time.monotonic()
     failed = None
     try:

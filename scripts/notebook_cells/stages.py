@@ -237,6 +237,7 @@ results = invoke.run_all(
     target, checks, timeout=timeout, max_tokens_thinking=max_tokens_thinking,
     image_expect=image_expect, image_url=image_url, concurrency=concurrency, parallel=parallel,
     progress=invoke.progress_to(run_dir),
+    served=invoke.ServedModel.of_run(run_dir),  # the model's own contracts (effort levels, always thinking, video)
 )
 """,
     ),

@@ -150,6 +150,42 @@ USER_SAVE: list[dict[str, Any]] = [
 ]
 
 
+# Structured output (issue 27): a schema as pydantic writes it ($defs/$ref, Optional, enum, nested list).
+ANSWER_SCHEMA: dict[str, Any] = {
+    "$defs": {
+        "City": {
+            "properties": {
+                "name": {"title": "Name", "type": "string"},
+                "population": {"title": "Population", "type": "integer"},
+                "kind": {"$ref": "#/$defs/Kind"},
+            },
+            "required": ["name", "population", "kind"],
+            "title": "City",
+            "type": "object",
+            "additionalProperties": False,
+        },
+        "Kind": {"enum": ["capital", "town"], "title": "Kind", "type": "string"},
+    },
+    "properties": {
+        "cities": {"items": {"$ref": "#/$defs/City"}, "title": "Cities", "type": "array"},
+        "capital": {"anyOf": [{"$ref": "#/$defs/City"}, {"type": "null"}], "default": None},
+        "note": {"title": "Note", "type": "string"},
+    },
+    "required": ["cities", "capital", "note"],
+    "title": "Answer",
+    "type": "object",
+    "additionalProperties": False,
+}
+USER_CITIES: list[dict[str, Any]] = [{"role": "user", "content": "Name two cities in France as JSON."}]
+
+
+def _json_schema(strict: bool | None = True, **extra: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"name": "Answer", "schema": ANSWER_SCHEMA}
+    if strict is not None:
+        spec["strict"] = strict
+    return {"type": "json_schema", "json_schema": spec, **extra}
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -224,6 +260,100 @@ CASES: list[Case] = [
         "/v1/chat/completions",
         _tools(USER_SAVE, tools=[SAVE_TOOL], max_tokens=120, chat_template_kwargs={"thinking": False}),
     ),
+    Case(
+        "chat-json-schema-strict",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _chat(messages=USER_CITIES, response_format=_json_schema(True)),
+    ),
+    Case(
+        "chat-json-schema-loose",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _chat(messages=USER_CITIES, response_format=_json_schema(None)),
+    ),
+    Case(
+        "chat-json-schema-bare",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _chat(messages=USER_CITIES, response_format={"type": "json_schema", "schema": ANSWER_SCHEMA}),
+    ),
+    Case(
+        "chat-json-schema-thinking-off",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _chat(messages=USER_CITIES, response_format=_json_schema(False), chat_template_kwargs={"thinking": False}),
+    ),
+    Case(
+        "chat-json-object",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _chat(messages=USER_CITIES, response_format={"type": "json_object"}),
+    ),
+    Case("chat-format-text", "chat", "POST", "/v1/chat/completions", _chat(response_format={"type": "text"})),
+    Case(
+        "chat-json-schema-with-tools",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _tools(USER_WEATHER, response_format={"type": "json_object"}),
+    ),
+    Case(
+        "chat-structural-tag",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _chat(
+            response_format={
+                "type": "structural_tag",
+                "format": {
+                    "type": "tag",
+                    "begin": "<answer>",
+                    "content": {
+                        "type": "json_schema",
+                        "json_schema": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
+                    },
+                    "end": "</answer>",
+                },
+            }
+        ),
+    ),
+    Case(
+        "chat-structural-tag-legacy",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _chat(
+            response_format={
+                "type": "structural_tag",
+                "structures": [{"begin": "<r>", "schema": {"type": "object"}, "end": "</r>"}],
+                "triggers": ["<r>"],
+                "at_least_one": True,
+            }
+        ),
+    ),
+    Case(
+        "chat-required-after-result",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _tools(TOOL_RESULT_TURN, tool_choice="required"),
+    ),
+    Case(
+        "chat-named-after-result",
+        "chat",
+        "POST",
+        "/v1/chat/completions",
+        _tools(TOOL_RESULT_TURN, tool_choice={"type": "function", "function": {"name": "get_time"}}),
+    ),
+    Case(
+        "chat-required-first-turn", "chat", "POST", "/v1/chat/completions", _tools(USER_WEATHER, tool_choice="required")
+    ),
     # ---- /v1/chat/completions, streamed
     Case("chat-stream", "chat-stream", "POST", "/v1/chat/completions", _chat(stream=True)),
     Case("chat-stream-usage", "chat-stream", "POST", "/v1/chat/completions", _chat(stream=True, **USAGE)),
@@ -275,6 +405,34 @@ CASES: list[Case] = [
         "POST",
         "/v1/chat/completions",
         _tools(USER_SAVE, tools=[SAVE_TOOL], max_tokens=120, stream=True, chat_template_kwargs={"thinking": False}),
+    ),
+    Case(
+        "chat-stream-json-schema",
+        "chat-stream",
+        "POST",
+        "/v1/chat/completions",
+        _chat(messages=USER_CITIES, response_format=_json_schema(True), stream=True, **USAGE),
+    ),
+    Case(
+        "chat-stream-json-object-with-tools",
+        "chat-stream",
+        "POST",
+        "/v1/chat/completions",
+        _tools(USER_WEATHER, response_format={"type": "json_object"}, stream=True, **USAGE),
+    ),
+    Case(
+        "chat-stream-required-after-result",
+        "chat-stream",
+        "POST",
+        "/v1/chat/completions",
+        _tools(TOOL_RESULT_TURN, tool_choice="required", stream=True, **USAGE),
+    ),
+    Case(
+        "chat-stream-named-after-result",
+        "chat-stream",
+        "POST",
+        "/v1/chat/completions",
+        _tools(TOOL_RESULT_TURN, tool_choice={"type": "function", "function": {"name": "get_time"}}, stream=True),
     ),
     # ---- /v1/completions
     Case(
@@ -371,6 +529,64 @@ CASES: list[Case] = [
         {"model": MODEL, "prompt": "Hello there", "max_tokens": CONTEXT_LENGTH, "stream": True},
     ),
     Case("err-generate-bad-json", "errors", "POST", "/generate", '{"text": '),
+    Case("err-format-bogus", "errors", "POST", "/v1/chat/completions", _chat(response_format={"type": "bogus"})),
+    Case(
+        "err-format-no-schema", "errors", "POST", "/v1/chat/completions", _chat(response_format={"type": "json_schema"})
+    ),
+    Case(
+        "err-format-schema-missing",
+        "errors",
+        "POST",
+        "/v1/chat/completions",
+        _chat(response_format={"type": "json_schema", "json_schema": {"name": "Answer"}}),
+    ),
+    Case(
+        "err-format-strict-not-bool",
+        "errors",
+        "POST",
+        "/v1/chat/completions",
+        _chat(response_format={"type": "json_schema", "json_schema": {"name": "A", "schema": {}, "strict": "yes"}}),
+    ),
+    Case(
+        "err-format-no-name",
+        "errors",
+        "POST",
+        "/v1/chat/completions",
+        _chat(response_format={"type": "json_schema", "json_schema": {"schema": {"type": "object"}}}),
+    ),
+    Case(
+        "err-format-empty-tag",
+        "errors",
+        "POST",
+        "/v1/chat/completions",
+        _chat(response_format={"type": "structural_tag"}),
+    ),
+    Case(
+        "err-format-with-required",
+        "errors",
+        "POST",
+        "/v1/chat/completions",
+        _tools(USER_WEATHER, tool_choice="required", response_format={"type": "json_object"}),
+    ),
+    Case(
+        "err-format-with-named",
+        "errors",
+        "POST",
+        "/v1/chat/completions",
+        _tools(
+            USER_WEATHER,
+            tool_choice={"type": "function", "function": {"name": "get_time"}},
+            response_format=_json_schema(),
+        ),
+    ),
+    Case("err-required-no-tools", "errors", "POST", "/v1/chat/completions", _chat(tool_choice="required")),
+    Case(
+        "err-named-unknown-tool",
+        "errors",
+        "POST",
+        "/v1/chat/completions",
+        _tools(USER_WEATHER, tool_choice={"type": "function", "function": {"name": "nope"}}),
+    ),
     Case("err-unknown-route", "errors", "GET", "/v1/nope"),
     Case("err-wrong-method", "errors", "GET", "/v1/chat/completions"),
     Case("err-wrong-method-models", "errors", "POST", "/v1/models", {}),

@@ -227,7 +227,20 @@ def chat_stream(exchange: dict[str, Any], events: list[dict[str, Any]], eos: int
             order += [(index, n) for n in range(before, len(state.pieces))]
             if choice.get("finish_reason"):
                 finishes[index] = choice
-    return _stream_outputs(exchange, choices, order, finishes, eos)
+    return _stream_outputs(exchange, choices, order, finishes, eos, _usage_tokens(events, len(choices)))
+
+
+def _usage_tokens(events: list[dict[str, Any]], choices: int) -> int | None:
+    """The completion tokens of a one-choice stream's usage chunk: a token that ends inside a
+    character sends no delta, so pieces can be fewer than tokens (the emulator's count stands)."""
+    if choices != 1:
+        return None
+    for event in events:
+        chunk = _json(event.get("data"))
+        usage = (chunk or {}).get("usage")
+        if isinstance(usage, dict) and usage.get("completion_tokens") is not None:
+            return int(usage["completion_tokens"])
+    return None
 
 
 def completion_stream(exchange: dict[str, Any], events: list[dict[str, Any]], eos: int) -> list[dict[str, Any]]:
@@ -258,6 +271,7 @@ def _stream_outputs(
     order: list[tuple[int, int]],
     finishes: dict[int, dict[str, Any]],
     eos: int,
+    final_tokens: int | None = None,
 ) -> list[dict[str, Any]]:
     for state in choices.values():
         state.end()
@@ -273,12 +287,13 @@ def _stream_outputs(
         state = choices[index]
         text = "".join(state.pieces[: n + 1])
         done = n == last[index]
-        finish = raw_finish(finishes[index], n + 1, eos) if done and index in finishes else None
+        tokens = final_tokens if done and final_tokens is not None else n + 1
+        finish = raw_finish(finishes[index], tokens, eos) if done and index in finishes else None
         reasoning_seen[index] = min(state.reasoning_pieces, n + 1)
         item: dict[str, Any] = {
             "text": text,
-            "output_ids": [0] * (n + 1),
-            "meta_info": _meta(f"rid-{index}", exchange["prompt_tokens"] or 0, n + 1, reasoning_seen[index], finish),
+            "output_ids": [0] * tokens,
+            "meta_info": _meta(f"rid-{index}", exchange["prompt_tokens"] or 0, tokens, reasoning_seen[index], finish),
         }
         if len(choices) > 1:
             item["index"] = index

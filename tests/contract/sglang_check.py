@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import compare  # siblings: `python tests/contract/sglang_check.py` puts this folder on sys.path
+import grammar_checks
 import replay
 import surface_checks
 
@@ -217,8 +218,13 @@ def run(captured: dict[str, Any]) -> dict[str, Any]:
 
     for exchange in captured["exchanges"]:
         path = exchange["request"]["path"]
-        answer = ref.send(exchange, script_for(exchange, eos))
+        script = script_for(exchange, eos)
+        answer = ref.send(exchange, script)
         before = len(mismatches)
+        if path == "/v1/chat/completions":
+            thinking = replay.thinking_on(replay.request_json(exchange))
+            rows = grammar_checks.check(ref.tm.last_sampling_params, script, thinking, exchange["response"]["status"])
+            add(exchange, rows, note="the grammar SGLang decodes under (xgrammar)")
         emu_body = compare.parse_body(exchange["response"]["body"])
         ref_body = compare.parse_body(answer["body"])
         if path in ("/server_info", "/model_info", "/metrics") and answer["status"] == 200:

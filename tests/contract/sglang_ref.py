@@ -73,6 +73,7 @@ class StubTokenizerManager:
         )
         self.rid_to_state: dict[str, Any] = {}
         self.script: Script | None = None
+        self.last_sampling_params: dict[str, Any] = {}  # what the last request asked the engine (its constraint)
         self.internal_state: dict[str, Any] = {}
 
     # ---- what the handlers call
@@ -110,6 +111,7 @@ class StubTokenizerManager:
             yield {"text": "", "output_ids": [0], "meta_info": {"id": rid}}
             return
         script = self.script or {}
+        self.last_sampling_params = dict(getattr(obj, "sampling_params", None) or {})
         prompt_tokens = int(script.get("prompt_tokens") or 1)
         # SGLang's own context-length check, with the emulator's prompt length.
         TokenizerManager._validate_one_request(self, obj, [0] * prompt_tokens)
@@ -122,9 +124,36 @@ class StubTokenizerManager:
             yield item
 
 
+def _tool_call_constraint(serving: Any, request: Any) -> Any:
+    """serving_chat.py ``_process_messages``'s tool-call constraint for a kimi_k2 launch (no template step):
+    the parser's structure constraint, else the JSON-schema one for tool_choice required/named."""
+    from sglang.srt.entrypoints.openai.protocol import ToolChoice
+    from sglang.srt.entrypoints.openai.serving_chat import get_json_schema_constraint
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
+    tools = serving._effective_tools(request)
+    if not (tools and request.tool_choice != "none" and serving.tool_call_parser):
+        return None
+    parser = FunctionCallParser(tools, serving.tool_call_parser)
+    # thinking_mode: SGLang passes `thinking and reasoning_parser is None`, False with kimi_k2's parser
+    constraint = parser.get_structure_constraint(
+        request.tool_choice, parallel_tool_calls=request.parallel_tool_calls, thinking_mode=False
+    )
+    forced = request.tool_choice == "required" or isinstance(request.tool_choice, ToolChoice)
+    if constraint is None and forced and not parser.detector.parses_required_natively():
+        schema = get_json_schema_constraint(tools, request.tool_choice, parallel_tool_calls=request.parallel_tool_calls)
+        constraint = ("json_schema", schema)
+    return constraint
+
+
 def _chat_conversion(serving: Any):
     def convert(request: Any, raw_request: Any = None) -> tuple[Any, Any]:
-        params = request.to_sampling_params(stop=[], model_generation_config={})
+        constraint = _tool_call_constraint(serving, request)
+        params = request.to_sampling_params(stop=[], model_generation_config={}, tool_call_constraint=constraint)
+        if params.get("json_schema"):
+            # serving_chat.py _set_json_grammar_start, kimi_k2's detector (no response template):
+            # a JSON answer turns the tool-call parser off for this request.
+            request._response_parser_json_response_format = constraint is None or constraint[0] != "json_schema"
         return SimpleNamespace(stream=request.stream, sampling_params=params, rid=None), request
 
     return convert
@@ -282,6 +311,7 @@ class Reference:
     def send(self, exchange: dict[str, Any], script: Script | None) -> dict[str, Any]:
         """Replay one captured request; returns status, lower-cased headers and body."""
         self.tm.script = script
+        self.tm.last_sampling_params = {}
         req = exchange["request"]
         body = req["body"].encode() if req["body"] is not None else None
         response = self.clients[exchange["variant"]].request(

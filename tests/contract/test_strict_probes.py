@@ -16,7 +16,9 @@ import pytest
 from kimi_runbooks import invoke
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import emulator_server
+from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.invoke.image import RECEIPT_ITEM
+from kimi_runbooks.target import RunHandle
 
 CONTENT_ONLY = {"image_content"}  # needs a model that reads images
 NEEDS_INTERNET = {"image_url"}  # skips without an image_url on any server
@@ -38,8 +40,12 @@ def test_strict_emulator_shows_no_marker(strict_url: str) -> None:
         assert "is_emulated" not in http.get("/metrics").text
 
 
-def test_invoke_probes_behave_against_a_server_that_looks_like_sglang(strict_url: str) -> None:
-    results = invoke.run_all(strict_url, timeout=60.0, max_tokens_thinking=4096, concurrency=3)
+def test_invoke_probes_behave_against_a_server_that_looks_like_sglang(strict_url: str, tmp_path) -> None:
+    # the run's tokenizer (as a runbook with model_path has one): kvv_prompt_tokens counts the
+    # expected prompt tokens with it in the bench env, as it would with a real model's
+    tokenizer = make_offline_tokenizer(tmp_path / "tokenizer")
+    handle = RunHandle(base_url=strict_url, model="moonshotai/Kimi-K2.6", launcher="external", tokenizer=str(tokenizer))
+    results = invoke.run_all(handle, timeout=60.0, max_tokens_thinking=4096, concurrency=3)
     by_name = {r.name: r for r in results}
     assert set(invoke.CHECKS) <= set(by_name)
     assert not any(r.emulated for r in results)  # nothing told the probes it is an emulator
@@ -50,3 +56,4 @@ def test_invoke_probes_behave_against_a_server_that_looks_like_sglang(strict_url
     assert by_name["image_url"].status == "skip"
     image = by_name["image_content"]
     assert image.status == "fail" and RECEIPT_ITEM in image.reason, image.reason
+    assert "counted by the run's tokenizer" in by_name["kvv_prompt_tokens"].reason

@@ -229,6 +229,8 @@ def test_every_check_passes_on_the_emulator(emulator_url):
         "image_content",
         "image_url",
         "image_tools",
+        *invoke.STRUCTURED_CHECKS,
+        *invoke.KVV_CHECKS,
         "concurrency",
     ]
     skipped = {k for k, v in statuses.items() if v == "skip"}

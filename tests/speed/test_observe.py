@@ -12,12 +12,12 @@ import pytest
 
 from kimi_runbooks import speed
 from kimi_runbooks.emulator.testing import start_subprocess
+from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import read_jsonl
 from kimi_runbooks.speed.observe import observe_config, sweep_key, telemetry_source
 from kimi_runbooks.speed.results import observed_columns
 from kimi_runbooks.target.locate import RunHandle
-from kimi_runbooks.tools.envs import make_offline_tokenizer
 
 pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
 

@@ -5,8 +5,8 @@ checked on /v1/* with `{"detail":"Invalid API key"}`, any `model` value accepted
 usage in non-streamed answers, and knobs for the ways such a server disagrees with the
 benchmark: prompt counts scaled (another tokenizer), max_completion_tokens ignored (outputs to
 EOS), a crash on generation (connection dropped, as a segfaulting build does), several models.
-Prompt tokens follow the emulator's counting (+6 template tokens for a chat message), which is
-what the offline toy tokenizer counts too.
+Prompt tokens follow the emulator's counting (its tokenizer over its chat template), which is
+what the emulator's offline tokenizer directory counts too.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from kimi_runbooks.emulator.chat_template import render
 from kimi_runbooks.emulator.tokenizer import count_tokens
-
-CHAT_TEMPLATE_TOKENS = 6
 
 
 @dataclass
@@ -57,7 +56,7 @@ class StandIn:
             content = body["messages"][-1]["content"]
             if not isinstance(content, str):
                 return 500, {"error": {"message": 'can only concatenate str (not "list") to str'}}
-            prompt = round(self.prompt_factor * (count_tokens(content) + CHAT_TEMPLATE_TOKENS))
+            prompt = round(self.prompt_factor * count_tokens(render([{"role": "user", "content": content}], None)))
         else:
             prompt = round(self.prompt_factor * count_tokens(body["prompt"]))
         wanted = body.get("max_tokens") or (None if chat else 16)

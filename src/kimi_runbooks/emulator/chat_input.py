@@ -1,25 +1,24 @@
 """Reads a validated chat request into a Conversation and counts its prompt tokens.
 
-Prompt tokens approximate Kimi's chat template: a few template tokens per message,
-the text, each image's vision tokens, prior tool calls, and the tool declarations.
+Prompt tokens are the emulator's tokenizer applied to the conversation rendered with its chat
+template (chat_template.py: messages, prior tool calls, tool declarations), plus each image's
+vision tokens. A client with the emulator's tokenizer directory counts the same for text.
 Images are checked here so a broken one is a 400 before anything is scheduled.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from .chat_template import render
 from .conversation import Conversation, ToolSpec
 from .error_answers import ApiError
 from .images import ImageError, ImageInfo, inspect_image_url
 from .protocol import ChatMessage, ChatRequest
 from .tokenizer import count_tokens
 
-TOKENS_PER_MESSAGE = 3  # <|im_start|>role<|im_middle|> ... <|im_end|>
 TOKENS_PER_IMAGE_WRAP = 2  # media begin/end markers
-TOKENS_GENERATION_PROMPT = 3
 TOKENS_PER_VIDEO = 1024
 """Emulated: the emulator does not decode video, so a clip costs a fixed count (not a measurement)."""
 TEXT_ONLY = "Model only supports text input; received unsupported content type '{kind}'."
@@ -45,14 +44,15 @@ def read_chat(req: ChatRequest, video: bool = True, media: bool = True) -> ChatI
         ToolSpec(t.function.name, t.function.description or "", t.function.parameters or {}) for t in req.tools or []
     ]
     convo = Conversation(tools=tools, tool_choice=_tool_choice(req))
-    tokens = TOKENS_GENERATION_PROMPT
-    if req.tools:
-        declared = [t.model_dump(exclude_none=True) for t in req.tools]
-        tokens += 4 + count_tokens(json.dumps(declared, ensure_ascii=False))
+    declared = [t.model_dump(mode="json", exclude_none=True) for t in req.tools or []]
+    messages = [m.model_dump(mode="json", exclude_none=True) for m in req.messages]
+    tokens = count_tokens(render(messages, declared))
     for index, message in enumerate(req.messages):
         text, images = _message_parts(message, index)
         videos = _videos(message, index, video)
-        tokens += _message_tokens(message, text, images) + videos * (TOKENS_PER_VIDEO + TOKENS_PER_IMAGE_WRAP)
+        tokens += sum(img.tokens + TOKENS_PER_IMAGE_WRAP for img in images) + videos * (
+            TOKENS_PER_VIDEO + TOKENS_PER_IMAGE_WRAP
+        )
         if message.role == "user":
             convo.last_user_text = text
             convo.images = images
@@ -103,14 +103,6 @@ def _message_parts(message: ChatMessage, index: int) -> tuple[str, list[ImageInf
             except ImageError as exc:
                 raise ApiError(str(exc), 400, f"messages.{index}.content.{part_index}.image_url") from None
     return "\n".join(texts), images
-
-
-def _message_tokens(message: ChatMessage, text: str, images: list[ImageInfo]) -> int:
-    tokens = TOKENS_PER_MESSAGE + count_tokens(text)
-    tokens += sum(img.tokens + TOKENS_PER_IMAGE_WRAP for img in images)
-    for call in message.tool_calls or []:
-        tokens += 3 + count_tokens(call.function.name or "") + count_tokens(call.function.arguments or "")
-    return tokens
 
 
 def _trailing_tool_results(messages: list[ChatMessage]) -> list[tuple[str, str]]:

@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from .error_answers import ValidationFailed
+from .structured import AnyResponseFormat, lift_json_schema
 from .tokenizer import VOCAB_SIZE
 
 
@@ -175,6 +176,8 @@ class ChatRequest(_SamplingFields):
     stream_options: StreamOptions | None = None
     tools: list[Tool] | None = None
     tool_choice: Literal["none", "auto", "required"] | ToolChoiceNamed | None = None
+    parallel_tool_calls: bool = True
+    response_format: AnyResponseFormat | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     separate_reasoning: bool = True
     reasoning_effort: ReasoningEffort | Annotated[float, Field(ge=0.0, le=0.99)] | None = None
@@ -190,6 +193,11 @@ class ChatRequest(_SamplingFields):
     @classmethod
     def _normalize_reasoning(cls, values: Any) -> Any:
         return normalize_reasoning_inputs(values)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_json_schema(cls, values: Any) -> Any:
+        return lift_json_schema(values)
 
     @property
     def token_limit(self) -> int | None:

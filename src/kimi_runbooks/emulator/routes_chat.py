@@ -31,6 +31,7 @@ from .formats import ChatFormat
 from .protocol import ChatRequest, parse_body
 from .sse import DONE, event
 from .state import AppState
+from .structured import check_constraints, check_response_format, check_tool_choice, json_answer, structured_reply
 from .tokenizer import tokenize
 from .tool_faults import ToolFaults
 
@@ -56,7 +57,10 @@ async def chat_completions(request: Request) -> Response:
     state.check_ready()
     req = parse_body(ChatRequest, await state.read_json(request))
     _validate(state, req)
+    check_constraints(req.response_format, req.tools or [], req.tool_choice)
     chat = read_chat(req, video=state.settings.capabilities.video, media=state.settings.capabilities.images)
+    if state.settings.fault_is("prompt-tokens-off") and state.settings.fault is not None:
+        chat.prompt_tokens = round(chat.prompt_tokens * (state.settings.fault.value or 0.8))
     state.check_context(chat.prompt_tokens, req.token_limit)
     state.check_injected_500()
     plans = [plan_choice(state, req, chat, i) for i in range(req.n)]
@@ -69,7 +73,7 @@ async def chat_completions(request: Request) -> Response:
         created=int(time.time()),
         model=req.model,
         history_calls=history_calls(req),
-        tools_active=bool(req.tools) and req.tool_choice != "none",
+        tools_active=bool(req.tools) and req.tool_choice != "none" and not json_answer(req.response_format),
         prompt_tokens=chat.prompt_tokens - fmt.unreported_prompt_tokens,
         faults=ToolFaults.from_settings(state.settings),
         fmt=fmt,
@@ -86,12 +90,14 @@ def _validate(state: AppState, req: ChatRequest) -> None:
     """serving_chat.py ``_validate_request``: the checks that apply to these requests."""
     if not req.messages:
         raise ApiError("Messages cannot be empty.")
+    check_tool_choice(req.tools or [], req.tool_choice)
     limit = req.max_completion_tokens or req.max_tokens
     context = state.settings.max_model_len
     if limit and limit > context:
         raise ApiError(
             f"max_completion_tokens is too large: {limit}.This model supports at most {context} completion tokens."
         )
+    check_response_format(req.response_format)
 
 
 def history_calls(req: ChatRequest) -> int:
@@ -111,6 +117,8 @@ def plan_choice(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Pl
     reply = chat_reply(convo, rng, bad_tool_json=settings.fault_is("bad-tool-json"))
     caps = settings.capabilities
     thinks = caps.model_thinks(req.thinking)
+    if req.response_format is not None and not settings.fault_is("response-format-ignored"):
+        reply = structured_reply(reply, req.response_format, convo, rng)
     reply = faults.reply(reply, convo, thinks, history_calls(req))
     if thinks:
         reply = caps.with_effort(reply, req.effort_requested, rng)
@@ -260,7 +268,9 @@ async def _stream(
             finished.append(index)
         if token in dropped[index]:
             continue
-        chunk = _token_chunk(plans[index].events[token], token, plans[index], index, turn)
+        ev = plans[index].events[token]
+        # a token ending inside a character has no text: SGLang sends no empty delta (serving_chat.py)
+        chunk = _token_chunk(ev, token, plans[index], index, turn) if ev.text or ev.kind == "tool_name" else None
         if chunk is not None:
             yield event(chunk)
         if token == plans[index].completion_tokens - 1:

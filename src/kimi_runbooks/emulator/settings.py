@@ -32,6 +32,8 @@ FAULT_KINDS = (
     "bad-tool-json",  # tool-call arguments are malformed JSON
     "no-reasoning",  # no reasoning_content; thinking leaks into content in <think> tags
     "http-500-rate",  # fraction (value) of generation requests answer 500
+    "response-format-ignored",  # response_format accepted but not honoured: free text, as before issue 27
+    "prompt-tokens-off",  # usage.prompt_tokens scaled by value (default 0.8): another tokenizer's count
     *TOOL_FAULT_KINDS,
 )
 

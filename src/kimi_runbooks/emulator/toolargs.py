@@ -40,6 +40,18 @@ def arguments_for(schema: Any, hints: Hints) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def instance_for(schema: Any, hints: Hints) -> Any:
+    """A value valid against any JSON schema (structured output's content); {} if it is unusable."""
+    if schema is True or schema == {}:
+        return {}
+    if not isinstance(schema, dict):
+        return {}
+    try:
+        return _Generator(schema, hints).value(schema, "", 0)
+    except (RecursionError, ValueError, TypeError, KeyError, IndexError):
+        return {}
+
+
 class _Generator:
     def __init__(self, root: dict[str, Any], hints: Hints) -> None:
         self.root = root

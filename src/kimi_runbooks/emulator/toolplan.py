@@ -3,8 +3,14 @@
 The emulator has no model, so tool use follows a few fixed rules a reader can predict:
 
 * a tool is *relevant* when the last user message names it (exact name, or its name's words
-  and description words score >= 2); ``tool_choice`` named forces that tool, ``required``
-  falls back to the best-scoring tool, ``none`` calls nothing;
+  and description words score >= 2); ``none`` calls nothing;
+* ``tool_choice`` named or ``required`` forces a call on *every* turn, a tool result's follow-up
+  included: SGLang 0.5.23 installs the tool-call constraint whatever the last message's role
+  (serving_chat.py ``_process_messages`` -> ``FunctionCallParser.get_structure_constraint``; for
+  kimi_k2 a structural tag that admits only calls). Named calls that tool; ``required`` calls
+  the relevant tools still pending, else the best-scoring tool not yet called since the last
+  user message (an agent's ``final_result`` output tool after its other tools answered), else
+  the best-scoring tool;
 * relevant tools are called one per turn, in the order the user mentions them, each once
   after the last user message (call -> result -> next call, as an agent works through a task);
   when the user asks for them "in parallel" / "at the same time" they are called together;
@@ -51,17 +57,24 @@ def tools_for_turn(convo: Conversation) -> list[ToolSpec]:
     """The tools called in this turn (empty: answer in text)."""
     if not convo.tools or convo.tool_choice == "none":
         return []
-    follow_up = convo.last_role == "tool" and bool(convo.tool_results)
     forced = forced_tool_name(convo.tool_choice)
     if forced:
-        return [] if follow_up else [t for t in convo.tools if t.name == forced][:1]
+        return [t for t in convo.tools if t.name == forced][:1]
     pending = _pending(convo)
     if pending:
         return pending if _PARALLEL.search(convo.last_user_text) else pending[:1]
-    if convo.tool_choice == "required" and not follow_up:
-        scored = sorted(((tool_score(t, convo), i) for i, t in enumerate(convo.tools)), key=lambda p: (-p[0], p[1]))
-        return [convo.tools[scored[0][1]]]
+    if convo.tool_choice == "required":
+        return [_best_uncalled(convo)]
     return []
+
+
+def _best_uncalled(convo: Conversation) -> ToolSpec:
+    """The best-scoring tool, preferring those not called since the last user message."""
+    done = set(convo.called_since_user)
+    ranked = sorted(
+        ((tool.name in done, -tool_score(tool, convo), i) for i, tool in enumerate(convo.tools)),
+    )
+    return convo.tools[ranked[0][2]]
 
 
 def _pending(convo: Conversation) -> list[ToolSpec]:

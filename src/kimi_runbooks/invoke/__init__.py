@@ -1,7 +1,9 @@
 """Invoke stage: prove each documented Kimi feature works through the `openai` client users use.
 
-`run_all(target)` runs the feature checks (checks.py) and the agentic suite (agentic.py: multi-turn
-tool calling, parallel calls, long arguments, tool_choice, leaks, truncation) against a server,
+`run_all(target)` runs the feature checks (checks.py; structured output and forced calls after a
+tool result, structured_checks.py; the Kimi Vendor Verifier's pre-flight set, kvv.py) and the
+agentic suite (agentic.py: multi-turn tool calling, parallel calls, long arguments, tool_choice, leaks,
+truncation) against a server,
 each isolated (run.py), and returns `CheckResult`s; `run_agentic` runs the suite alone;
 `save` writes run_dir/invoke.json (results.py); `agentic_card` is the report's view of the suite.
 """
@@ -10,6 +12,7 @@ from .agentic import AGENTIC_CASES, AgenticCase, agentic_card, agentic_results
 from .checks import CHECKS, PRODUCT_TOOL, WEATHER_RESULT, WEATHER_TOOL
 from .contracts import CONTRACT_CHECKS
 from .image import RECEIPT_ITEM, data_url, receipt_png
+from .kvv import KVV_CHECKS
 from .results import (
     CheckResult,
     ChecksFailed,
@@ -23,8 +26,9 @@ from .results import (
     save,
     summary_table,
 )
-from .run import ALL_NAMES, detect_emulated, resolve_target, run_agentic, run_all, unusable_reason
+from .run import ALL_NAMES, FEATURE_CHECKS, detect_emulated, resolve_target, run_agentic, run_all, unusable_reason
 from .served import ServedModel, checks_for
+from .structured_checks import STRUCTURED_CHECKS
 
 __all__ = [
     "AGENTIC_CASES",
@@ -33,6 +37,9 @@ __all__ = [
     "CHECKS",
     "CONTRACT_CHECKS",
     "CheckResult",
+    "FEATURE_CHECKS",
+    "KVV_CHECKS",
+    "STRUCTURED_CHECKS",
     "ChecksFailed",
     "PRODUCT_TOOL",
     "RECEIPT_ITEM",

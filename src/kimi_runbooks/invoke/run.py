@@ -17,11 +17,15 @@ from .agentic import AGENTIC_CASES
 from .checks import CHECKS
 from .contracts import CONTRACT_CHECKS
 from .image import RECEIPT_ITEM
+from .kvv import KVV_CHECKS
 from .results import CheckResult, Suite
 from .served import ServedModel, checks_for
 from .session import CheckFailed, CheckSkipped, Recorder, Session, compact, describe_error
+from .structured_checks import STRUCTURED_CHECKS
 
-DEFAULT_NAMES = [*CHECKS, *AGENTIC_CASES]
+_BEFORE_LOAD = {name: fn for name, fn in CHECKS.items() if name != "concurrency"}
+FEATURE_CHECKS = {**_BEFORE_LOAD, **STRUCTURED_CHECKS, **KVV_CHECKS, "concurrency": CHECKS["concurrency"]}
+DEFAULT_NAMES = [*FEATURE_CHECKS, *AGENTIC_CASES]
 ALL_NAMES = [*DEFAULT_NAMES, *CONTRACT_CHECKS]
 
 
@@ -29,7 +33,7 @@ def _run_name(name: str, s: Session) -> list[CheckResult]:
     if name in AGENTIC_CASES:
         case = AGENTIC_CASES[name]
         return _run_one(name, case.run, s, suite="agentic", expected=case.expected)
-    return _run_one(name, CHECKS.get(name) or CONTRACT_CHECKS[name], s)
+    return _run_one(name, FEATURE_CHECKS.get(name) or CONTRACT_CHECKS[name], s)
 
 
 def _run_one(

@@ -7,8 +7,9 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..emulator.tokenizer_files import make_offline_tokenizer
 from ..rundir import RunFolder
-from ..tools.envs import ToolEnvError, make_offline_tokenizer, tool_env
+from ..tools.envs import ToolEnvError, tool_env
 
 log = logging.getLogger(__name__)
 

@@ -2,10 +2,10 @@
 counts the scenario's tokens as the benchmark does.
 
 bench_serving sizes prompts and outputs in the tokens of the tokenizer it is given; with any other
-tokenizer than the served model's (the offline toy one against a real model, say), "128 in / 32
+tokenizer than the served model's (the emulator's offline one against a real model, say), "128 in / 32
 out" becomes ~500 in / ~100 out on the server and the throughput means nothing. So the stage
 uses the served model's tokenizer (a `tokenizer` parameter, the handle's, or the deployed plan's
-`model_path`; the toy tokenizer only against the emulator, whose counts it matches), and before
+`model_path`; the emulator's offline tokenizer only against the emulator, whose counts it equals), and before
 the scenarios run, one request per scenario (tools/scripts/token_probe.py, in the bench env, with
 bench_serving's own dataset code) compares the server's usage with the tokens actually sent
 (after the chat template for the chat backend) and with the requested output length. Beyond
@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..emulator.tokenizer_files import make_offline_tokenizer
 from ..rundir import RunFolder
-from ..tools.envs import make_offline_tokenizer
 from ..tools.scripts import script
 from .worker import BenchWorker, WorkerUnavailable
 
@@ -69,7 +69,7 @@ def choose_tokenizer(
 ) -> tuple[str | Path | None, str]:
     """(tokenizer for --tokenizer, where it came from). The served model's tokenizer: the given one,
     the handle's, the deployed plan's model_path; against the emulator only, None (the caller
-    builds the toy one). Offline against a real server with none known: TokenizerMissing."""
+    builds the emulator's). Offline against a real server with none known: TokenizerMissing."""
     if tokenizer:
         return tokenizer, "the tokenizer parameter"
     from_handle = getattr(target, "tokenizer", None)
@@ -78,7 +78,7 @@ def choose_tokenizer(
     if model_path:
         return model_path, "the deployed plan's model_path"
     if emulated:
-        return None, "the offline toy tokenizer (emulator only: its counts match the emulator's)"
+        return None, "the emulator's offline tokenizer (SmolLM2 BPE; emulator only: its counts equal the emulator's)"
     if offline:
         raise TokenizerMissing(
             "the speed stage needs the served model's tokenizer to size prompts in that model's tokens "
@@ -194,7 +194,7 @@ def stage_tokenizer(
     tokenizer: str | Path | None = None,
     offline: bool = True,
 ) -> str | Path | None:
-    """The speed stage's --tokenizer (choose_tokenizer), building the toy one for the emulator."""
+    """The speed stage's --tokenizer (choose_tokenizer), building the emulator's for the emulator."""
     emulated = bool(getattr(target, "emulated", False))
     chosen, source = choose_tokenizer(
         tokenizer, target, emulated=emulated, offline=offline, model_path=model_path_of(run_dir)

@@ -13,7 +13,6 @@ An env can be replaced by another interpreter (a python in some other env, or a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -22,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import REPO_ROOT
-from ..rundir import RunFolder
 from .scripts import script
 
 __all__ = [
@@ -35,7 +33,6 @@ __all__ = [
     "ToolSpec",
     "create_command",
     "env_var_for",
-    "make_offline_tokenizer",
     "repo_root",
     "tool_env",
     "venvs_dir",
@@ -268,41 +265,3 @@ def versions(env: str | ToolEnv | os.PathLike[str]) -> dict[str, str | None]:
     except (IndexError, json.JSONDecodeError) as exc:
         raise ToolEnvError(f"{python} printed no version JSON: {proc.stdout[-500:]!r}") from exc
     return {key: data.get(key) for key in ("python", *KEY_PACKAGES)}
-
-
-def make_offline_tokenizer(dest: Path, *, vocab_size: int = 1024, env: ToolEnv | None = None) -> Path:
-    """Write a tiny HF tokenizer directory to ``dest`` for ``bench_serving --tokenizer``.
-
-    bench_serving loads a tokenizer (``AutoTokenizer.from_pretrained``) even for the
-    ``random-ids`` dataset, and with no HF hub the tokenizer must be a local directory. This
-    one is a word-level vocabulary (special tokens, the printable ASCII characters, then
-    ``w0 w1 ...``) that adds no special tokens and whose decode/encode round-trips, so token
-    counts computed from text equal the ids the client drew. It is built in the bench env
-    (``tokenizers``/``transformers`` live there) once per vocabulary size and builder version,
-    kept beside that env, and copied to ``dest`` (building it costs ~4 s of imports each time).
-    """
-    if vocab_size < 128:
-        raise ValueError("vocab_size must be at least 128")
-    env = env or tool_env("bench")
-    dest = Path(dest)
-    builder = script("offline_tokenizer.py")
-    digest = hashlib.sha256(builder.read_bytes()).hexdigest()[:12]
-    cache = env.python.parent.parent / "share" / "kimi-runbooks" / f"offline-tokenizer-{vocab_size}-{digest}"
-    if not (cache / "tokenizer.json").exists():
-        building = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        shutil.rmtree(building, ignore_errors=True)
-        proc = subprocess.run(
-            [str(env.python), str(builder), str(building), str(vocab_size)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, **OFFLINE_ENV},
-        )
-        if proc.returncode != 0:
-            raise ToolEnvError(f"building the offline tokenizer for {dest} failed: {proc.stderr.strip()[-1000:]}")
-        try:
-            building.rename(cache)  # atomic; a concurrent builder that won leaves its copy
-        except OSError:
-            shutil.rmtree(building, ignore_errors=True)
-    return RunFolder(dest.parent).copy_tree(cache, dest)  # writes go through RunFolder
