@@ -10,12 +10,14 @@ from typing import Any
 
 import pandas as pd
 
+from ..accuracy.compare import SOURCE_EMULATED
+from ..accuracy.judgement import Judgement
 from ..deploy.diagnose import run_diagnosis
 from ..plan import load_catalog
 from .collect import RunData
 from .html_parts import COLOURS, DASH, badge, bullet_list, card, cards, esc, fmt_number, fmt_percent, missing, pre
 from .next_steps import next_steps
-from .verdict import accuracy_comparison, verdict
+from .verdict import accuracy_comparison, accuracy_judgements, verdict
 
 SPEED_TOLERANCE = 0.10
 """Beyond this relative difference from a reference a speed number is coloured better or worse."""
@@ -172,21 +174,34 @@ def _time_scale(data: RunData) -> float:
 
 
 def accuracy_card(data: RunData) -> str:
+    """Per suite, its primary metric (pass@1, accuracy, tool-call F1 / schema accuracy) first, judged
+    against the published figure (accuracy.judgement): an emulated run reads "not comparable"."""
     if data.accuracy is None:
         return card("Accuracy", _status_line(data, "accuracy") or '<p class="meh">not run</p>')
     table = accuracy_comparison(data)
+    judged = {(j.suite, j.metric): j for j in accuracy_judgements(data)}
     items = []
     if table is not None and not table.empty:
-        for _, group in table.groupby("suite", sort=False):
+        for suite, group in table.groupby("suite", sort=False):
+            heads = group[[(str(suite), str(m)) in judged for m in group["metric"]]]
             with_ref = group[group["ref_rate"].notna()] if "ref_rate" in group.columns else group.iloc[0:0]
-            items.append(_accuracy_item((with_ref if len(with_ref) else group).iloc[0]))
+            shown = heads if len(heads) else (with_ref if len(with_ref) else group).iloc[:1]
+            items.append(
+                "; ".join(
+                    _accuracy_item(row, judged.get((str(suite), str(row["metric"]))))
+                    for _, row in shown.drop_duplicates("metric", keep="last").iterrows()
+                )
+            )
     not_ok = [r for r in data.accuracy if r.get("status") != "ok"]
     for r in not_ok:
         items.append(f'<b>{esc(r.get("suite"))}</b>: <span class="meh">{esc(r.get("status"))}</span>')
     return card("Accuracy", _status_line(data, "accuracy") + bullet_list(items[:8], escape=False))
 
 
-def _accuracy_item(row: pd.Series) -> str:
+JUDGED_CLASS = {"within": "ok", "below": "bad", "fail": "bad"}
+
+
+def _accuracy_item(row: pd.Series, judged: Judgement | None = None) -> str:
     rate = row.get("rate")
     interval = (
         f" [{fmt_number(row['ci_low'], 2)}, {fmt_number(row['ci_high'], 2)}]"
@@ -197,11 +212,22 @@ def _accuracy_item(row: pd.Series) -> str:
     if "n" in row and not missing(row.get("n")):
         text += f" (n={int(row['n'])})"
     ref = row.get("ref_rate")
-    if not missing(ref):
-        inside = not missing(row.get("ci_low")) and row["ci_low"] <= ref <= row["ci_high"]
-        cls = "ok" if inside else "bad"
-        text += f' vs published <b class="{cls}">{fmt_number(ref, 3)}</b>'
-    return text
+    if missing(ref):
+        return text + ' <span class="meh">(no published figure)</span>'
+    if judged is None or judged.status not in JUDGED_CLASS:
+        reason = judged.status if judged is not None else ("not comparable: emulated" if data_emulated(row) else "")
+        return (
+            text
+            + f" vs published {fmt_number(ref, 3)}"
+            + (f' <span class="meh">({esc(reason)})</span>' if reason else "")
+        )
+    cls = JUDGED_CLASS[judged.status]
+    word = {"within": "consistent", "below": "below its interval", "fail": "below past fail_drop"}[judged.status]
+    return text + f' vs published <b class="{cls}">{fmt_number(ref, 3)}</b> <span class="{cls}">({word})</span>'
+
+
+def data_emulated(row: pd.Series) -> bool:
+    return bool(row.get("source") == SOURCE_EMULATED)
 
 
 def stage_cards(data: RunData) -> str:
