@@ -321,6 +321,7 @@ def test_an_emulated_accuracy_result_is_not_comparable_never_a_red_delta(copy):
     assert report.verdict(data).level == "PASS"
     card = report_cards.accuracy_card(data)
     assert "not comparable: emulated" in card and 'class="bad"' not in card
+    assert "not comparable: emulated" in sections.accuracy_section(data)
     assert not [s for s in next_steps(data) if "aime25" in s.what]
     # the same numbers measured on hardware: 0/2 tops out at 0.66, past 0.989 - 0.10
     _accuracy_run(copy, [{**aime, "emulated": False, "source": "measured"}])
