@@ -256,18 +256,65 @@ def test_compare_runs_builds_one_page(run_folder, copy, tmp_path):
     assert report_cli.main([str(tmp_path / "missing")]) == 2
 
 
-def test_a_key_equal_to_a_markup_word_leaves_the_report_intact_and_shows_the_marker(copy, monkeypatch):
-    """Issue 13 case 9: redaction in report.html touches text, never tags or attributes, and the
-    marker is visible (escaped), not swallowed as an unknown tag."""
+def test_a_key_equal_to_a_markup_word_is_redacted_everywhere_and_the_report_stays_intact(copy, monkeypatch):
+    """Issue 13 case 9 kept the markup of a key equal to a markup word; issue 25 item 4 redacts every byte:
+    the attribute loses its value, the document keeps its structure and shows the marker."""
     monkeypatch.setenv("MARKUP_WORD_KEY", "verdict")  # the report's verdict block carries class="verdict"
     manifest = json.loads((copy / "manifest.json").read_text())
     manifest["warnings"] = [*manifest.get("warnings", []), "the key verdict leaked into this warning"]
     (copy / "manifest.json").write_text(json.dumps(manifest))
     text = report.render(copy, secret_env="MARKUP_WORD_KEY").read_text()
-    assert 'class="verdict"' in text  # markup untouched
+    assert "verdict" not in text and 'class="&lt;redacted&gt;"' in text
     assert text.count("<table") == text.count("</table>") > 0
-    assert "the key &lt;redacted&gt; leaked into this warning" in text
-    assert "key verdict leaked" not in text and "<redacted>" not in text
+    assert "the key &lt;redacted&gt; leaked into this warning" in text and "<redacted>" not in text
+
+
+KEY = "sk-live/0123456789abcdef"
+
+
+def _plotly_payloads(text: str) -> list[tuple[list, dict]]:
+    """(data, layout) of every Plotly.newPlot call, parsed as JSON."""
+    decoder = json.JSONDecoder()
+    found = []
+    for chunk in text.split("Plotly.newPlot(")[1:]:
+        rest = chunk[chunk.index(",") + 1 :].lstrip()
+        data, end = decoder.raw_decode(rest)
+        layout, _ = decoder.raw_decode(rest[end:].lstrip(", \n"))
+        found.append((data, layout))
+    return found
+
+
+def test_a_key_in_a_figures_title_and_hover_text_is_redacted_and_the_figure_still_parses(tmp_path, monkeypatch):
+    """Issue 25 item 4: report.html kept a configured key inside <script> (a plotly figure's JSON) and in
+    attributes; every byte is redacted now, and the figure's JSON is still valid."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    monkeypatch.setenv("RUN_KEY", KEY)
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4], hovertext=[f"served with {KEY}", "b"]))
+    fig.update_layout(title=f"run against {KEY}")
+    body = pio.to_html(fig, include_plotlyjs=False, full_html=False) + f'<p title="{KEY}">{KEY}</p>'
+    path = _notebook_with_output(tmp_path, body)
+    out = report.export_html(path, RunFolder(tmp_path, ["RUN_KEY"]), tmp_path / "r.html").read_bytes().decode()
+    for form in (KEY, KEY.replace("/", "\\u002f"), KEY.replace("/", "\\/")):
+        assert form not in out, form
+    ((data, layout),) = _plotly_payloads(out)
+    assert layout["title"]["text"] == "run against [redacted]"
+    assert data[0]["hovertext"] == ["served with [redacted]", "b"]
+    assert 'title="&lt;redacted&gt;"' in out
+
+
+def test_a_key_in_a_scenario_name_leaves_no_byte_of_report_html(copy, monkeypatch):
+    """Issue 25 item 4, end to end: a key in a scenario id reaches the Pareto figure's hover text, the
+    time-series legend and the tables; report.html holds none of it, its figures still parse."""
+    monkeypatch.setenv("RUN_KEY", KEY)
+    rows = [json.loads(line) for line in (copy / "bench.jsonl").read_text().splitlines() if line.strip()]
+    leaked = {**rows[0], "scenario": f"smoke-{KEY}"}
+    append_jsonl(copy / "bench.jsonl", leaked)
+    text = report.render(copy, secret_env="RUN_KEY").read_bytes().decode()
+    assert KEY not in text and KEY.replace("/", "\\u002f") not in text
+    payloads = _plotly_payloads(text)
+    assert payloads and any("[redacted]" in json.dumps(d) for d, _ in payloads)
 
 
 def _accuracy_run(copy: Path, rows: list[dict]) -> None:
