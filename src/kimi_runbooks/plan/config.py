@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 import shlex
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .flags import knob_of
+from .inputs import check_host, check_ifname, check_image, check_port
 from .memory import KV_CACHE_DTYPES
 from .rules import parse_version
 from .shell import is_env_name
@@ -42,7 +43,7 @@ class PlanConfig(BaseModel):
     speculative: bool = False
     trust_remote_code: bool = True
     host: str = "127.0.0.1"
-    port: int = Field(default=30000, ge=1, le=65535)
+    port: int = 30000
     api_key_env: str | None = None
     served_model_name: str | None = None
     model_path: str | None = None
@@ -65,10 +66,37 @@ class PlanConfig(BaseModel):
     """Which accelerators of the node the server uses (pinned with CUDA/HIP/ASCEND_RT_VISIBLE_DEVICES);
     default: the first ones when the plan leaves some idle."""
     node_ips: list[str] = Field(default_factory=list)
-    dist_init_port: int = Field(default=5000, ge=1, le=65535)
+    dist_init_port: int = 5000
     ifname: str | None = None
     prefill_ip: str | None = None
     decode_ip: str | None = None
+
+    @field_validator("host", "prefill_ip", "decode_ip")
+    @classmethod
+    def _host(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else check_host(value, str(info.field_name))
+
+    @field_validator("node_ips")
+    @classmethod
+    def _node_ips(cls, value: list[str]) -> list[str]:
+        for i, ip in enumerate(value):
+            check_host(ip, f"node_ips[{i}] (--node-ip)", "10.0.0.1")
+        return value
+
+    @field_validator("ifname")
+    @classmethod
+    def _ifname(cls, value: str | None) -> str | None:
+        return None if value is None else check_ifname(value)
+
+    @field_validator("docker_image")
+    @classmethod
+    def _image(cls, value: str | None) -> str | None:
+        return None if value is None else check_image(value)
+
+    @field_validator("port", "dist_init_port")
+    @classmethod
+    def _port(cls, value: int, info: ValidationInfo) -> int:
+        return check_port(value, str(info.field_name))
 
     @field_validator("api_key_env")
     @classmethod

@@ -250,7 +250,8 @@ def _docker_argv(
         ]
     else:
         argv += ["--gpus", "all"]
-    argv += ["--ipc=host", "--shm-size", "32g", "-p", f"{config.host}:{config.port}:{config.port}"]
+    bind = f"[{config.host}]" if ":" in config.host else config.host  # docker's IPv6 form: [::1]:port:port
+    argv += ["--ipc=host", "--shm-size", "32g", "-p", f"{bind}:{config.port}:{config.port}"]
     argv += ["-v", HF_CACHE_MOUNT]
     for key, value in env.items():
         argv += ["-e", join_word(f"{key}=", value)]
