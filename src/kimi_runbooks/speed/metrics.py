@@ -152,19 +152,43 @@ def _histogram_mean_ms(samples: list[dict[str, Any]], name: str) -> float | None
     return 1000.0 * (sums[-1] - sum0) / (counts[-1] - count0)
 
 
+STEADY_SHARE = 0.9
+"""The steady state: from the first sample running at least this share of the peak to the last one."""
+
+
+def steady_window(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The samples of the steady state: the ramp-up before the running count first comes within
+    STEADY_SHARE of its peak, and the tail after it last does (requests draining once the client
+    has sent its last one), are left out. A server that never runs what was asked has a low peak,
+    so its window still shows it."""
+    running = [s.get("num_running_reqs") for s in samples]
+    values = [float(r) for r in running if isinstance(r, (int, float))]
+    peak = max(values, default=0.0)
+    if peak <= 0:
+        return []
+    inside = [i for i, r in enumerate(running) if isinstance(r, (int, float)) and r >= STEADY_SHARE * peak]
+    return samples[inside[0] : inside[-1] + 1]
+
+
 def summarise(samples: list[dict[str, Any]], note: str | None = None) -> dict[str, Any]:
     """Peak queued, mean and peak running, peak KV usage, cache hit rate, throughput, accept length;
-    `mean_running` over the samples where anything ran (the steady state, not the ramp to zero)."""
+    `mean_running`, `steady_queued` and `steady_token_usage` over the steady-state window
+    (`steady_window`: ramp-up and tail excluded), the peaks over every sample."""
     good = [s for s in samples if "error" not in s]
     if not good:
         return {"samples": 0, "note": note or "no /metrics sample was taken"}
     running = _series(good, "num_running_reqs")
     busy = [r for r in running if r > 0]
+    steady = steady_window(good)
+    steady_running = [r for r in _series(steady, "num_running_reqs") if r > 0]
     out: dict[str, Any] = {
         "samples": len(good),
         "peak_running": max(running) if running else None,
-        "mean_running": round(statistics.fmean(busy), 2) if busy else 0.0,
+        "mean_running": round(statistics.fmean(steady_running), 2) if steady_running else 0.0,
         "busy_samples": len(busy),
+        "steady_samples": len(steady),
+        "steady_queued": max(_series(steady, "num_queue_reqs"), default=None),
+        "steady_token_usage": max(_series(steady, "token_usage"), default=None),
         "peak_queued": max(_series(good, "num_queue_reqs"), default=None),
         "peak_token_usage": max(_series(good, "token_usage"), default=None),
         "peak_used_tokens": max(_series(good, "num_used_tokens"), default=None),
