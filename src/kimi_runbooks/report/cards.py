@@ -37,6 +37,8 @@ def sglang_version(data: RunData) -> str:
     version = (data.manifest or {}).get("sglang_version")
     if version:
         return str(version)
+    if data.external:
+        return "unknown (external server)"  # the plan's version says nothing about a server we did not start
     planned = ((data.plan or {}).get("config") or {}).get("sglang_version")
     return f"{planned} (planned)" if planned else DASH
 
@@ -58,7 +60,10 @@ def header_card(data: RunData) -> str:
         if data.emulated
         else ""
     )
-    title = f'<span class="title">{esc(_platform_name(data.platform))}</span>'
+    name = _platform_name(data.platform)
+    if data.external:
+        name = f"External server ({name} parameters)"
+    title = f'<span class="title">{esc(name)}</span>'
     return f'<div class="head">{title}<div class="facts">{fact_html}</div>{emulated}</div>'
 
 
@@ -92,7 +97,7 @@ def deploy_card(data: RunData) -> str:
         ("server", handle.get("base_url")),
         ("served model", handle.get("model")),
         ("KV pool (tokens)", fmt_number(manifest.get("max_total_num_tokens"))),
-        ("devices", (data.plan or {}).get("devices_used")),
+        ("devices", None if data.external else (data.plan or {}).get("devices_used")),  # external: unknown
     ]
     body = "".join(f"<div>{esc(k)}: <b>{esc(v if not missing(v) else DASH)}</b></div>" for k, v in rows if v)
     return card("Deploy", _status_line(data, "deploy") + body)
@@ -258,6 +263,8 @@ def diagnosis_card(data: RunData) -> str:
     """For a failed deployment: the cause read from its server log(s), the fix, public sources and
     the redacted log excerpt (deploy.diagnose). Empty when the deployment did not fail."""
     deploy = data.stages.get("deploy")
+    if data.external:
+        return ""  # no server was started here, so there is no server log to read: the stage names the cause
     found = run_diagnosis(data.run_dir, deploy.status if deploy else None)
     if not found:
         return ""
