@@ -14,6 +14,7 @@ from ..accuracy.compare import SOURCE_EMULATED
 from ..accuracy.judgement import Judgement
 from ..deploy.diagnose import run_diagnosis
 from ..plan import load_catalog
+from . import causes
 from .collect import RunData
 from .html_parts import COLOURS, DASH, badge, bullet_list, card, cards, esc, fmt_number, fmt_percent, missing, pre
 from .next_steps import next_steps
@@ -111,8 +112,15 @@ def invoke_card(data: RunData) -> str:
         f'<p><b class="ok">{counts["pass"]} passed</b> · <b class="{"bad" if counts["fail"] else "meh"}">'
         f'{counts["fail"]} failed</b> · <span class="meh">{counts["skip"]} skipped</span></p>'
     )
-    failed = [f"<b>{esc(r.name)}</b>: {esc(r.reason[:140])}" for r in data.invoke if r.status == "fail"]
-    return card("Invoke", summary + bullet_list(failed, escape=False))
+    found = causes.diagnosis(data.invoke)
+    lead = f'<p class="bad"><b>{esc(found)}.</b> Fix: {esc(causes.NOT_KIMI_FIX)}</p>' if found else ""
+    failed = [
+        f"<b>{esc(g.cause)}</b>"
+        + (f" ({len(g.names)} checks: {esc(', '.join(g.names[:6]))})" if len(g.names) > 1 else "")
+        + f": {esc(g.example[:140])}"
+        for g in causes.groups(data.invoke)
+    ]
+    return card("Invoke", summary + lead + bullet_list(failed, escape=False))
 
 
 def speed_findings(data: RunData, tolerance: float = SPEED_TOLERANCE) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from ..accuracy.judgement import NEXT_STEP as ACCURACY_NEXT_STEP
+from .causes import NOT_KIMI_FIX, REASONING, TOOLS, diagnosis
 from .collect import RunData
 from .verdict import accuracy_judgements, warnings
 
@@ -55,8 +56,12 @@ def next_steps(data: RunData) -> list[Step]:
                 f"stage {state.name} failed: {state.detail}", f"open the executed notebook{notebook}"
             )
             steps.append(Step(what[:400], fix, "failure"))
+    shared = diagnosis(data.invoke)
+    if shared:  # one cause behind the reasoning and tool-call failures: one step, not one per check
+        steps.append(Step(shared, NOT_KIMI_FIX, "failure"))
+    covered = set(REASONING + TOOLS) if shared else set()
     for r in data.invoke or []:
-        if r.status == "fail":
+        if r.status == "fail" and not (r.name in covered and getattr(r, "suite", "feature") == "feature"):
             steps.append(
                 Step(f"invoke check {r.name}: {r.reason[:300]}", CHECK_FIXES.get(r.name, "read server.log"), "failure")
             )
