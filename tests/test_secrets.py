@@ -52,18 +52,50 @@ def test_a_short_key_is_refused_at_start_with_the_fix(monkeypatch, tmp_path):
     require_redactable("SHORT_RUN_KEY")
 
 
-def test_html_is_redacted_in_its_text_only_with_a_visible_marker():
-    from kimi_runbooks.secrets import REDACTED_HTML, redact_html
+def test_html_is_redacted_in_every_byte_with_a_marker_valid_where_it_stands():
+    """Issue 25 item 4 (replaces issue 13's text-only rule, which left keys in <script> and attributes):
+    text, attributes, comments, styles and scripts are all redacted; a script's JSON still parses."""
+    import json
 
-    page = '<table class="dataframe"><tr><td>dataframe</td></tr></table><script>var dataframe=1;</script>'
-    out = redact_html(page, ["WORD_KEY"], environ={"WORD_KEY": "dataframe"})
-    assert out == (
-        f'<table class="dataframe"><tr><td>{REDACTED_HTML}</td></tr></table><script>var dataframe=1;</script>'
+    from kimi_runbooks.secrets import REDACTED_CODE, REDACTED_HTML, redact_html
+
+    key = "sk/dataframe<9>"
+    doc = json.dumps({"title": key, "hovertext": [f"run {key}"]})
+    plotly_doc = doc.replace("<", "\\u003c").replace(">", "\\u003e").replace("/", "\\u002f")  # plotly's escapes
+    page = (
+        f'<table class="dataframe" title="{html_escape(key)}"><tr><td>{html_escape(key)}</td></tr></table>'
+        f"<!-- {key} --><style>.x::after{{content:'{key}'}}</style>"
+        f'<script type="application/json" id="a">{doc}</script><script>Plotly.newPlot("d", {plotly_doc});</script>'
     )
+    out = redact_html(page, ["WORD_KEY"], environ={"WORD_KEY": key})
+    for form in (key, html_escape(key), "sk\\u002fdataframe", "dataframe\\u003c9"):
+        assert form not in out, form
+    assert f'title="{REDACTED_HTML}"' in out and f"<td>{REDACTED_HTML}</td>" in out
+    assert out.count("<table") == out.count("</table>") == 1 and out.count("<script") == out.count("</script>") == 2
+    embedded = out.split('id="a">')[1].split("</script>")[0]
+    assert json.loads(embedded) == {"title": REDACTED_CODE, "hovertext": [f"run {REDACTED_CODE}"]}
+    plotted = out.split('Plotly.newPlot("d", ')[1].split(");</script>")[0]
+    assert json.loads(plotted)["title"] == REDACTED_CODE
     assert REDACTED_HTML == "&lt;redacted&gt;"
 
 
-def test_a_notebook_html_output_keeps_its_markup(monkeypatch):
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+def test_json_escaped_keys_in_plain_text_are_redacted_and_the_json_stays_valid():
+    import json
+
+    key = 'quote"and\\slash/key'
+    text = json.dumps({"log": f"sent {key}"})
+    out = redact(text, ["K"], environ={"K": key})
+    assert key not in out and json.dumps(key)[1:-1] not in out
+    assert json.loads(out) == {"log": f"sent {REDACTED}"}
+
+
+def test_a_notebook_html_output_keeps_its_structure(monkeypatch):
     from kimi_runbooks.secrets import redact_notebook
 
     nb = {
@@ -82,5 +114,5 @@ def test_a_notebook_html_output_keeps_its_markup(monkeypatch):
     cell = out["cells"][0]
     assert cell["source"] == f"print('{REDACTED}')"
     html_out = "".join(cell["outputs"][0]["data"]["text/html"])
-    assert html_out == '<table class="dataframe">\n<td>&lt;redacted&gt;</td></table>'
+    assert html_out == '<table class="&lt;redacted&gt;">\n<td>&lt;redacted&gt;</td></table>'
     assert cell["outputs"][1]["text"] == f"{REDACTED}\n"

@@ -8,13 +8,21 @@ secret (HF_TOKEN, OPENAI_API_KEY, ...), with `<redacted>`.
 A key named as the run's key is redacted whatever its length: it is never skipped. A key shorter
 than MIN_KEY_LENGTH is refused when a run starts (`require_redactable`), because such a string
 turns up in ordinary text (a 2-letter key in words, numbers and ids) and replacing it everywhere
-would garble every log and report while protecting almost nothing. HTML is redacted in its text
-only (`redact_html`), never in tags or attributes, with a marker a browser shows.
+would garble every log and report while protecting almost nothing.
+
+Every byte is redacted, in every spelling a writer may have given the key: as is, JSON-escaped
+(json.dumps, and plotly's `\\u003c`/`\\u002f` escapes), and HTML-escaped. The replacement is literal
+and keeps the container valid: `<redacted>` in plain text and JSON strings (no quote, no backslash);
+in HTML (`redact_html`) `&lt;redacted&gt;` in text, attributes and comments, so a browser shows it, and
+`[redacted]` inside `<script>` and `<style>`, where entities are not decoded and a plotly figure's JSON
+must still parse.
 """
 
 from __future__ import annotations
 
+import functools
 import html
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -65,8 +73,32 @@ def redact(value: Any, extra_env_names: Iterable[str | None] = (), environ: dict
     return _redact(value, secrets)
 
 
+REDACTED_CODE = "[redacted]"
+"""The marker inside <script> and <style>: valid in a JSON or JS string and in CSS, and visible."""
+
+
+def spellings(secret: str) -> list[str]:
+    """The key as written raw, JSON-escaped (plain, ASCII-only, plotly's escapes) and HTML-escaped:
+    every form a JSON dump or an HTML page can carry it in, longest first."""
+    forms = {secret}
+    for ascii_only in (True, False):
+        inner = json.dumps(secret, ensure_ascii=ascii_only)[1:-1]
+        forms |= {inner, inner.replace("<", "\\u003c").replace(">", "\\u003e").replace("/", "\\u002f")}
+    forms |= {html.escape(f) for f in list(forms)} | {html.escape(f, quote=False) for f in list(forms)}
+    return sorted(forms, key=len, reverse=True)
+
+
+def _all_spellings(secrets: Iterable[str]) -> tuple[str, ...]:
+    return _spellings_of(tuple(secrets))
+
+
+@functools.lru_cache(maxsize=64)
+def _spellings_of(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted({f for secret in secrets for f in spellings(secret)}, key=len, reverse=True))
+
+
 def _redact_text(value: str, secrets: list[str], marker: str = REDACTED) -> str:
-    for secret in secrets:
+    for secret in _all_spellings(secrets):
         value = value.replace(secret, marker)
     return _API_KEY_FLAG.sub(lambda m: m.group(1) + marker, value)
 
@@ -87,24 +119,21 @@ def _is_secret_field(key: Any, value: Any) -> bool:
 
 # --------------------------------------------------------------------------- HTML and notebooks
 
-_MARKUP = re.compile(
-    r"(<!--.*?-->|<script\b.*?</script\s*>|<style\b.*?</style\s*>|<[A-Za-z/!?][^>]*>)", re.DOTALL | re.IGNORECASE
-)
-"""Comments, script and style elements (not text), and tags with their attributes."""
+_CODE = re.compile(r"(<script\b.*?</script\s*>|<style\b.*?</style\s*>)", re.DOTALL | re.IGNORECASE)
+"""Script and style elements: code and JSON, where HTML entities mean nothing."""
 
 
 def redact_html(text: str, extra_env_names: Iterable[str | None] = (), environ: dict[str, str] | None = None) -> str:
-    """Redact an HTML document in its text nodes only: a key equal to a word used in markup
-    (`table`) cannot break a tag, and the marker is escaped so a browser shows it."""
+    """Redact every byte of an HTML document: text, tags, attributes and comments get the escaped
+    marker a browser shows, scripts and styles `[redacted]` (see the module doc)."""
     secrets = secret_values(extra_env_names, environ)
     return _redact_html(text, secrets)
 
 
 def _redact_html(text: str, secrets: list[str]) -> str:
-    variants = sorted({s for secret in secrets for s in (secret, html.escape(secret))}, key=len, reverse=True)
-    parts = _MARKUP.split(text)
-    # re.split with one group: text, markup, text, markup, ... ; only the text parts change
-    return "".join(p if i % 2 else _redact_text(p, variants, REDACTED_HTML) for i, p in enumerate(parts))
+    parts = _CODE.split(text)
+    # re.split with one group: markup and text, code, markup and text, code, ...
+    return "".join(_redact_text(p, secrets, REDACTED_CODE if i % 2 else REDACTED_HTML) for i, p in enumerate(parts))
 
 
 HTML_MIME = "text/html"

@@ -152,7 +152,7 @@ def test_the_external_runbook_stops_within_30s_naming_cause_and_fix(case, tmp_pa
         took, error = _runbook(base, tmp_path / "run")
     out = capfd.readouterr().out
     print(f"{case}: the runbook ended after {took:.1f}s")
-    assert took < 30
+    assert took < (20 if case == "nothing-listening" else 30)  # issue 25 item 7: 20 s, report included
     assert "[runbook] deploy: " in out  # the stage's progress shows in the runbook's output as it happens
     if case in ("no-scheme", "trailing-v1"):
         assert error is None, error

@@ -51,7 +51,7 @@ CASES |= {
     "hostile-ascend-mixed": {
         "platform": "ascend-a3",
         "deployment": "ascend-a3-16p-mixed-in64k-out1k",
-        "ifname": "eth0;touch pwned-ifname",
+        "ifname": "eth0",  # a hostile ifname is refused by the plan now (tests/plan/test_bad_input.py)
         **HOSTILE,
     },
     "hostile-ascend-pd": {
@@ -91,6 +91,8 @@ def _scripts(launch: LaunchPlan, tmp: Path) -> dict[str, str]:
         texts["docker.sh"] = script_text([launch.docker])
     for node in launch.nodes:
         texts[f"node-{node.role}-{node.node_rank}.sh"] = node.script
+        if node.docker:
+            texts[f"docker-{node.role}-{node.node_rank}.sh"] = script_text([node.docker])
     if launch.router:
         texts["router.sh"] = launch.router.script
     run = tmp / "run"
@@ -180,6 +182,26 @@ def test_node_and_router_scripts_run_as_planned(case: str, stubs: StubBin, tmp_p
             setup = [c["argv"] for c in stubs.calls() if c["prog"] in ("sysctl", "tee")]
             assert len(setup) == len(launch.deployment.host_setup)
     assert not list(tmp_path.rglob("pwned*")), "a user value was executed"
+
+
+@pytest.mark.parametrize("case", sorted(c for c in CASES if _plan(c).nodes and _plan(c).docker_image))
+def test_each_nodes_docker_form_runs_that_nodes_argv(case: str, stubs: StubBin) -> None:
+    """Issue 25 item 5: docker receives, after the image, exactly the node's argv as bash expands it
+    (with hostile values), and the node's env through -e."""
+    launch = _plan(case)
+    assert launch.docker is None
+    env = stubs.environ(**NODE_ENV)
+    for node in launch.nodes:
+        stubs.reset()
+        proc = stubs.run_bash(["-c", node.docker or ""], env)
+        assert proc.returncode == 0, proc.stderr
+        (docker,) = stubs.calls("docker")
+        argv = docker["argv"]
+        image = argv.index(expand_word(launch.docker_image or "", env))
+        assert argv[image + 1 :] == _expanded(node.argv, env), node.node_rank
+        passed = [argv[i + 1] for i, w in enumerate(argv[:image]) if w == "-e"]
+        assert {p for p in passed if "=" in p} == {f"{k}={expand_word(v, env)}" for k, v in node.env.items()}
+    assert not list(stubs.cwd.parent.rglob("pwned*")), "a user value was executed"
 
 
 def test_an_unset_placeholder_stops_the_script_before_the_server(stubs: StubBin, tmp_path: Path) -> None:

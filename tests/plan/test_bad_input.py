@@ -151,3 +151,64 @@ def test_a_recipe_extra_arg_that_sets_a_knob_fails_at_load(tmp_path: Path) -> No
     path.write_text(yaml.safe_dump(data))
     proc = cli("validate-params", "--params-dir", str(params))
     assert proc.returncode == 2 and "rtx-pro-6000.yaml" in proc.stderr and "('--tp-size', 'tp')" in proc.stderr
+
+
+HOSTILE = "; rm -rf /"
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--host", "0.0.0.0" + HOSTILE], "host"),
+        (["--host", "$(touch p)"], "host"),
+        (["--nnodes", "2", "--node-ip", "1.2.3.4;touch p", "--node-ip", "1.2.3.5"], "node_ips[0]"),
+        (["--docker-image", "img;touch p"], "docker_image"),
+        (["--docker-image", "Lmsysorg/sglang:v0.5.9"], "docker_image"),
+        (["--port", "0"], "port"),
+        (["--port", "70000"], "port"),
+        (["--extra-arg=--host=0.0.0.0" + HOSTILE], "--host"),
+    ],
+)
+def test_hostile_or_malformed_inputs_exit_2_and_no_text_echoes_them(args: list[str], field: str) -> None:
+    """Issue 25 item 6: these gave VALID plans with exit 0 (quoted, so nothing ran, but never checked),
+    and the planner's own fix text for the --extra-arg case suggested --host '0.0.0.0; rm -rf /'."""
+    proc = cli("plan", "--platform", "h200", *args)
+    assert proc.returncode == 2, proc.stdout[-2000:]
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out and field in out and "Fix" in out
+    for hostile in ("rm -rf", "touch p", "$(touch"):
+        assert hostile not in out, hostile
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"host": "::1"},
+        {"host": "0.0.0.0"},
+        {"host": "node0.cluster.local"},
+        {"docker_image": "lmsysorg/sglang:v0.5.9-rocm700-mi35x"},
+        {"docker_image": "registry.local:5000/team/sglang@sha256:" + "0" * 64},
+        {"docker_image": "localhost/sglang"},
+        {"nnodes": 2, "node_ips": ["10.0.0.1", "node1"]},
+        {"port": 65535},
+    ],
+)
+def test_well_formed_inputs_still_plan(fields: dict[str, object]) -> None:
+    launch = plan({"platform": "h200", **fields})
+    assert not [e for e in launch.errors if e.id != "weights-fit"], launch.errors
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("ifname", "eth0;touch p"), ("prefill_ip", "10.0.0.1 && touch p"), ("decode_ip", "`touch p`")],
+)
+def test_plan_config_refuses_hostile_addresses_without_echoing_them(field: str, value: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        PlanConfig(platform="ascend-a3", **{field: value})
+    assert field in str(err.value) and "Fix" in str(err.value)
+    assert "touch p" not in "; ".join(e["msg"] for e in err.value.errors())
+
+
+def test_an_ipv6_host_is_published_in_dockers_bracket_form() -> None:
+    launch = plan({"platform": "h200", "host": "::1"})
+    assert launch.docker_argv is not None and "[::1]:30000:30000" in launch.docker_argv

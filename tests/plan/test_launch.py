@@ -4,6 +4,7 @@ import pytest
 
 from kimi_runbooks.plan import plan
 from kimi_runbooks.plan.catalog import UnknownIdError, load_catalog
+from kimi_runbooks.plan.shell import shell_command
 
 
 def ids(p):
@@ -124,6 +125,37 @@ def test_docker_forms():
     nv = plan({"platform": "h200"}).docker_argv
     assert nv[nv.index("--gpus") + 1] == "all"
     assert plan({"platform": "ascend-a3"}).docker is None
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"platform": "h200", "tp": 16, "nnodes": 2, "node_ips": ["10.0.0.1", "10.0.0.2"]},
+        {"platform": "h200", "tp": 16, "nnodes": 2},  # node 0's address left to the operator
+        {"platform": "mi350x", "tp": 8, "nnodes": 2, "allow": ["amd-aiter-mla-heads"]},
+    ],
+)
+def test_each_node_has_a_docker_form_whose_inner_command_is_that_nodes_argv(fields):
+    """Issue 25 item 5: a 2-node plan printed one single-node docker form (h200: --tp 16 with no
+    --nnodes/--node-rank/--dist-init-addr; mi350x: tp 8 on HIP_VISIBLE_DEVICES=0,1,2,3). The docker
+    form's words after the image, as shlex reads them, must be that node's plan argv."""
+    import shlex
+
+    p = plan(fields)
+    assert p.ok, p.errors
+    assert p.docker is None and p.docker_argv is None  # no single-node form for a multi-node plan
+    assert [n.node_rank for n in p.nodes] == [0, 1]
+    for node in p.nodes:
+        assert node.docker is not None and node.docker_argv is not None
+        words = shlex.split(node.docker)
+        image = words.index(p.docker_image)
+        expected = shlex.split(shell_command(node.argv))
+        assert words[image + 1 :] == expected, node.node_rank
+        assert words[expected.index("--node-rank") + image + 2] == str(node.node_rank)
+        given = {words[i + 1] for i, w in enumerate(words[:image]) if w == "-e"}
+        assert given == set(shlex.split(shell_command(["x"], node.env))[:-1])  # NAME=value, as the node runs
+        assert words[words.index("--network") + 1] == "host" and "-p" not in words[:image]
+    assert len({n.docker for n in p.nodes}) == 2
 
 
 def test_multi_node_commands_for_a_two_node_plan():

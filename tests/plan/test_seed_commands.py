@@ -120,7 +120,7 @@ def test_plan_reproduces_ascend_deployment(deployment_id):
             "deployment": deployment_id,
             "model_path": "$MODEL_PATH",
             "draft_model_path": "$DRAFT_MODEL_PATH",
-            "ifname": "<network-interface>",
+            "ifname": "eth0",  # the seed writes <network-interface>, which no interface is called
         }
     )
     assert launch.ok, [str(e) for e in launch.errors]

@@ -82,3 +82,34 @@ def test_per_device_figures_only_when_devices_are_given(tmp_path):
     assert row["output_tok_s_per_gpu"] == pytest.approx(row["output_throughput"] / 2)
     table = dict(report_tables.external_table(data).values.tolist())
     assert table["health checked by"] == "/health_generate" and "version" in table["server_info"]
+
+
+def test_a_failed_external_run_reports_only_what_is_known(tmp_path):
+    """Issue 25 item 7: the report of an external run where nothing listened said "devices: 8" (the
+    plan's H200 node) and diagnosed "the server exited ... read server.log" for a server the run never
+    started. It now names the server it was pointed at and the name it asked for, and no device
+    count, SGLang version or server-log diagnosis it cannot know."""
+    import json
+
+    from kimi_runbooks.report import cards
+
+    folder = RunFolder.create(tmp_path / "run")
+    launch = make_plan({"platform": "h200", "served_model_name": "served-x"})
+    folder.save_json(folder.plan, launch.as_dict())
+    folder.save_json(folder.runbook, {"launcher": "external", "stages": ["deploy", "report"]})
+    detail = (
+        "DeployTimeout: the server at http://127.0.0.1:9 was not ready after 10s; last check: connect: "
+        "connection refused at 127.0.0.1:9: nothing is listening there. Fix: start the server, or correct the port"
+    )
+    folder.append_jsonl(folder.stages, {"stage": "deploy", "status": "failed", "detail": detail})
+    (folder.path / "server.log").write_text("")  # an empty log, as the external launcher may leave
+    data = report.collect(folder.path)
+    assert data.external and data.model == "served-x"
+    top = cards.top(data)
+    assert "devices" not in cards.deploy_card(data)
+    assert "The deployment failed" not in top and "server.log" not in top
+    assert "unknown (external server)" in cards.header_card(data) and "(planned)" not in top
+    assert "External server (NVIDIA H200 parameters)" in top
+    assert report.verdict(data).level == "FAIL" and "nothing is listening there" in top
+    assert "start the server, or correct the port" in top  # the cause and fix, once, from the stage
+    assert json.loads((folder.path / "runbook.json").read_text())["launcher"] == "external"

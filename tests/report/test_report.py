@@ -256,15 +256,122 @@ def test_compare_runs_builds_one_page(run_folder, copy, tmp_path):
     assert report_cli.main([str(tmp_path / "missing")]) == 2
 
 
-def test_a_key_equal_to_a_markup_word_leaves_the_report_intact_and_shows_the_marker(copy, monkeypatch):
-    """Issue 13 case 9: redaction in report.html touches text, never tags or attributes, and the
-    marker is visible (escaped), not swallowed as an unknown tag."""
+def test_a_key_equal_to_a_markup_word_is_redacted_everywhere_and_the_report_stays_intact(copy, monkeypatch):
+    """Issue 13 case 9 kept the markup of a key equal to a markup word; issue 25 item 4 redacts every byte:
+    the attribute loses its value, the document keeps its structure and shows the marker."""
     monkeypatch.setenv("MARKUP_WORD_KEY", "verdict")  # the report's verdict block carries class="verdict"
     manifest = json.loads((copy / "manifest.json").read_text())
     manifest["warnings"] = [*manifest.get("warnings", []), "the key verdict leaked into this warning"]
     (copy / "manifest.json").write_text(json.dumps(manifest))
     text = report.render(copy, secret_env="MARKUP_WORD_KEY").read_text()
-    assert 'class="verdict"' in text  # markup untouched
+    assert "verdict" not in text and 'class="&lt;redacted&gt;"' in text
     assert text.count("<table") == text.count("</table>") > 0
-    assert "the key &lt;redacted&gt; leaked into this warning" in text
-    assert "key verdict leaked" not in text and "<redacted>" not in text
+    assert "the key &lt;redacted&gt; leaked into this warning" in text and "<redacted>" not in text
+
+
+KEY = "sk-live/0123456789abcdef"
+
+
+def _plotly_payloads(text: str) -> list[tuple[list, dict]]:
+    """(data, layout) of every Plotly.newPlot call, parsed as JSON."""
+    decoder = json.JSONDecoder()
+    found = []
+    for chunk in text.split("Plotly.newPlot(")[1:]:
+        rest = chunk[chunk.index(",") + 1 :].lstrip()
+        data, end = decoder.raw_decode(rest)
+        layout, _ = decoder.raw_decode(rest[end:].lstrip(", \n"))
+        found.append((data, layout))
+    return found
+
+
+def test_a_key_in_a_figures_title_and_hover_text_is_redacted_and_the_figure_still_parses(tmp_path, monkeypatch):
+    """Issue 25 item 4: report.html kept a configured key inside <script> (a plotly figure's JSON) and in
+    attributes; every byte is redacted now, and the figure's JSON is still valid."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    monkeypatch.setenv("RUN_KEY", KEY)
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4], hovertext=[f"served with {KEY}", "b"]))
+    fig.update_layout(title=f"run against {KEY}")
+    body = pio.to_html(fig, include_plotlyjs=False, full_html=False) + f'<p title="{KEY}">{KEY}</p>'
+    path = _notebook_with_output(tmp_path, body)
+    out = report.export_html(path, RunFolder(tmp_path, ["RUN_KEY"]), tmp_path / "r.html").read_bytes().decode()
+    for form in (KEY, KEY.replace("/", "\\u002f"), KEY.replace("/", "\\/")):
+        assert form not in out, form
+    ((data, layout),) = _plotly_payloads(out)
+    assert layout["title"]["text"] == "run against [redacted]"
+    assert data[0]["hovertext"] == ["served with [redacted]", "b"]
+    assert 'title="&lt;redacted&gt;"' in out
+
+
+def test_a_key_in_a_scenario_name_leaves_no_byte_of_report_html(copy, monkeypatch):
+    """Issue 25 item 4, end to end: a key in a scenario id reaches the Pareto figure's hover text, the
+    time-series legend and the tables; report.html holds none of it, its figures still parse."""
+    monkeypatch.setenv("RUN_KEY", KEY)
+    rows = [json.loads(line) for line in (copy / "bench.jsonl").read_text().splitlines() if line.strip()]
+    leaked = {**rows[0], "scenario": f"smoke-{KEY}"}
+    append_jsonl(copy / "bench.jsonl", leaked)
+    text = report.render(copy, secret_env="RUN_KEY").read_bytes().decode()
+    assert KEY not in text and KEY.replace("/", "\\u002f") not in text
+    payloads = _plotly_payloads(text)
+    assert payloads and any("[redacted]" in json.dumps(d) for d, _ in payloads)
+
+
+def _accuracy_run(copy: Path, rows: list[dict]) -> None:
+    (copy / RunFolder.RUNBOOK).write_text(json.dumps({"stages": ["deploy", "invoke", "speed", "accuracy"]}))
+    (copy / "accuracy.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (copy / "stages.jsonl").open("a").write(json.dumps({"stage": "accuracy", "status": "ok"}) + "\n")
+
+
+def _gpqa(value: float, n: int, emulated: bool = False) -> dict:
+    source = "emulated" if emulated else "measured"
+    return {
+        "suite": "gpqa-diamond",
+        "metric": "accuracy",
+        "value": value,
+        "n": n,
+        "emulated": emulated,
+        "source": source,
+    }
+
+
+def test_accuracy_below_its_interval_warns_past_fail_drop_fails_with_a_next_step(copy):
+    """Issue 25 item 1: a measured 0.85 over 200 GPQA questions (Wilson 95% up to ~0.89) lies under the
+    published 0.969 (n=553, interval from ~0.95): WARN; 0.70 (up to ~0.76) is past fail_drop 0.10: FAIL."""
+    _accuracy_run(copy, [_gpqa(0.95, 40)])
+    assert report.verdict(report.collect(copy)).level == "PASS"  # 0.95 over 40: interval reaches 0.969
+    _accuracy_run(copy, [_gpqa(0.85, 200)])
+    data = report.collect(copy)
+    v = report.verdict(data)
+    assert v.level == "WARN" and "accuracy" in v.headline
+    assert any("gpqa-diamond" in r and "beyond the interval" in r for r in v.reasons)
+    steps = [s for s in next_steps(data) if "gpqa-diamond" in s.what]
+    assert steps and "published settings" in steps[0].fix
+    from kimi_runbooks.report import cards as report_cards
+
+    assert "below its interval" in report_cards.accuracy_card(data)
+    _accuracy_run(copy, [_gpqa(0.70, 200)])
+    data = report.collect(copy)
+    v = report.verdict(data)
+    assert v.level == "FAIL" and any("fail_drop" in r for r in v.reasons)
+    assert any(s.kind == "failure" and "gpqa-diamond" in s.what for s in next_steps(data))
+
+
+def test_an_emulated_accuracy_result_is_not_comparable_never_a_red_delta(copy):
+    """Issue 25 item 1: the demo's emulated aime25 0/2 against the published 0.989 read as a red delta under
+    PASS; now it says "not comparable: emulated" and the verdict stays PASS."""
+    from kimi_runbooks.report import cards as report_cards
+
+    aime = {"suite": "aime25", "metric": "pass_at_1_avg1", "value": 0.0, "n": 2, "emulated": True}
+    _accuracy_run(copy, [{**aime, "source": "emulated"}])
+    data = report.collect(copy)
+    assert report.verdict(data).level == "PASS"
+    card = report_cards.accuracy_card(data)
+    assert "not comparable: emulated" in card and 'class="bad"' not in card
+    assert "not comparable: emulated" in sections.accuracy_section(data)
+    assert not [s for s in next_steps(data) if "aime25" in s.what]
+    # the same numbers measured on hardware: 0/2 tops out at 0.66, past 0.989 - 0.10
+    _accuracy_run(copy, [{**aime, "emulated": False, "source": "measured"}])
+    data = report.collect(copy)
+    assert report.verdict(data).level == "FAIL"
+    assert 'class="bad"' in report_cards.accuracy_card(data)

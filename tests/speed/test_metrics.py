@@ -57,7 +57,7 @@ def test_summary_steady_state_and_histogram_means() -> None:
     ]
     summary = metrics.summarise(samples)
     assert summary["samples"] == 4  # the failed scrape is not a sample
-    assert summary["mean_running"] == 35.0  # busy samples only
+    assert summary["mean_running"] == 40.0  # the steady state: 30 running is the tail (< 90% of the peak)
     assert summary["peak_running"] == 40 and summary["peak_queued"] == 8
     assert summary["peak_token_usage"] == 0.96
     assert summary["server_mean_ttft_ms"] == pytest.approx(300.0)  # (4 - 1) s / (20 - 10) requests
@@ -127,3 +127,69 @@ def test_a_missed_scrape_is_kept_trying() -> None:
     with httpx.Client(transport=httpx.MockTransport(refuse)) as client:
         assert sampler.scrape_once(client) is True
     assert sampler.samples == [{"t": sampler.samples[0]["t"], "error": "ConnectError"}]
+
+
+def test_a_demo_sized_c4_scenario_is_sampled_while_it_runs(run_folder: RunFolder) -> None:
+    """Issue 25 item 2: the demo's smoke scenarios (8 prompts of 128/32 at c4, time scale 0.05) last
+    0.1-0.2 s and fell between 0.5 s scrapes: every inside-the-server series was flat zero. With the
+    sampler's default intervals, the scenario now has samples with requests running, and its series
+    is drawn with non-zero running requests."""
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from kimi_runbooks.emulator.testing import start_subprocess
+    from kimi_runbooks.speed.inside import server_timeseries, undrawn_series
+
+    # the demo's server (its own process, h200's profile, time scale 0.05) and its client (another
+    # process: bench_serving's 8 prompts of 128/32 at concurrency 4 after one warm-up request)
+    load = (
+        "import httpx, sys, time\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "url = sys.argv[1]\n"
+        "body = {'input_ids': list(range(1, 129)), 'sampling_params': {'max_new_tokens': 32, 'ignore_eos': True}}\n"
+        "with httpx.Client(timeout=30) as c:\n"
+        "    c.post(url + '/generate', json=body)\n"
+        "    print('go', flush=True); sys.stdin.readline(); t = time.monotonic()\n"
+        "    with ThreadPoolExecutor(4) as pool:\n"
+        "        codes = list(pool.map(lambda _: c.post(url + '/generate', json=body).status_code, range(8)))\n"
+        "    print(codes, time.monotonic() - t, flush=True)\n"
+    )
+    with start_subprocess(["--profile", "h200", "--time-scale", "0.05", "--enable-metrics"]) as emu:
+        client = subprocess.Popen(
+            [sys.executable, "-c", load, emu.base_url], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert client.stdout is not None and client.stdin is not None
+        assert client.stdout.readline().strip() == "go"
+        with metrics.MetricsSampler(emu.base_url, folder=run_folder, scenario="smoke-c4") as sampler:
+            client.stdin.write("\n")
+            client.stdin.flush()
+            codes, took_text = client.stdout.readline().rsplit(" ", 1)
+        client.wait(timeout=30)
+    took = float(took_text)
+    assert codes == str([200] * 8)
+    assert took < 3 * metrics.SAMPLE_INTERVAL_S  # a few steady-state intervals at most, as in the demo
+    summary = sampler.summary()
+    assert summary["busy_samples"] >= 2 and summary["peak_running"] >= 2, (
+        took,
+        [(s["t"], s.get("num_running_reqs")) for s in sampler.samples],
+    )
+    results = pd.DataFrame([{"scenario": "smoke-c4", "emulated": True}])
+    assert undrawn_series(run_folder.path, results) == {}
+    fig = server_timeseries(run_folder.path, results)
+    assert fig is not None
+    running = [t for t in fig.data if t.yaxis in ("y", None)]
+    assert running and max(max(t.y) for t in running) >= 2
+
+
+def test_a_series_with_too_few_samples_is_said_not_drawn(run_folder: RunFolder) -> None:
+    import pandas as pd
+
+    from kimi_runbooks.speed.inside import server_timeseries, undrawn_series
+
+    for t, running in ((0.0, 0), (0.5, 3), (1.0, 0)):  # one sample while requests ran
+        run_folder.append_jsonl(run_folder.metrics_series("short"), {"t": t, "num_running_reqs": running})
+    results = pd.DataFrame([{"scenario": "short", "emulated": True}])
+    assert "1 /metrics sample(s) taken while its requests ran" in undrawn_series(run_folder.path, results)["short"]
+    assert server_timeseries(run_folder.path, results) is None

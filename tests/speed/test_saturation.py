@@ -62,3 +62,34 @@ def test_a_scenario_too_short_to_sample_is_not_called_saturated():
     assert "too short" in short["note"]
     enough = saturation.saturation(4, 8, {"samples": 9, "mean_running": 1.0, "busy_samples": 6, "peak_queued": 0})
     assert enough["saturated"] is True and enough["effective_concurrency"] == 1.0
+
+
+def _samples(running: list[int], queued: list[int] | None = None, usage: float = 0.0005) -> list[dict]:
+    queued = queued or [0] * len(running)
+    return [
+        {"t": 0.1 * i, "num_running_reqs": r, "num_queue_reqs": q, "token_usage": usage}
+        for i, (r, q) in enumerate(zip(running, queued))
+    ]
+
+
+def test_the_idle_c4_case_requests_tailing_off_at_the_end_are_not_saturation() -> None:
+    """Issue 25 item 3: an unloaded c4 run (no queue, KV pool 0.05% used) was flagged saturated ("ran 3
+    ... 4 requested") because the requests draining at the end entered the mean; only the steady state
+    counts now. The ramp's queued prefill at the start is not saturation either."""
+    from kimi_runbooks.speed.server_metrics import summarise
+
+    server = summarise(_samples([0, 2, 4, 4, 4, 4, 3, 2, 1, 0], queued=[0, 2, 0, 0, 0, 0, 0, 0, 0, 0]))
+    got = saturation.saturation(4, 8, server)
+    assert got["saturated"] is False, got["reasons"]
+    assert got["effective_concurrency"] == 4.0 and server["steady_samples"] == 4
+    assert server["peak_queued"] == 2 and server["steady_queued"] == 0  # the peak is still reported
+
+
+def test_a_server_that_runs_fewer_than_asked_in_its_steady_state_is_still_saturated() -> None:
+    from kimi_runbooks.speed.server_metrics import summarise
+
+    running = [0, 10, 41, 41, 40, 41, 41, 30, 12, 0]
+    server = summarise(_samples(running, queued=[0, 0, 23, 23, 22, 20, 10, 0, 0, 0], usage=0.5))
+    got = saturation.saturation(64, 640, server)
+    assert got["saturated"] is True
+    assert got["reasons"] == ["ran 40.8 requests at a time on average, 64 requested", "up to 23 requests queued"]

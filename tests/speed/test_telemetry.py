@@ -144,3 +144,68 @@ def test_only_the_devices_the_plan_pins_are_sampled(
     assert sampler.summary()["mean_power_w"] == 2000.0  # 4 x 500 W, not 8 x 500 W
     folder.save_json(folder.plan, {"device_env": {"ASCEND_RT_VISIBLE_DEVICES": "0,1"}})
     assert pinned_devices(folder) is None  # npu-smi numbers npu.chip, not logical dies: keep all
+
+
+# --------------------------------------------------------------------------- issue 25 item 8
+# Output shapes as the tools print them in public reports (cited per test); "N/A" and
+# "[Not Supported]" are missing values of one field, never a reason to drop the device.
+
+
+def test_amd_smi_na_sections_keep_the_device() -> None:
+    """amd-smi prints "N/A" in place of a whole block a device cannot report (here "usage" and
+    "power"); the ROCm 6 list shape, values as {"value", "unit"} and "N/A" strings, as in
+    `amd-smi metric -u --json` on a Radeon Pro W7700 (henrygd/beszel issue 737)."""
+    text = """[
+      {"gpu": 0, "usage": {"gfx_activity": {"value": 42, "unit": "%"}, "umc_activity": {"value": 1, "unit": "%"},
+                           "mm_activity": {"value": 0, "unit": "%"},
+                           "vcn_activity": [{"value": 0, "unit": "%"}, "N/A"]},
+       "power": {"socket_power": {"value": 120, "unit": "W"}, "gfx_voltage": "N/A"},
+       "temperature": {"edge": {"value": 51, "unit": "C"}, "hotspot": "N/A", "mem": "N/A"},
+       "mem_usage": {"total_vram": {"value": 49136, "unit": "MB"}, "used_vram": {"value": 1024, "unit": "MB"}}},
+      {"gpu": 1, "usage": "N/A", "power": "N/A", "temperature": {"edge": "N/A", "hotspot": {"value": 60, "unit": "C"}},
+       "mem_usage": {"total_vram": {"value": 49136, "unit": "MB"}, "used_vram": "N/A"}}
+    ]"""
+    devices = telemetry.parse_amd_smi(text)
+    assert devices == [
+        telemetry.DeviceSample("0", 120.0, 42.0, 1024.0, 49136.0, 51.0),
+        telemetry.DeviceSample("1", None, None, None, 49136.0, 60.0),
+    ]
+
+
+def test_amd_smi_rocm7_shape_with_na_blocks() -> None:
+    text = (
+        '{"gpu_data": [{"gpu": 0, "usage": "N/A", "power": {"socket_power": "N/A"}, '
+        '"temperature": "N/A", "mem_usage": "N/A"}]}'
+    )
+    assert telemetry.parse_amd_smi(text) == [telemetry.DeviceSample("0")]
+
+
+def test_rocm_smi_older_numbered_temperature_and_na_power() -> None:
+    """Older rocm-smi numbers its sensors: 'Temperature (Sensor #1) (c)' (ROC-smi's rocm_smi.py printed
+    'Temperature (Sensor #%d)'); newer ones name them and may print only edge, with the power under
+    'Current Socket Graphics Package Power (W)' (rocm-smi-lib 6.2.4 on a Radeon 780M,
+    sebhildebrandt/systeminformation PR 960), or 'N/A (Secondary die)' (ROCm/rocm_smi_lib issue 149)."""
+    text = """{
+      "card0": {"Temperature (Sensor #1) (c)": "47.0", "Average Graphics Package Power (W)": "128.0",
+                "GPU use (%)": "100",
+                "VRAM Total Memory (B)": "68702699520", "VRAM Total Used Memory (B)": "10485760"},
+      "card1": {"Temperature (Sensor edge) (C)": "31.0", "Current Socket Graphics Package Power (W)": "7.222",
+                "GPU use (%)": "19", "Unique ID": "N/A"},
+      "card2": {"Temperature (Sensor edge) (C)": "N/A", "Temperature (Sensor junction) (C)": "64.0",
+                "Average Graphics Package Power (W)": "N/A (Secondary die)", "GPU use (%)": "N/A"}
+    }"""
+    devices = telemetry.parse_rocm_smi(text)
+    assert [d.device for d in devices] == ["0", "1", "2"]
+    assert devices[0].temp_c == 47.0 and devices[0].power_w == 128.0 and devices[0].mem_used_mib == 10.0
+    assert devices[1] == telemetry.DeviceSample("1", 7.222, 19.0, None, None, 31.0)
+    assert devices[2] == telemetry.DeviceSample("2", None, None, None, None, 64.0)
+
+
+def test_nvidia_smi_not_supported_fields_keep_the_device() -> None:
+    """nvidia-smi prints "[Not Supported]" or "[N/A]" for a field the board cannot report (nvidia-smi's
+    documentation, --query-gpu; e.g. power.draw on many GeForce and some data-centre boards)."""
+    text = "0, [Not Supported], 35, 1024, 81559, 41\n1, 250.12, [N/A], 2048, 81559, [Not Supported]\n"
+    assert telemetry.parse_nvidia(text) == [
+        telemetry.DeviceSample("0", None, 35.0, 1024.0, 81559.0, 41.0),
+        telemetry.DeviceSample("1", 250.12, None, 2048.0, 81559.0, None),
+    ]

@@ -65,7 +65,7 @@ class EvalRow(BaseModel):
     detail: str | None = None
     output: str | None = None
     fingerprint: str | None = None
-    server: dict[str, Any] | None = None  # the server's /metrics summarised over the suite (speed/metrics.py)
+    server: dict[str, Any] | None = None  # the server's /metrics summarised over the suite (speed/server_metrics.py)
 
 
 def settings_fingerprint(suite: str, settings: Mapping[str, Any]) -> str:

@@ -38,6 +38,7 @@ def reference_results(catalog: Any | None = None) -> list[dict[str, Any]]:
                     "platform": ref.platform,
                     "model": ref.model,
                     "reference_source": ref.source,
+                    "fail_drop": getattr(ref, "fail_drop", None),
                 }
             )
     return out
@@ -72,6 +73,7 @@ def reference_frame(catalog: Any | None = None) -> pd.DataFrame:
                     "reference_id": entry["reference_id"],
                     "tool": entry.get("tool"),
                     "source": f"reference: {entry['reference_source']}",
+                    "fail_drop": entry.get("fail_drop"),
                 }
             )
     return pd.DataFrame(rows)
@@ -124,6 +126,7 @@ def compare(rows: Sequence[EvalRow] | Iterable[dict[str, Any]], references: pd.D
         lo, hi = wilson(rate, r.n) if r.kind in ("rate", "count") else (None, None)
         base = {
             "suite": r.suite,
+            "ref_suite": ref_suite,
             "metric": r.metric,
             "value": r.value,
             "n": r.n,
@@ -151,6 +154,7 @@ def compare(rows: Sequence[EvalRow] | Iterable[dict[str, Any]], references: pd.D
                     "k_differs": False,
                     "reference_id": None,
                     "ref_tool": None,
+                    "fail_drop": None,
                 }
             )
             continue
@@ -173,6 +177,7 @@ def compare(rows: Sequence[EvalRow] | Iterable[dict[str, Any]], references: pd.D
                 "k_differs": k_differs,
                 "reference_id": ref["reference_id"],
                 "ref_tool": ref["tool"],
+                "fail_drop": ref.get("fail_drop"),
             }
         )
     return pd.DataFrame(out)

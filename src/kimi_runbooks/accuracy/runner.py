@@ -85,7 +85,7 @@ def run_accuracy(cfg: AccuracyConfig) -> list[EvalRow]:
         report_progress(ctx.folder, "accuracy", f"{suite}: started ({SUITES[suite][0]})", milestone=True)
         sampler = MetricsSampler(ctx.handle.base_url, folder=ctx.folder, scenario=f"accuracy-{suite}")
         try:
-            with sampler:  # what the server did while the suite ran (speed/metrics.py)
+            with sampler:  # what the server did while the suite ran (speed/server_metrics.py)
                 rows = RUNNERS[suite](ctx, suite)
         except (StageMissing, toolenv.ToolEnvMissing, FileNotFoundError) as exc:
             rows = [_status_row(ctx, suite, "skipped", str(exc), start)]

@@ -50,6 +50,7 @@ class Engine:
         self.profile = settings.profile
         self.scheduler = Scheduler(settings.profile.max_total_num_tokens, settings.profile.max_running_requests)
         self.metrics = Metrics(model_name=settings.served_model_name, marked=settings.marked)
+        self.metrics.decode.staleness_s *= settings.time_scale  # SGLang's 30 s, in the emulator's time
         self.faults = FaultInjector(settings)
         self.prefill = PrefillLanes(settings.profile.prefill_lanes, settings.profile.prefill_stalls_decode)
         self.kv_tokens = 0  # context the running requests hold (prompt + tokens emitted): the ITL lookup reads it
@@ -114,7 +115,7 @@ class Engine:
         else:
             self.metrics.itl.observe(now - previous)
         progress.emitted += 1
-        self.metrics.count_token(job.streaming)
+        self.metrics.count_token(job.streaming, None if previous is None else self.scheduler.running)
 
     def _finish(self, job: Job, progress: Progress, completed: bool) -> None:
         progress.finished_at = time.monotonic()
@@ -122,10 +123,6 @@ class Engine:
             self.metrics.aborted_requests_total += 1
             return
         self.metrics.finish(progress.finished_at - job.arrival, job.streaming)
-        if progress.first_token_at and progress.emitted > 1:
-            decode = progress.finished_at - progress.first_token_at
-            if decode > 0:
-                self.metrics.last_gen_throughput = (progress.emitted - 1) / decode
 
     async def drain(self, job: Job, progress: Progress) -> None:
         """Run a job to completion without streaming (non-streamed requests)."""

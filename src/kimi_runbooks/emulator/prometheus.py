@@ -12,6 +12,7 @@ of a metrics dependency.
 from __future__ import annotations
 
 import bisect
+import time
 from dataclasses import dataclass, field
 
 from .deviations import EMULATED_METRIC
@@ -67,6 +68,47 @@ E2E_BUCKETS = (
     2400.0,
 )
 ENGINE_TYPE = "unified"
+DECODE_LOG_INTERVAL = 40
+"""SGLang's --decode-log-interval default (srt/arg_groups/fields/observability.py): decode iterations
+between two decode-stats ticks, where gen_throughput is recomputed."""
+GEN_THROUGHPUT_STALENESS_S = 30.0
+"""SGLang's GEN_THROUGHPUT_STALENESS_SECONDS (metrics_reporter.py): past it without a tick, 0."""
+
+
+@dataclass
+class DecodeStats:
+    """``sglang:gen_throughput`` as SGLang's SchedulerMetricsReporter computes it (report_decode_stats in
+    srt/managers/scheduler_components/metrics_reporter.py, 0.5.23): the tokens the whole running
+    batch decoded since the last decode-stats tick, divided by the time since that tick, recomputed
+    every DECODE_LOG_INTERVAL decode iterations and held in between; once no tick came for
+    GEN_THROUGHPUT_STALENESS_S it reads 0 (_current_gen_throughput).
+
+    The emulator paces each request on its own, so a decode iteration of the batch is counted as
+    1/running per decoded token: with n requests running, n tokens make one iteration, as in a
+    batch of n. Times are the emulator's (staleness x time_scale, like every emulated duration)."""
+
+    staleness_s: float = GEN_THROUGHPUT_STALENESS_S
+    interval: int = DECODE_LOG_INTERVAL
+    tokens: int = 0
+    iterations: float = 0.0
+    last_tick: float = field(default_factory=time.monotonic)
+    value: float = 0.0
+
+    def decoded(self, running: int, now: float | None = None) -> None:
+        """One decode token of one of `running` requests."""
+        self.tokens += 1
+        self.iterations += 1.0 / max(running, 1)
+        if self.iterations + 1e-9 >= self.interval:
+            now = time.monotonic() if now is None else now
+            gap = now - self.last_tick
+            self.value = self.tokens / gap if gap > 0 else self.value
+            self.last_tick, self.tokens, self.iterations = now, 0, 0.0
+
+    def current(self, now: float | None = None) -> float:
+        now = time.monotonic() if now is None else now
+        if now - self.last_tick > self.staleness_s:
+            self.value = 0.0
+        return self.value
 
 
 @dataclass
@@ -113,7 +155,7 @@ class Metrics:
     generation_tokens_total: dict[str, int] = field(default_factory=dict)
     requests_total: dict[str, int] = field(default_factory=dict)
     aborted_requests_total: int = 0
-    last_gen_throughput: float = 0.0
+    decode: DecodeStats = field(default_factory=DecodeStats)
     ttft: dict[str, Histogram] = field(default_factory=dict)
     e2e: dict[str, Histogram] = field(default_factory=dict)
     itl: Histogram = field(default_factory=lambda: Histogram(ITL_BUCKETS))
@@ -123,9 +165,18 @@ class Metrics:
         key = _flag(streaming)
         self.prompt_tokens_total[key] = self.prompt_tokens_total.get(key, 0) + tokens
 
-    def count_token(self, streaming: bool) -> None:
+    @property
+    def last_gen_throughput(self) -> float:
+        """What SGLang's /server_info reports as last_gen_throughput (the reporter's value)."""
+        return self.decode.value
+
+    def count_token(self, streaming: bool, running: int | None = None) -> None:
+        """One generated token; `running` (requests running now) when it came from a decode step,
+        None for the first token of a request, which its prefill produced."""
         key = _flag(streaming)
         self.generation_tokens_total[key] = self.generation_tokens_total.get(key, 0) + 1
+        if running is not None:
+            self.decode.decoded(running)
 
     def observe_ttft(self, seconds: float, streaming: bool) -> None:
         self.ttft.setdefault(_flag(streaming), Histogram(TTFT_BUCKETS)).observe(seconds)
@@ -134,6 +185,11 @@ class Metrics:
         key = _flag(streaming)
         self.requests_total[key] = self.requests_total.get(key, 0) + 1
         self.e2e.setdefault(key, Histogram(E2E_BUCKETS)).observe(e2e_seconds)
+
+    def gen_throughput(self, running: int) -> float:
+        """The exported gauge: the last tick's value while requests run; 0 once the batch is empty
+        (SGLang's idle report, _maybe_log_idle_metrics, publishes gen_throughput 0)."""
+        return self.decode.current() if running > 0 else 0.0
 
     # ---- exposition
     def render(self, running: int, queued: int, token_usage: float, used_tokens: int) -> str:
@@ -146,7 +202,7 @@ class Metrics:
             ("sglang:num_running_reqs", "The number of running requests.", running),
             ("sglang:num_used_tokens", "The number of used tokens.", used_tokens),
             ("sglang:token_usage", "The token usage.", round(token_usage, 6)),
-            ("sglang:gen_throughput", "The generation throughput (token/s).", round(self.last_gen_throughput, 3)),
+            ("sglang:gen_throughput", "The generation throughput (token/s).", round(self.gen_throughput(running), 3)),
             ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", queued),
             ("sglang:cache_hit_rate", "The prefix cache hit rate.", 0.0),
         ]

@@ -10,9 +10,10 @@ import math
 import shlex
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .flags import knob_of
+from .inputs import check_host, check_ifname, check_image, check_port
 from .memory import KV_CACHE_DTYPES
 from .rules import parse_version
 from .shell import is_env_name
@@ -64,7 +65,7 @@ class PlanConfig(BaseModel):
     """Pass --trust-remote-code (Kimi checkpoints ship their own code)."""
     host: str = "127.0.0.1"
     """Address the server binds."""
-    port: int = Field(default=30000, ge=1, le=65535)
+    port: int = 30000
     """Port the server listens on."""
     api_key_env: str | None = None
     """NAME of the environment variable holding the API key (never the key)."""
@@ -99,7 +100,7 @@ class PlanConfig(BaseModel):
     default: the first ones when the plan leaves some idle."""
     node_ips: list[str] = Field(default_factory=list)
     """IP of one node, in rank order (the first is the rendezvous)."""
-    dist_init_port: int = Field(default=5000, ge=1, le=65535)
+    dist_init_port: int = 5000
     """Port of the multi-node rendezvous (--dist-init-addr IP:PORT)."""
     ifname: str | None = None
     """Network interface of the multi-node collectives (NCCL/GLOO socket ifname)."""
@@ -107,6 +108,33 @@ class PlanConfig(BaseModel):
     """Address of the prefill node of a PD deployment."""
     decode_ip: str | None = None
     """Address of the decode node of a PD deployment."""
+
+    @field_validator("host", "prefill_ip", "decode_ip")
+    @classmethod
+    def _host(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else check_host(value, str(info.field_name))
+
+    @field_validator("node_ips")
+    @classmethod
+    def _node_ips(cls, value: list[str]) -> list[str]:
+        for i, ip in enumerate(value):
+            check_host(ip, f"node_ips[{i}] (--node-ip)", "10.0.0.1")
+        return value
+
+    @field_validator("ifname")
+    @classmethod
+    def _ifname(cls, value: str | None) -> str | None:
+        return None if value is None else check_ifname(value)
+
+    @field_validator("docker_image")
+    @classmethod
+    def _image(cls, value: str | None) -> str | None:
+        return None if value is None else check_image(value)
+
+    @field_validator("port", "dist_init_port")
+    @classmethod
+    def _port(cls, value: int, info: ValidationInfo) -> int:
+        return check_port(value, str(info.field_name))
 
     @field_validator("api_key_env")
     @classmethod

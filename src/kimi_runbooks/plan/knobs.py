@@ -211,15 +211,20 @@ def apply_knob_flags(
             continue
         canon, knob = owner
         value: Any = True if knob.switch else item.value
-        shown = None if knob.switch or not knob.applied else value  # never echo a key or a per-node value
+        problem = None
+        if knob.applied:
+            try:
+                PlanConfig.model_validate({**base, knob.knob: value})
+            except ValidationError as exc:
+                problem = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        # never echo a key, a per-node value, or a value its knob refuses (it may hold anything)
+        shown = None if knob.switch or not knob.applied or problem else value
         results.append(_knob_refusal(item, canon, knob.knob, knob.cli, shown))
-        if not knob.applied:
+        if problem is not None:
+            said, _, fix = problem.partition(". Fix: ")
+            results.append(_rule("extra-arg-value", f"--extra-arg {canon} ...: {said}", fix or "fix the value"))
             continue
-        try:
-            PlanConfig.model_validate({**base, knob.knob: value})
-        except ValidationError as exc:
-            problem = "; ".join(e["msg"] for e in exc.errors())
-            results.append(_rule("extra-arg-value", f"--extra-arg {item.written}: {problem}", "fix the value"))
+        if not knob.applied:
             continue
         updates[knob.knob] = value
     effective = PlanConfig.model_validate({**base, **updates}) if updates else config

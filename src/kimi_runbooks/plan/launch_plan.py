@@ -24,6 +24,9 @@ class NodeCommand:
     env: dict[str, str]
     command: str
     script: str
+    docker_argv: list[str] | None = None
+    """This node's `docker run` (its own argv inside), or None when the platform has no image."""
+    docker: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -32,6 +35,8 @@ class NodeCommand:
             "argv": self.argv,
             "env": self.env,
             "command": self.command,
+            "docker": self.docker,
+            "docker_argv": self.docker_argv,
         }
 
 

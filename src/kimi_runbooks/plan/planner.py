@@ -126,9 +126,13 @@ def _plan_single(
     server_argv = args_to_argv(args) + leading
     argv = shlex.split(config.entrypoint) + server_argv
     nodes: list[NodeCommand] = []
+    docker_argv = None  # a multi-node plan has one docker form per node, each with that node's argv
     if knobs.nnodes > 1:
-        nodes = _multi_node_commands(config, knobs, argv, launch_env, lambda rank: node_env(choice.cell, config, rank))
-    docker_argv = _docker_argv(config, platform, launch_env, server_argv)
+        nodes = _multi_node_commands(
+            config, platform, knobs, argv, launch_env, lambda rank: node_env(choice.cell, config, rank)
+        )
+    else:
+        docker_argv = _docker_argv(config, platform, launch_env, server_argv)
     launch = LaunchPlan(
         config=config,
         platform=platform,
@@ -226,6 +230,7 @@ def _alternative(
 
 def _multi_node_commands(
     config: PlanConfig,
+    platform: Platform,
     knobs: ResolvedKnobs,
     argv: list[str],
     env: dict[str, str],
@@ -245,7 +250,20 @@ def _multi_node_commands(
         node_env = {**env, **(per_node_env(rank) if per_node_env else {})}
         command = shell_command(node_argv, node_env)
         script = render_script([], [], [], node_env, node_argv)
-        commands.append(NodeCommand("server", rank, node_argv, node_env, command, script))
+        server_argv = node_argv[len(shlex.split(config.entrypoint)) :]
+        docker = _docker_argv(config, platform, node_env, server_argv, rank=rank)
+        commands.append(
+            NodeCommand(
+                "server",
+                rank,
+                node_argv,
+                node_env,
+                command,
+                script,
+                docker_argv=docker,
+                docker=shell_command(docker) if docker else None,
+            )
+        )
     return commands
 
 
@@ -253,13 +271,17 @@ HF_CACHE_MOUNT = Word(Ref("HOME"), "/.cache/huggingface:/root/.cache/huggingface
 
 
 def _docker_argv(
-    config: PlanConfig, platform: Platform, env: dict[str, str], server_argv: list[str]
+    config: PlanConfig, platform: Platform, env: dict[str, str], server_argv: list[str], rank: int | None = None
 ) -> list[str] | None:
-    """`docker run` of the platform's image; the container binds 0.0.0.0, the host port `host`."""
+    """`docker run` of the platform's image. One node: the container binds 0.0.0.0, published on the
+    host's `host`. Node `rank` of a multi-node plan: the container shares the host's network
+    (`--network host`: the ranks reach each other at --dist-init-addr and over NCCL/RCCL on the host's
+    interfaces, which published ports cannot carry), so its argv is that node's, unchanged."""
     image = config.docker_image or platform.docker_image
     if not image:
         return None
-    argv = ["docker", "run", "--rm", "-d", "--name", f"kimi-runbooks-{platform.id}-{config.port}"]
+    name = f"kimi-runbooks-{platform.id}-{config.port}" + ("" if rank is None else f"-node{rank}")
+    argv = ["docker", "run", "--rm", "-d", "--name", name]
     if platform.vendor == "amd":
         argv += [
             "--device=/dev/kfd",
@@ -272,15 +294,20 @@ def _docker_argv(
         ]
     else:
         argv += ["--gpus", "all"]
-    argv += ["--ipc=host", "--shm-size", "32g", "-p", f"{config.host}:{config.port}:{config.port}"]
+    argv += ["--ipc=host", "--shm-size", "32g"]
+    if rank is not None:
+        argv += ["--network", "host"]
+    else:
+        bind = f"[{config.host}]" if ":" in config.host else config.host  # docker's IPv6 form: [::1]:port:port
+        argv += ["-p", f"{bind}:{config.port}:{config.port}"]
     argv += ["-v", HF_CACHE_MOUNT]
     for key, value in env.items():
         argv += ["-e", join_word(f"{key}=", value)]
     if config.api_key_env:
         argv += ["-e", config.api_key_env]
     inner = list(server_argv)
-    host_index = inner.index("--host") + 1
-    inner[host_index] = "0.0.0.0"
+    if rank is None:
+        inner[inner.index("--host") + 1] = "0.0.0.0"
     return argv + [image] + shlex.split(config.entrypoint) + inner
 
 

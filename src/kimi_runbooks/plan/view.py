@@ -25,6 +25,8 @@ def format_plan(p: LaunchPlan) -> str:
     if p.nodes:
         for node in p.nodes:
             lines += [f"\n## {node.role} node {node.node_rank}", node.command]
+            if node.docker:
+                lines += [f"\n## docker, {node.role} node {node.node_rank}", node.docker]
         if p.router:
             lines += ["\n## router", p.router.command]
     else:

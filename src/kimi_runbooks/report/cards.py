@@ -10,12 +10,15 @@ from typing import Any
 
 import pandas as pd
 
+from ..accuracy.judgement import Judgement
+from ..accuracy.references import SOURCE_EMULATED
 from ..deploy.diagnose import run_diagnosis
 from ..plan import load_catalog
+from . import causes
 from .collect import RunData
 from .html_parts import COLOURS, DASH, badge, bullet_list, card, cards, esc, fmt_number, fmt_percent, missing, pre
 from .next_steps import next_steps
-from .verdict import accuracy_comparison, verdict
+from .verdict import accuracy_comparison, accuracy_judgements, verdict
 
 SPEED_TOLERANCE = 0.10
 """Beyond this relative difference from a reference a speed number is coloured better or worse."""
@@ -35,6 +38,8 @@ def sglang_version(data: RunData) -> str:
     version = (data.manifest or {}).get("sglang_version")
     if version:
         return str(version)
+    if data.external:
+        return "unknown (external server)"  # the plan's version says nothing about a server we did not start
     planned = ((data.plan or {}).get("config") or {}).get("sglang_version")
     return f"{planned} (planned)" if planned else DASH
 
@@ -56,7 +61,10 @@ def header_card(data: RunData) -> str:
         if data.emulated
         else ""
     )
-    title = f'<span class="title">{esc(_platform_name(data.platform))}</span>'
+    name = _platform_name(data.platform)
+    if data.external:
+        name = f"External server ({name} parameters)"
+    title = f'<span class="title">{esc(name)}</span>'
     return f'<div class="head">{title}<div class="facts">{fact_html}</div>{emulated}</div>'
 
 
@@ -90,7 +98,7 @@ def deploy_card(data: RunData) -> str:
         ("server", handle.get("base_url")),
         ("served model", handle.get("model")),
         ("KV pool (tokens)", fmt_number(manifest.get("max_total_num_tokens"))),
-        ("devices", (data.plan or {}).get("devices_used")),
+        ("devices", None if data.external else (data.plan or {}).get("devices_used")),  # external: unknown
     ]
     body = "".join(f"<div>{esc(k)}: <b>{esc(v if not missing(v) else DASH)}</b></div>" for k, v in rows if v)
     return card("Deploy", _status_line(data, "deploy") + body)
@@ -104,8 +112,15 @@ def invoke_card(data: RunData) -> str:
         f'<p><b class="ok">{counts["pass"]} passed</b> · <b class="{"bad" if counts["fail"] else "meh"}">'
         f'{counts["fail"]} failed</b> · <span class="meh">{counts["skip"]} skipped</span></p>'
     )
-    failed = [f"<b>{esc(r.name)}</b>: {esc(r.reason[:140])}" for r in data.invoke if r.status == "fail"]
-    return card("Invoke", summary + bullet_list(failed, escape=False))
+    found = causes.diagnosis(data.invoke)
+    lead = f'<p class="bad"><b>{esc(found)}.</b> Fix: {esc(causes.NOT_KIMI_FIX)}</p>' if found else ""
+    failed = [
+        f"<b>{esc(g.cause)}</b>"
+        + (f" ({len(g.names)} checks: {esc(', '.join(g.names[:6]))})" if len(g.names) > 1 else "")
+        + f": {esc(g.example[:140])}"
+        for g in causes.groups(data.invoke)
+    ]
+    return card("Invoke", summary + lead + bullet_list(failed, escape=False))
 
 
 def speed_findings(data: RunData, tolerance: float = SPEED_TOLERANCE) -> list[dict[str, Any]]:
@@ -172,21 +187,34 @@ def _time_scale(data: RunData) -> float:
 
 
 def accuracy_card(data: RunData) -> str:
+    """Per suite, its primary metric (pass@1, accuracy, tool-call F1 / schema accuracy) first, judged
+    against the published figure (accuracy.judgement): an emulated run reads "not comparable"."""
     if data.accuracy is None:
         return card("Accuracy", _status_line(data, "accuracy") or '<p class="meh">not run</p>')
     table = accuracy_comparison(data)
+    judged = {(j.suite, j.metric): j for j in accuracy_judgements(data)}
     items = []
     if table is not None and not table.empty:
-        for _, group in table.groupby("suite", sort=False):
+        for suite, group in table.groupby("suite", sort=False):
+            heads = group[[(str(suite), str(m)) in judged for m in group["metric"]]]
             with_ref = group[group["ref_rate"].notna()] if "ref_rate" in group.columns else group.iloc[0:0]
-            items.append(_accuracy_item((with_ref if len(with_ref) else group).iloc[0]))
+            shown = heads if len(heads) else (with_ref if len(with_ref) else group).iloc[:1]
+            items.append(
+                "; ".join(
+                    _accuracy_item(row, judged.get((str(suite), str(row["metric"]))))
+                    for _, row in shown.drop_duplicates("metric", keep="last").iterrows()
+                )
+            )
     not_ok = [r for r in data.accuracy if r.get("status") != "ok"]
     for r in not_ok:
         items.append(f'<b>{esc(r.get("suite"))}</b>: <span class="meh">{esc(r.get("status"))}</span>')
     return card("Accuracy", _status_line(data, "accuracy") + bullet_list(items[:8], escape=False))
 
 
-def _accuracy_item(row: pd.Series) -> str:
+JUDGED_CLASS = {"within": "ok", "below": "bad", "fail": "bad"}
+
+
+def _accuracy_item(row: pd.Series, judged: Judgement | None = None) -> str:
     rate = row.get("rate")
     interval = (
         f" [{fmt_number(row['ci_low'], 2)}, {fmt_number(row['ci_high'], 2)}]"
@@ -197,11 +225,22 @@ def _accuracy_item(row: pd.Series) -> str:
     if "n" in row and not missing(row.get("n")):
         text += f" (n={int(row['n'])})"
     ref = row.get("ref_rate")
-    if not missing(ref):
-        inside = not missing(row.get("ci_low")) and row["ci_low"] <= ref <= row["ci_high"]
-        cls = "ok" if inside else "bad"
-        text += f' vs published <b class="{cls}">{fmt_number(ref, 3)}</b>'
-    return text
+    if missing(ref):
+        return text + ' <span class="meh">(no published figure)</span>'
+    if judged is None or judged.status not in JUDGED_CLASS:
+        reason = judged.status if judged is not None else ("not comparable: emulated" if data_emulated(row) else "")
+        return (
+            text
+            + f" vs published {fmt_number(ref, 3)}"
+            + (f' <span class="meh">({esc(reason)})</span>' if reason else "")
+        )
+    cls = JUDGED_CLASS[judged.status]
+    word = {"within": "consistent", "below": "below its interval", "fail": "below past fail_drop"}[judged.status]
+    return text + f' vs published <b class="{cls}">{fmt_number(ref, 3)}</b> <span class="{cls}">({word})</span>'
+
+
+def data_emulated(row: pd.Series) -> bool:
+    return bool(row.get("source") == SOURCE_EMULATED)
 
 
 def stage_cards(data: RunData) -> str:
@@ -232,6 +271,8 @@ def diagnosis_card(data: RunData) -> str:
     """For a failed deployment: the cause read from its server log(s), the fix, public sources and
     the redacted log excerpt (deploy.diagnose). Empty when the deployment did not fail."""
     deploy = data.stages.get("deploy")
+    if data.external:
+        return ""  # no server was started here, so there is no server log to read: the stage names the cause
     found = run_diagnosis(data.run_dir, deploy.status if deploy else None)
     if not found:
         return ""

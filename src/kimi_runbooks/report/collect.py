@@ -64,8 +64,17 @@ class RunData:
     @property
     def model(self) -> str | None:
         """The model: the plan's; for an external server, the name it serves (the plan did not run)."""
-        order = (self.handle, self.manifest, self.plan, self.params) if self.external else None
-        for source in order or (self.plan, self.manifest, self.handle, self.params):
+        if self.external:  # the name it serves, else the name the run asked for
+            config = (self.plan or {}).get("config") or {}
+            for name in (
+                (self.handle or {}).get("model"),
+                (self.manifest or {}).get("model"),
+                config.get("served_model_name"),
+                self.params.get("served_model_name"),
+            ):
+                if name:
+                    return str(name)
+        for source in (self.plan, self.manifest, self.handle, self.params):
             if source and source.get("model"):
                 return str(source["model"])
         return None

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..accuracy.judgement import NEXT_STEP as ACCURACY_NEXT_STEP
+from .causes import NOT_KIMI_FIX, REASONING, TOOLS, diagnosis
 from .collect import RunData
-from .verdict import warnings
+from .verdict import accuracy_judgements, warnings
 
 CHECK_FIXES: dict[str, str] = {
     "models": "set model / served_model_name to the name the server lists under /v1/models",
@@ -54,8 +56,12 @@ def next_steps(data: RunData) -> list[Step]:
                 f"stage {state.name} failed: {state.detail}", f"open the executed notebook{notebook}"
             )
             steps.append(Step(what[:400], fix, "failure"))
+    shared = diagnosis(data.invoke)
+    if shared:  # one cause behind the reasoning and tool-call failures: one step, not one per check
+        steps.append(Step(shared, NOT_KIMI_FIX, "failure"))
+    covered = set(REASONING + TOOLS) if shared else set()
     for r in data.invoke or []:
-        if r.status == "fail":
+        if r.status == "fail" and not (r.name in covered and getattr(r, "suite", "feature") == "feature"):
             steps.append(
                 Step(f"invoke check {r.name}: {r.reason[:300]}", CHECK_FIXES.get(r.name, "read server.log"), "failure")
             )
@@ -81,12 +87,16 @@ def next_steps(data: RunData) -> list[Step]:
         elif r.get("status") == "skipped":
             what, fix = _split_fix(str(r.get("detail") or ""), "stage what the suite needs")
             steps.append(Step(f"accuracy suite {r.get('suite')} skipped: {what[:200]}", fix, "warning"))
+    for j in accuracy_judgements(data):
+        if j.status == "fail":
+            steps.append(Step(j.text[:400], ACCURACY_NEXT_STEP, "failure"))
     for w in warnings(data):
         if w.kind in ("emulated",) or (w.kind == "prediction" and data.emulated):
             continue  # an emulated result off the prediction is about the emulator's profile, not a server
         if w.kind == "skipped" and (w.text.startswith("speed scenario") and "failed" in w.text):
             continue
         default = {
+            "accuracy": ACCURACY_NEXT_STEP,
             "regression": "compare the launch flags with the reference's; check clocks and that nothing else "
             "shares the devices",
             "skipped": "see the reason; run it where it applies",

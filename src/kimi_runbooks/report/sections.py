@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..accuracy.references import SOURCE_EMULATED
 from ..invoke import agentic_card
 from ..perfmodel.beside_measured import EMULATED_NOTE, PREDICTION_SOURCE
 from ..speed.inside import sweep_goodput
@@ -14,7 +15,7 @@ from ..speed.saturation import concurrency_label
 from .collect import RunData
 from .html_parts import DASH, Column, details, esc, fmt_number, missing, pre, table, text_cell
 from .tables import external_table, stages_table
-from .verdict import accuracy_comparison
+from .verdict import accuracy_comparison, accuracy_judgements
 
 INVOKE_COLUMNS = [
     Column("check", "check"),
@@ -58,6 +59,7 @@ ACCURACY_COLUMNS = [
     Column("interval", "95% interval", "raw", render=lambda v, r: v or DASH),
     Column("ref_rate", "published", "num", 3),
     Column("delta", "Δ", "num", 3),
+    Column("judged", "vs published"),
     Column("source", "source"),
     Column("settings", "settings", "raw", render=lambda v, r: v or DASH),
 ]
@@ -200,6 +202,7 @@ def accuracy_section(data: RunData) -> str:
     comparison = accuracy_comparison(data)
     rows: list[dict[str, Any]] = []
     settings = {r.get("suite"): r.get("settings") for r in data.accuracy}
+    judged = {(j.suite, j.metric): j.status for j in accuracy_judgements(data)}
     if comparison is not None and not comparison.empty:
         for raw in comparison.to_dict(orient="records"):
             rec = {str(k): v for k, v in raw.items()}
@@ -208,6 +211,9 @@ def accuracy_section(data: RunData) -> str:
                 f"[{fmt_number(lo, 3)}, {fmt_number(hi, 3)}]" if lo is not None and hi is not None and lo == lo else ""
             )
             rec["settings"] = details("settings", pre(json.dumps(settings.get(rec["suite"]) or {}, indent=2)))
+            rec["judged"] = judged.get((str(rec["suite"]), str(rec["metric"])), "")
+            if rec.get("source") == SOURCE_EMULATED and rec.get("ref_rate") is not None:
+                rec["delta"], rec["judged"] = None, "not comparable: emulated"
             rows.append(rec)
     for r in data.accuracy:
         if r.get("status") != "ok":

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..accuracy.judgement import Judgement, judge
 from ..accuracy.references import compare as compare_accuracy
 from ..perfmodel.beside_measured import PREDICTION_SOURCE
 from ..speed import compare, reference_frame
@@ -21,7 +22,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Warning_:
-    kind: str  # security, plan, failed, not comparable, skipped, regression, prediction, emulated, report
+    kind: str  # security, plan, failed, not comparable, skipped, regression, accuracy, prediction, emulated, report
     text: str
 
 
@@ -38,6 +39,11 @@ def accuracy_comparison(data: RunData) -> pd.DataFrame | None:
     if not data.accuracy:
         return None
     return compare_accuracy(data.accuracy)
+
+
+def accuracy_judgements(data: RunData) -> list[Judgement]:
+    """Each suite's primary metric judged against its published figure (accuracy.judgement)."""
+    return judge(data.accuracy) if data.accuracy else []
 
 
 def _is_loopback(host: str | None) -> bool:
@@ -97,6 +103,9 @@ def warnings(data: RunData) -> list[Warning_]:
                     f"{row['better']} is better; {row['reference_source']})",
                 )
             )
+    for j in accuracy_judgements(data):
+        if j.status == "below":  # an emulated suite is "not comparable: emulated", shown on its card
+            out.append(Warning_("accuracy", j.text))
     out += prediction_warnings(data)
     for text in data.problems:
         out.append(Warning_("report", text))
@@ -127,8 +136,9 @@ def prediction_warnings(data: RunData) -> list[Warning_]:
 
 def verdict(data: RunData) -> Verdict:
     """INVALID (plan refused), FAIL (a stage or any unit of its work failed), INCOMPLETE (a
-    requested stage did not run), WARN (part of a stage's work failed, or regressions vs
-    references on a measured run), else PASS: never PASS with a failure counted anywhere."""
+    requested stage did not run), WARN (part of a stage's work failed, an accuracy suite below its
+    published figure beyond its interval, or regressions vs references on a measured run; an accuracy
+    suite past its reference's fail_drop is a FAIL), else PASS: never PASS with a failure counted anywhere."""
     if data.plan_errors:
         return Verdict("INVALID", "the plan failed validation; no server was started", list(data.plan_errors))
     derived = data.outcomes
@@ -139,6 +149,7 @@ def verdict(data: RunData) -> Verdict:
     ]
     for outcome in derived.values():
         failed += outcome.failures
+    failed += [j.text for j in accuracy_judgements(data) if j.status == "fail"]
     if failed:
         return Verdict("FAIL", f"{len(failed)} failure(s)", failed)
     missing = [
@@ -157,6 +168,9 @@ def verdict(data: RunData) -> Verdict:
     partial = [p for o in derived.values() for p in o.partial]
     if partial:
         return Verdict("WARN", f"{len(partial)} stage result(s) with failed requests" + suffix, partial)
+    below = [w.text for w in warnings(data) if w.kind == "accuracy"]
+    if below:
+        return Verdict("WARN", f"{len(below)} accuracy result(s) below the published figure", below)
     regressions = [w.text for w in warnings(data) if w.kind == "regression"]
     if regressions and not data.emulated:
         return Verdict("WARN", f"{len(regressions)} regression(s) against published references", regressions)

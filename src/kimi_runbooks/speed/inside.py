@@ -101,13 +101,43 @@ def _read(path: Path) -> list[dict[str, Any]]:
     return read_jsonl(path) if path.exists() else []
 
 
+MIN_DRAWN_SAMPLES = 2
+"""A scenario's series is drawn only with at least this many /metrics samples taken while requests
+ran: fewer would be drawn as a flat line that looks like data."""
+
+
+def _busy_samples(run_dir: str | Path, scenario: str) -> int:
+    samples = _read(RunFolder(run_dir).metrics_series(scenario))
+    return sum(1 for s in samples if isinstance(s.get("num_running_reqs"), (int, float)) and s["num_running_reqs"] > 0)
+
+
+def undrawn_series(run_dir: str | Path, results: pd.DataFrame, *, max_scenarios: int = 6) -> dict[str, str]:
+    """Scenario -> why its inside-the-server series are not drawn (too few samples while it ran)."""
+    if results is None or results.empty or "scenario" not in results.columns:
+        return {}
+    out = {}
+    for sid in [str(s) for s in results["scenario"]][:max_scenarios]:
+        path = RunFolder(run_dir).metrics_series(sid)
+        if not path.exists():
+            continue
+        busy = _busy_samples(run_dir, sid)
+        if busy < MIN_DRAWN_SAMPLES:
+            out[sid] = (
+                f"{busy} /metrics sample(s) taken while its requests ran (fewer than {MIN_DRAWN_SAMPLES}): "
+                "too few to draw, not shown"
+            )
+    return out
+
+
 def server_timeseries(run_dir: str | Path, results: pd.DataFrame, *, max_scenarios: int = 6) -> go.Figure | None:
     """Running, queued, KV usage (and board power when sampled) over each scenario's run; None
-    when nothing was sampled. The title says measured or emulated."""
+    when nothing was sampled. A scenario with too few samples while it ran is left out
+    (`undrawn_series` says which). The title says measured or emulated."""
     if results is None or results.empty or "scenario" not in results.columns:
         return None
+    skipped = undrawn_series(run_dir, results, max_scenarios=max_scenarios)
     ids = [str(s) for s in results["scenario"]][:max_scenarios]
-    frame = series_frame(run_dir, ids)
+    frame = series_frame(run_dir, [i for i in ids if i not in skipped])
     if frame.empty:
         return None
     names = [n for _, n in SERIES] + ["board power (W)"]

@@ -1,9 +1,10 @@
 """Was the server saturated? Effective concurrency against the requested one, queueing, a full pool.
 
 llm-inference-bench marks cells the server could not run at the requested concurrency; GuideLLM
-stops a sweep once the response rate stops keeping up. Here a scenario is flagged saturated when
-the server ran fewer requests than asked (mean running during the busy part, from /metrics, below
-90% of the requested concurrency), when requests queued, or when the KV pool was (nearly) full;
+stops a sweep once the response rate stops keeping up. Here a scenario is flagged saturated when,
+in its steady state (metrics.steady_window: the ramp-up and the tail of requests draining at the
+end left out), the server ran fewer requests than asked (mean running, from /metrics, below 90%
+of the requested concurrency), requests queued, or the KV pool was (nearly) full;
 the client's own view (bench_serving's `concurrency`: sum of latencies / duration) is kept beside.
 A sweep can stop early once throughput stops growing while the server queues.
 """
@@ -27,18 +28,18 @@ def saturation(
     """Effective concurrency and why the scenario counts as saturated (empty reasons: it did not)."""
     target = min(requested or num_prompts, num_prompts)
     effective = server.get("mean_running")
-    busy = server.get("busy_samples")
+    busy = server.get("steady_samples", server.get("busy_samples"))
     note = None
     if isinstance(busy, int) and busy < MIN_BUSY_SAMPLES:
         effective = None  # a scenario shorter than a few sampling intervals: the mean is noise
-        note = f"{busy} samples while requests ran: too short to measure the effective concurrency"
+        note = f"{busy} samples in the steady state: too short to measure the effective concurrency"
     reasons = []
     if isinstance(effective, (int, float)) and server.get("samples") and effective < EFFECTIVE_SHARE * target:
         reasons.append(f"ran {effective:g} requests at a time on average, {target} requested")
-    queued = server.get("peak_queued")
+    queued = server.get("steady_queued", server.get("peak_queued"))
     if isinstance(queued, (int, float)) and queued > 0:
         reasons.append(f"up to {queued:g} requests queued")
-    usage = server.get("peak_token_usage")
+    usage = server.get("steady_token_usage", server.get("peak_token_usage"))
     if isinstance(usage, (int, float)) and usage >= FULL_POOL:
         reasons.append(f"KV pool {usage:.0%} full")
     return {

@@ -61,7 +61,16 @@ def parse_metrics(text: str) -> dict[str, float]:
 
 
 SAMPLE_INTERVAL_S = 0.5
-"""Between two scrapes: often enough for a few-second scenario, too rarely to load a server."""
+"""Between two scrapes once a scenario has run a while: too rarely to load a server."""
+FIRST_INTERVAL_S = 0.005
+"""Between the first scrapes once requests run: a scenario of 0.1-0.2 s (a smoke run, a fast
+emulator) falls between two 0.5 s scrapes and would show nothing, so sampling starts this fast
+when the server first reports running or queued requests and slows down by GROWTH per scrape to
+SAMPLE_INTERVAL_S (reached after ~2 s, ~18 scrapes): a short scenario gets a handful of samples,
+a long one costs a few dozen scrapes more than a fixed interval."""
+GROWTH = 1.3
+IDLE_INTERVAL_S = 0.02
+"""Between scrapes before the first request runs (the benchmark client starting up, seconds)."""
 
 
 @dataclass
@@ -73,15 +82,21 @@ class MetricsSampler:
     scenario: str = "scenario"
     api_key: str | None = None
     interval_s: float = SAMPLE_INTERVAL_S
+    first_interval_s: float = FIRST_INTERVAL_S
     samples: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
+    _client: httpx.Client | None = field(default=None, repr=False)
     _t0: float = 0.0
 
     def __enter__(self) -> MetricsSampler:
+        # one client for every scrape, made before the scenario starts: building one costs tens of
+        # milliseconds on a loaded machine, as long as a whole smoke scenario
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        self._client = httpx.Client(timeout=min(5.0, max(self.interval_s, 1.0)), headers=headers)
         self._t0 = time.monotonic()
-        self.scrape_once()  # the baseline before the first request (histogram counters are cumulative)
+        self.scrape_once(self._client)  # the baseline before the first request (histogram counters are cumulative)
         self._thread = threading.Thread(target=self._run, name=f"metrics-{self.scenario}", daemon=True)
         self._thread.start()
         return self
@@ -90,15 +105,24 @@ class MetricsSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        self.scrape_once()  # the final counters (histogram sums) after the last request
+        try:
+            self.scrape_once(self._client)  # the final counters (histogram sums) after the last request
+        finally:
+            if self._client is not None:
+                self._client.close()
 
     def _run(self) -> None:
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        with httpx.Client(timeout=min(5.0, max(self.interval_s, 1.0)), headers=headers) as client:
-            while not self._stop.is_set():
-                if not self.scrape_once(client):
-                    return
-                self._stop.wait(self.interval_s)
+        wait, started = min(IDLE_INTERVAL_S, self.interval_s), False
+        while not self._stop.is_set():
+            self._stop.wait(wait)
+            if self._stop.is_set() or not self.scrape_once(self._client):
+                return
+            if not started:
+                last = self.samples[-1] if self.samples else {}
+                started = bool(last.get("num_running_reqs") or last.get("num_queue_reqs"))
+                wait = min(self.first_interval_s if started else IDLE_INTERVAL_S, self.interval_s)
+            else:
+                wait = min(wait * GROWTH, self.interval_s)
 
     def scrape_once(self, client: httpx.Client | None = None) -> bool:
         """One sample; False when the server has no usable /metrics (recorded in `note`)."""
@@ -152,19 +176,43 @@ def _histogram_mean_ms(samples: list[dict[str, Any]], name: str) -> float | None
     return 1000.0 * (sums[-1] - sum0) / (counts[-1] - count0)
 
 
+STEADY_SHARE = 0.9
+"""The steady state: from the first sample running at least this share of the peak to the last one."""
+
+
+def steady_window(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The samples of the steady state: the ramp-up before the running count first comes within
+    STEADY_SHARE of its peak, and the tail after it last does (requests draining once the client
+    has sent its last one), are left out. A server that never runs what was asked has a low peak,
+    so its window still shows it."""
+    running = [s.get("num_running_reqs") for s in samples]
+    values = [float(r) for r in running if isinstance(r, (int, float))]
+    peak = max(values, default=0.0)
+    if peak <= 0:
+        return []
+    inside = [i for i, r in enumerate(running) if isinstance(r, (int, float)) and r >= STEADY_SHARE * peak]
+    return samples[inside[0] : inside[-1] + 1]
+
+
 def summarise(samples: list[dict[str, Any]], note: str | None = None) -> dict[str, Any]:
     """Peak queued, mean and peak running, peak KV usage, cache hit rate, throughput, accept length;
-    `mean_running` over the samples where anything ran (the steady state, not the ramp to zero)."""
+    `mean_running`, `steady_queued` and `steady_token_usage` over the steady-state window
+    (`steady_window`: ramp-up and tail excluded), the peaks over every sample."""
     good = [s for s in samples if "error" not in s]
     if not good:
         return {"samples": 0, "note": note or "no /metrics sample was taken"}
     running = _series(good, "num_running_reqs")
     busy = [r for r in running if r > 0]
+    steady = steady_window(good)
+    steady_running = [r for r in _series(steady, "num_running_reqs") if r > 0]
     out: dict[str, Any] = {
         "samples": len(good),
         "peak_running": max(running) if running else None,
-        "mean_running": round(statistics.fmean(busy), 2) if busy else 0.0,
+        "mean_running": round(statistics.fmean(steady_running), 2) if steady_running else 0.0,
         "busy_samples": len(busy),
+        "steady_samples": len(steady),
+        "steady_queued": max(_series(steady, "num_queue_reqs"), default=None),
+        "steady_token_usage": max(_series(steady, "token_usage"), default=None),
         "peak_queued": max(_series(good, "num_queue_reqs"), default=None),
         "peak_token_usage": max(_series(good, "token_usage"), default=None),
         "peak_used_tokens": max(_series(good, "num_used_tokens"), default=None),

@@ -51,6 +51,13 @@ def _num(value: Any) -> float | None:
         return None
 
 
+def _section(record: dict[str, Any], key: str) -> dict[str, Any]:
+    """A nested block of a device's record, or {} when the tool printed "N/A" (or anything not a
+    block) in its place: amd-smi prints "usage": "N/A" for what a device cannot report."""
+    value = record.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def parse_nvidia(text: str) -> list[DeviceSample]:
     out = []
     for line in text.splitlines():
@@ -69,9 +76,11 @@ def parse_amd_smi(text: str) -> list[DeviceSample]:
     data = json.loads(text[start:])
     gpus = data.get("gpu_data", []) if isinstance(data, dict) else data
     out = []
-    for gpu in gpus:
-        power, usage = gpu.get("power") or {}, gpu.get("usage") or {}
-        mem, temp = gpu.get("mem_usage") or {}, gpu.get("temperature") or {}
+    for gpu in gpus if isinstance(gpus, list) else []:
+        if not isinstance(gpu, dict):
+            continue
+        power, usage = _section(gpu, "power"), _section(gpu, "usage")
+        mem, temp = _section(gpu, "mem_usage"), _section(gpu, "temperature")
         hot = _num(temp.get("hotspot"))
         out.append(
             DeviceSample(
@@ -93,8 +102,8 @@ def parse_rocm_smi(text: str) -> list[DeviceSample]:
     for card, fields in sorted(data.items()):
         if not card.startswith("card") or not isinstance(fields, dict):
             continue
-        power = next((v for k, v in fields.items() if "Graphics Package Power (W)" in k), None)
-        temp = fields.get("Temperature (Sensor junction) (C)", fields.get("Temperature (Sensor edge) (C)"))
+        power = next((v for k, v in fields.items() if "Graphics Package Power (W)" in k and _num(v) is not None), None)
+        temp = _rocm_temperature(fields)
         total_b, used_b = _num(fields.get("VRAM Total Memory (B)")), _num(fields.get("VRAM Total Used Memory (B)"))
         out.append(
             DeviceSample(
@@ -107,6 +116,28 @@ def parse_rocm_smi(text: str) -> list[DeviceSample]:
             )
         )
     return out
+
+
+_ROCM_TEMP = re.compile(r"^Temperature \(Sensor ([^)]+)\) \([cC]\)$")
+_SENSOR_ORDER = ("junction", "edge")
+"""rocm-smi names its sensors (ROCm 3.5 on: edge, junction, memory, HBM n); older releases, and the
+old kernel driver, number them: 'Temperature (Sensor #1) (c)' (ROC-smi rocm_smi.py printed
+'Temperature (Sensor #%d)'). The junction (hotspot) reading is preferred, as for amd-smi, then edge,
+then the first numbered sensor."""
+
+
+def _rocm_temperature(fields: dict[str, Any]) -> float | None:
+    found: dict[str, float] = {}
+    for key, value in fields.items():
+        match = _ROCM_TEMP.match(key)
+        number = _num(value) if match else None
+        if match and number is not None:
+            found.setdefault(match.group(1).lower(), number)
+    for name in _SENSOR_ORDER:
+        if name in found:
+            return found[name]
+    numbered = sorted(k for k in found if k.startswith("#"))
+    return found[numbered[0]] if numbered else None
 
 
 _NPU_ROW = re.compile(r"^\|\s*(\d+)\s+(\S+)\s*\|\s*\S+\s*\|\s*(\S+)\s+(\S+)")

@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 
 def docker_command(plan: LaunchPlan, environ: dict[str, str]) -> tuple[list[str], str]:
     """The plan's `docker run` argv with ${HOME} filled in, and the container name."""
+    if not plan.docker_argv and plan.nodes and plan.nodes[0].docker_argv:
+        raise DeployError(
+            f"a {len(plan.nodes)}-node plan has one docker form per node (kimi-runbooks plan prints each), "
+            "and the docker launcher starts one container on this machine; Fix: use launcher='multi-node' "
+            "(node scripts, or Slurm), or run each node's docker form on that node."
+        )
     if not plan.docker_argv:
         raise DeployError(
             f"platform {plan.platform.id} has no docker image in params/platforms; Fix: use launcher='local'."

@@ -1,0 +1,112 @@
+"""Is a suite's number below its published figure? The accuracy part of the run's verdict.
+
+A suite is judged on its primary metric (pass@1 for aime25, accuracy for the multiple-choice and
+OCR suites, schema accuracy for the tool-call evals) against the published figure it joins to
+(``compare.compare``). The question is statistical: a smoke run of 2 AIME problems that scores
+0/2 has a Wilson 95% interval of [0, 0.66], so it says nothing about a published 0.989 beyond
+"below"; 0/30 says a lot more. So:
+
+- ``within``: the run's interval reaches the reference's (or lies above it);
+- ``below``: the run's whole interval lies under the reference's interval: WARN;
+- ``fail``: even the top of the run's interval is more than ``fail_drop`` (a rate, set per
+  reference file in params/references, ``fail_drop:``) under the published figure: FAIL;
+- ``not comparable: emulated``: the emulator's answers test the pipeline, not the model, so an
+  emulated run is never read as an accuracy loss;
+- ``no reference`` / ``no interval``: nothing to judge against, or no sample count to size it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from .references import SOURCE_EMULATED, compare, metric_family
+
+#: reference suite -> the metrics (families) that carry its verdict, best first
+PRIMARY: dict[str, tuple[str, ...]] = {
+    "aime25": ("pass_at_1_avg*", "pass_at_1"),
+    "gpqa-diamond": ("accuracy",),
+    "ocrbench": ("accuracy",),
+    "mmmu-pro": ("accuracy",),
+    "gsm8k": ("accuracy",),
+    "k2vv-toolcall": ("tool_call_f1", "schema_accuracy"),
+}
+DEFAULT_FAIL_DROP = 0.10
+"""Used when a reference file sets no ``fail_drop``."""
+NEXT_STEP = (
+    "rerun the suite with the published settings (published=True) and enough samples for a narrow "
+    "interval; if it stays below, compare the checkpoint, its quantization, the chat template and the "
+    "--reasoning-parser / --tool-call-parser flags with the reference's launch"
+)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    suite: str
+    metric: str
+    status: str  # within, below, fail, not comparable: emulated, no reference, no interval
+    text: str
+
+
+def primary(suite: str, metric: str) -> bool:
+    """Whether ``metric`` carries the verdict of (reference) suite ``suite``."""
+    return any(metric_family(metric) == family or metric == family for family in PRIMARY.get(suite, ()))
+
+
+def _f(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def judge_row(row: pd.Series | dict[str, Any], fail_drop: float = DEFAULT_FAIL_DROP) -> Judgement:
+    """The judgement of one row of ``compare.compare``."""
+    suite, metric = str(row["suite"]), str(row["metric"])
+    rate, hi = _f(row.get("rate")), _f(row.get("ci_high"))
+    ref = _f(row.get("ref_rate"))
+    head = f"accuracy suite {suite} {metric}"
+    if ref is None:
+        return Judgement(suite, metric, "no reference", f"{head}: no published figure to compare with")
+    if row.get("source") == SOURCE_EMULATED:
+        return Judgement(
+            suite,
+            metric,
+            "not comparable: emulated",
+            f"{head}: not comparable: emulated (the emulator's answers test the pipeline, not the model)",
+        )
+    if rate is None or hi is None:
+        return Judgement(suite, metric, "no interval", f"{head} {rate} vs published {ref:.3g}: no sample count")
+    ref_low = _f(row.get("ref_ci_low"))
+    bar = ref if ref_low is None else ref_low
+    n = _f(row.get("n"))
+    said = f"{head} {rate:.3g} (95% interval up to {hi:.3g}, n={'?' if n is None else int(n)}) vs published {ref:.3g}"
+    if hi < ref - fail_drop:
+        return Judgement(
+            suite, metric, "fail", f"{said}: below it by more than the allowed {fail_drop:.2g} (fail_drop)"
+        )
+    if hi < bar:
+        return Judgement(suite, metric, "below", f"{said}: below it beyond the interval for this sample size")
+    return Judgement(suite, metric, "within", f"{said}: consistent with it")
+
+
+def _latest(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each suite's rows from its latest attempt (a rerun appends; earlier attempts stay)."""
+    rows = list(rows)
+    latest = {str(r.get("suite")): r.get("fingerprint") for r in rows}
+    return [r for r in rows if r.get("fingerprint") == latest[str(r.get("suite"))]]
+
+
+def judge(rows: Sequence[dict[str, Any]], references: pd.DataFrame | None = None) -> list[Judgement]:
+    """One judgement per primary metric of each suite's latest attempt."""
+    table = compare(_latest(rows), references)
+    if table.empty:
+        return []
+    out = []
+    for _, row in table.iterrows():
+        suite = str(row.get("ref_suite") or row["suite"])
+        if not primary(suite, str(row["metric"])) and not primary(str(row["suite"]), str(row["metric"])):
+            continue
+        drop = _f(row.get("fail_drop"))
+        out.append(judge_row(row, DEFAULT_FAIL_DROP if drop is None else drop))
+    return out
