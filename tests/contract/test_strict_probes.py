@@ -18,7 +18,7 @@ from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.invoke.image import RECEIPT_ITEM
-from kimi_runbooks.target import RunHandle
+from kimi_runbooks.target.locate import RunHandle
 
 CONTENT_ONLY = {"image_content"}  # needs a model that reads images
 NEEDS_INTERNET = {"image_url"}  # skips without an image_url on any server

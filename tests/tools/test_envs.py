@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.tools import envs as toolenv
 from kimi_runbooks.tools.envs import (
@@ -28,7 +29,6 @@ from kimi_runbooks.tools.envs import (
     ToolEnvError,
     ToolEnvMissing,
     env_var_for,
-    make_offline_tokenizer,
     tool_env,
     versions,
 )
