@@ -113,3 +113,34 @@ def test_a_failed_external_run_reports_only_what_is_known(tmp_path):
     assert report.verdict(data).level == "FAIL" and "nothing is listening there" in top
     assert "start the server, or correct the port" in top  # the cause and fix, once, from the stage
     assert json.loads((folder.path / "runbook.json").read_text())["launcher"] == "external"
+
+
+def test_a_server_without_sglangs_native_api_is_said_once_and_its_native_scenarios_skipped(tmp_path):
+    """Issue 25 item 11: against llama.cpp two of the three smoke scenarios died one by one in
+    bench_serving's warm-up with `Not Found` (no SGLang /generate). One probe says it once; the
+    native-API scenarios are skipped with that reason and the chat-API one still runs."""
+    folder = tmp_path / "run"
+    with stand_in_server(StandIn(models=["smollm2-135m"])) as url:
+        deploy.launch(
+            make_plan({"platform": "h200", "served_model_name": "smollm2-135m"}),
+            "external",
+            folder,
+            options={"base_url": url},
+            progress=False,
+        )
+        df = speed.run_scenarios(
+            speed.select_scenarios("smoke"),
+            read_handle(folder),
+            folder,
+            command_prefix=FAKE_BENCH,
+            progress=False,
+            verify_tokens=False,
+            platform="h200",
+        )
+    by_id = df.set_index("scenario")
+    native = ["smoke-random-ids-c1", "smoke-random-ids-c4"]
+    assert list(by_id.loc[native, "status"]) == ["skipped", "skipped"]
+    assert all("no SGLang native API" in str(e) for e in by_id.loc[native, "error"])
+    assert by_id.loc["smoke-chat-random-ids-c4", "status"] == "ok"
+    progress = (folder / "progress.jsonl").read_text()
+    assert progress.count("this server has no SGLang native API") == 1

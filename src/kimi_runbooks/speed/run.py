@@ -38,6 +38,7 @@ from .bench_failure import classify, details_of, raw_result
 from .benchenv import default_bench_python
 from .capacity import capacity_plan, cell_fit, live_server_info
 from .goodput import goodput_argv
+from .native import NATIVE_BACKENDS, missing_native_api
 from .observe import ObserveConfig, ScenarioObserver, observe_for_run, sweep_key
 from .options import SpeedOptions
 from .parse import BenchParseError, parse_block, parse_jsonl_text
@@ -347,6 +348,9 @@ def _loop(
     folder = run.folder
     last_of_sweep: dict[tuple[Any, ...], dict[str, Any]] = {}
     stopped: dict[tuple[Any, ...], str] = {}
+    no_native = missing_native_api(run.target.url, scenarios, run.api_key, emulated=run.target.emulated)
+    if no_native:
+        report_progress(folder, "speed", no_native, milestone=True)
     bar = tqdm(list(scenarios), desc="bench", unit="scenario", disable=not progress)
     for index, scenario in enumerate(bar, 1):
         bar.set_postfix_str(scenario.id)
@@ -355,20 +359,13 @@ def _loop(
             report_progress(folder, "speed", f"{scenario.id}: already finished (resume)", milestone=True)
             continue
         key = sweep_key(scenario)
-        if key in stopped:
-            row = run.record(
-                {
-                    "scenario": scenario.id,
-                    **run.common,
-                    "max_concurrency": scenario.max_concurrency,
-                    "status": "skipped",
-                    "metrics": {},
-                    "argv": [],
-                    "log": None,
-                    "error": f"not run: the sweep saturated at {stopped[key]} (stop_when_saturated)",
-                }
-            )
-            report_progress(folder, "speed", f"{scenario.id}: skipped ({row['error']})", milestone=True)
+        why = f"not run: the sweep saturated at {stopped[key]} (stop_when_saturated)" if key in stopped else None
+        why = why or (no_native if scenario.backend in NATIVE_BACKENDS else None)
+        if why:
+            row = {"scenario": scenario.id, **run.common, "max_concurrency": scenario.max_concurrency}
+            row = run.record({**row, "status": "skipped", "metrics": {}, "argv": [], "log": None, "error": why})
+            said = "no SGLang native API, see above" if why == no_native else why
+            report_progress(folder, "speed", f"{scenario.id}: skipped ({said})", milestone=True)
             continue
         report_progress(folder, "speed", f"scenario {index}/{len(scenarios)} {scenario.id}: started", milestone=True)
         row = run_one(scenario, run)
