@@ -66,7 +66,7 @@ plan = deploy.plan_from_params(
     context_length=context_length, speculative=speculative, api_key_env=api_key_env,
     host=host, port=port if launcher != "emulator" else None, plan_config=plan_config)
 if launcher == "external":  # nothing is launched: no command, no memory plan of ours applies
-    print(f"external server at {base_url}: nothing is launched; served model {deploy.served_name(plan)!r}")
+    print(f"external server at {base_url}: nothing is launched; served model {plan.served_name!r}")
 else:
     print(format_plan(plan))
 deploy.require_valid(plan)  # stops here, before anything starts, when the plan has errors
