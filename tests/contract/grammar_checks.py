@@ -52,7 +52,15 @@ def check(params: dict[str, Any], script: dict[str, Any], thinking: bool, status
 
     if status != 200:
         return []
-    grammar = grammar_for(params)
+    try:
+        grammar = grammar_for(params)
+    except Exception as exc:  # noqa: BLE001 - xgrammar's InvalidStructuralTagError, checked by its text
+        if "requires tokenizer_info" not in str(exc):
+            raise
+        # kimi_k3's structural tag names special tokens (<|open|>...): xgrammar needs the model's own
+        # tokenizer to build it, which this machine does not have; those cases are judged by SGLang's
+        # parsers alone (the comparison in sglang_check.py), not by the grammar.
+        return []
     if grammar is None:
         return []
     outputs = script.get("finals") or (script.get("stream") or [])[-1:]

@@ -20,8 +20,6 @@ without it; with CI=true a missing env is a failure.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -30,22 +28,12 @@ import pytest
 from capture import capture, settings_for
 from cases import CASES, SURFACES
 
+from conftest import run_in_bench_env
 from kimi_runbooks.emulator import DEVIATIONS
 from kimi_runbooks.emulator.testing import run_in_thread
-from kimi_runbooks.tools.envs import OFFLINE_ENV, ToolEnvError, tool_env
 
 pytestmark = pytest.mark.heavy
 HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture(scope="module")
-def bench_python() -> str:
-    try:
-        return str(tool_env("bench").python)
-    except ToolEnvError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true but the bench tool env is missing: {exc}")
-        pytest.skip(f"bench tool env missing: {exc}")
 
 
 def run_contract(bench_python: str, out_dir: Path, *, strict: bool) -> dict[str, Any]:
@@ -62,18 +50,7 @@ def run_contract(bench_python: str, out_dir: Path, *, strict: bool) -> dict[str,
         for stop in stops:
             stop()
     report_path = out_dir / ("report-strict.json" if strict else "report.json")
-    proc = subprocess.run(
-        [bench_python, str(HERE / "sglang_check.py"), str(captured), str(report_path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **OFFLINE_ENV},
-        check=False,
-    )
-    if proc.returncode not in (0, 1) or not report_path.exists():
-        pytest.fail(f"the SGLang checker could not run (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(report_path.read_text())
+    return run_in_bench_env(bench_python, "sglang_check.py", captured, report=report_path)
 
 
 def explain(report: dict[str, Any], limit: int = 25) -> str:

@@ -17,8 +17,6 @@ Heavy: needs the bench tool env (bash scripts/setup_tool_env.sh bench).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +25,12 @@ import pytest
 from capture import exchange
 from cases import TIME_TOOL, TOOL_RESULT_TURN, USER_HELLO, USER_PARALLEL, USER_WEATHER, WEATHER_TOOL, Case
 
+from conftest import run_in_bench_env
 from kimi_runbooks.emulator import DEVIATIONS, EmulatorSettings
 from kimi_runbooks.emulator.capabilities import ModelCapabilities
 from kimi_runbooks.emulator.events import EOS_TOKEN_ID
 from kimi_runbooks.emulator.raw import raw_chat_output
 from kimi_runbooks.emulator.testing import run_in_thread
-from kimi_runbooks.tools.envs import OFFLINE_ENV, ToolEnvError, tool_env
 from tests.support.hybrid_models import k3_like, k27_code_like
 
 pytestmark = pytest.mark.heavy
@@ -159,32 +157,11 @@ def capture_model(model_key: str, out: Path, strict: bool) -> dict[str, Any]:
     return data
 
 
-@pytest.fixture(scope="module")
-def bench_python() -> str:
-    try:
-        return str(tool_env("bench").python)
-    except ToolEnvError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true but the bench tool env is missing: {exc}")
-        pytest.skip(f"bench tool env missing: {exc}")
-
-
 def judge(bench_python: str, model_key: str, out_dir: Path, strict: bool = False) -> tuple[dict[str, Any], Any]:
     captured_path = out_dir / f"captured-{model_key}.json"
     captured = capture_model(model_key, captured_path, strict)
     report_path = out_dir / f"report-{model_key}.json"
-    proc = subprocess.run(
-        [bench_python, str(HERE / "sglang_check.py"), str(captured_path), str(report_path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **OFFLINE_ENV},
-        check=False,
-    )
-    if proc.returncode not in (0, 1) or not report_path.exists():
-        pytest.fail(f"the SGLang checker could not run (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(report_path.read_text()), captured
+    return run_in_bench_env(bench_python, "sglang_check.py", captured_path, report=report_path), captured
 
 
 def explain(report: dict[str, Any], limit: int = 30) -> str:

@@ -20,17 +20,15 @@ Heavy: needs the bench tool env. Skipped without it; with CI=true a missing env 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import run_in_bench_env
 from kimi_runbooks.plan import plan
 from kimi_runbooks.plan.launch_plan import LaunchPlan
 from kimi_runbooks.plan.state_pool import SPEC_DEFAULT_MAX_RUNNING
-from kimi_runbooks.tools.envs import OFFLINE_ENV, ToolEnvError, tool_env
 
 pytestmark = pytest.mark.heavy
 HERE = Path(__file__).resolve().parent
@@ -99,34 +97,15 @@ def _case(case_id: str, p: LaunchPlan) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def bench_python() -> str:
-    try:
-        return str(tool_env("bench").python)
-    except ToolEnvError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true but the bench tool env is missing: {exc}")
-        pytest.skip(f"bench tool env missing: {exc}")
-
-
 def test_pool_split_matches_sglang(bench_python: str, tmp_path: Path) -> None:
     plans = {cid: plan({"model": "kimi-k3", **fields}) for cid, fields in PLANS.items()}
     for cid, p in plans.items():
         assert p.ok, (cid, [str(e) for e in p.errors])
     cases = [_case(cid, p) for cid, p in plans.items()]
     (tmp_path / "cases.json").write_text(json.dumps(cases))
-    proc = subprocess.run(
-        [bench_python, str(HERE / "state_pool_check.py"), str(tmp_path / "cases.json"), str(tmp_path / "out.json")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **OFFLINE_ENV},
-        check=False,
+    report = run_in_bench_env(
+        bench_python, "state_pool_check.py", tmp_path / "cases.json", report=tmp_path / "out.json", ok_codes=(0,)
     )
-    if proc.returncode != 0:
-        pytest.fail(f"SGLang's pool sizing could not run (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    report = json.loads((tmp_path / "out.json").read_text())
     assert report["sglang_version"] == "0.5.23"
     differences = []
     for got in report["results"]:
