@@ -13,6 +13,7 @@ An env can be replaced by another interpreter (a python in some other env, or a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -247,9 +248,24 @@ def versions(env: str | ToolEnv | os.PathLike[str]) -> dict[str, str | None]:
         python = tool_env(env).python
     else:
         python = env
+    return dict(_read_versions(os.fspath(python), _build_stamp(Path(python))))
+
+
+def _build_stamp(python: Path) -> float | None:
+    """When the env was last built (its stamp's mtime): a rebuilt env is read again, an unchanged
+    one is not (tool_env() and the manifest each asked, so every deploy started each env twice)."""
+    stamp = python.parent.parent / STAMP_NAME
+    try:
+        return stamp.stat().st_mtime
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=32)
+def _read_versions(python: str, _stamp: float | None) -> dict[str, str | None]:
     try:
         proc = subprocess.run(
-            [os.fspath(python), str(script("versions.py")), *KEY_PACKAGES],
+            [python, str(script("versions.py")), *KEY_PACKAGES],
             capture_output=True,
             text=True,
             timeout=120,
