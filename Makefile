@@ -28,6 +28,8 @@ tool-envs: setup
 	bash scripts/setup_tool_env.sh sgl-eval
 	bash scripts/setup_tool_env.sh inspect
 	bash scripts/setup_tool_env.sh llamacpp
+	bash scripts/setup_tool_env.sh agents
+	bash scripts/setup_tool_env.sh aiperf
 
 demo: setup
 	bash scripts/setup_tool_env.sh bench

