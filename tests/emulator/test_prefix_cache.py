@@ -199,3 +199,20 @@ def test_cache_metrics_follow_sglang() -> None:
     assert 'sglang:cached_tokens_total{cache_source="device"' in text
     assert metrics["sglang:cached_tokens_total"] == 400
     assert 'mode="device_hit"} 400.0' in text and 'mode="input"} 500.0' in text  # 400 + 100 computed
+
+
+@pytest.mark.parametrize(("input_len", "hit"), [(8000, 0.5), (10000, 0.9), (30000, 0.97), (100000, 0.9)])
+def test_profile_prefill_after_a_prefix_is_the_prediction(input_len: int, hit: float) -> None:
+    """The emulator sleeps what the performance model predicts for prefix= (sampled on a grid and
+    interpolated; benchmarks/prefix_cache_vs_model.py measures it over HTTP)."""
+    from kimi_runbooks.emulator.profile import latency_profile
+    from kimi_runbooks.perfmodel import Predictor
+    from kimi_runbooks.plan import load_catalog, plan
+
+    launch = plan({"platform": "h200"}, load_catalog())
+    predictor = Predictor(launch)
+    profile = latency_profile(launch, predictor)
+    cached = int(input_len * hit)
+    predicted = predictor.prefill_seconds(predictor.serving.prefill_pool, input_len, cached / input_len) * 1000
+    assert profile.prefill_ms(input_len, cached) == pytest.approx(predicted, rel=0.05)
+    assert profile.prefill_ms(input_len, cached) < profile.prefill_ms(input_len, 0)
