@@ -14,7 +14,8 @@ matches, streamed, and times the first token. Printed side by side, all at time 
     .venv/bin/python benchmarks/prefix_cache_vs_model.py --platform b200 --time-scale 0.2
 
 At small time scales the emulator's fixed per-request cost (HTTP, JSON of tens of thousands of ids,
-~3 us per prompt token here) is divided by the scale too and shows as a gap. The emulator's TTFT is its prefill alone (c=1, nothing queued): the predicted median TTFT at c=1
+~3 us per prompt token here) is divided by the scale too and shows as a gap.
+The emulator's TTFT is its prefill alone (c=1, nothing queued): the predicted median TTFT at c=1
 also carries half a decode step and the closed loop's own terms (perfmodel/queueing.py), so the
 prefill column is the one the emulator should equal (exit 1 when off by more than --tolerance).
 """
@@ -35,6 +36,7 @@ from kimi_runbooks.perfmodel import Predictor
 from kimi_runbooks.perfmodel.predict import Scenario
 from kimi_runbooks.plan import load_catalog, plan
 
+WIDTHS = (6, 5, 7, 21, 22, 17)
 ROWS = ((8000, 0.0), (8000, 0.5), (8000, 0.9), (32000, 0.9), (32000, 0.97))
 
 
@@ -59,9 +61,11 @@ def main() -> int:
     launch = plan({"platform": args.platform}, load_catalog())
     predictor = Predictor(launch)
     pool = predictor.serving.prefill_pool
-    settings = EmulatorSettings(profile=latency_profile(launch, predictor), time_scale=args.time_scale, log_startup=False)
+    profile = latency_profile(launch, predictor)
+    settings = EmulatorSettings(profile=profile, time_scale=args.time_scale, log_startup=False)
     print(f"{args.platform}: prefill with a cached prefix, time scale 1 (emulator measured at x{args.time_scale})")
-    print(f"{'in':>6} {'hit':>5} {'cached':>7} {'PREDICTED prefill ms':>21} {'PREDICTED TTFT c=1 ms':>22} {'EMULATED TTFT ms':>17}")
+    heads = ("in", "hit", "cached", "PREDICTED prefill ms", "PREDICTED TTFT c=1 ms", "EMULATED TTFT ms")
+    print(" ".join(f"{h:>{w}}" for h, w in zip(heads, WIDTHS)))
     worst = 0.0
     with emulator_server(settings) as url, httpx.Client(base_url=url, timeout=600) as http:
         for row, (input_len, hit) in enumerate(ROWS):
@@ -75,7 +79,8 @@ def main() -> int:
             prefill = predictor.prefill_seconds(pool, input_len, cached / input_len) * 1000
             ttft = predictor.predict(Scenario(input_len=input_len, output_len=2, concurrency=1, prefix_hit=hit))
             worst = max(worst, abs(emulated / prefill - 1.0))
-            print(f"{input_len:>6} {hit:>5.2f} {cached:>7} {prefill:>21.1f} {ttft.median_ttft_ms:>22.1f} {emulated:>17.1f}")
+            cells = (input_len, f"{hit:.2f}", cached, f"{prefill:.1f}", f"{ttft.median_ttft_ms:.1f}", f"{emulated:.1f}")
+            print(" ".join(f"{c:>{w}}" for c, w in zip(cells, WIDTHS)))
     print(f"largest gap emulated vs predicted prefill: {worst:.1%} (tolerance {args.tolerance:.0%})")
     return 1 if worst > args.tolerance else 0
 
