@@ -30,8 +30,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 
 def _details(cached: int) -> Any:
     from sglang.srt.managers.scheduler_components.output_streamer import SchedulerOutputStreamer

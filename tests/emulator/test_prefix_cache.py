@@ -55,7 +55,7 @@ def test_eviction_is_lru_and_spares_locked_paths() -> None:
     cache.insert([1] * 10)
     cache.insert([2] * 10)
     cache.insert([3] * 10)
-    cache.match([1] * 10)  # touched: now the most recent
+    cache.match([1] * 10)  # looked up: now the most recent
     _, locked = cache.match([2] * 10)
     cache.lock(locked)
     assert cache.protected == 10 and cache.evictable == 20

@@ -38,7 +38,7 @@ class Node:
     lock_ref: int = 0
     last_access: int = 0
 
-    def touch(self) -> None:
+    def mark_used(self) -> None:
         self.last_access = next(_clock)
 
 
@@ -84,12 +84,12 @@ class PrefixCache:
             return 0, self.root
         limit = self._aligned(len(ids))
         node, at = self.root, 0
-        node.touch()
+        node.mark_used()
         while at < limit:
             child = node.children.get(self._child_key(ids, at))
             if child is None:
                 break
-            child.touch()
+            child.mark_used()
             common = self._aligned(_common(child.key, 0, ids, at, min(len(child.key), limit - at)))
             if common < len(child.key):
                 if common:
@@ -120,7 +120,7 @@ class PrefixCache:
         if matched == len(ids):
             return 0, node
         leaf = Node(key=ids[matched:], parent=node)
-        leaf.touch()
+        leaf.mark_used()
         node.children[self._child_key(leaf.key, 0)] = leaf
         self.held += len(leaf.key)
         return len(leaf.key), leaf
