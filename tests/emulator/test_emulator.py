@@ -683,15 +683,15 @@ def test_kv_capacity_queues_requests():
         async def both():
             async with httpx.AsyncClient(timeout=30) as http:
 
-                async def one():
+                async def one(token: int):  # distinct prompts: the prefix cache shares nothing between them
                     t = time.perf_counter()
                     r = await http.post(
                         url + "/generate",
-                        json={"input_ids": [1] * 50, "sampling_params": {"max_new_tokens": 20, "ignore_eos": True}},
+                        json={"input_ids": [token] * 50, "sampling_params": {"max_new_tokens": 20, "ignore_eos": True}},
                     )
                     return time.perf_counter() - t, r.json()["meta_info"]
 
-                await one()  # warm-up: a fresh server's first request pays one-off costs that delay both
+                await one(3)  # warm-up: a fresh server's first request pays one-off costs that delay both
 
                 async def watch():
                     # the sample with the most queued requests while the first one runs (~220 ms): a
@@ -704,7 +704,7 @@ def test_kv_capacity_queues_requests():
                             best = found
                     return best
 
-                return await asyncio.gather(one(), one(), watch())
+                return await asyncio.gather(one(1), one(2), watch())
 
         (t1, m1), (t2, m2), metrics = asyncio.run(both())
     # each request reserves 70 of 100 tokens: the second waits for the first (~210 ms)

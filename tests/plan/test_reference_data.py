@@ -77,6 +77,7 @@ LINE = re.compile(r"^(?P<label>[A-Za-z0-9 ()/.\-]+):\s+(?P<value>\S+)\s*$")
 
 SCENARIO_FIELDS = {
     "id",
+    "trace",
     "title",
     "dataset",
     "input_len",
@@ -93,7 +94,7 @@ SCENARIO_FIELDS = {
     "slo",
 }
 SLO_KEYS = {"ttft_ms", "tpot_ms", "e2e_ms"}
-DATASETS = {"random", "random-ids", "sharegpt", "generated-shared-prefix", "image"}
+DATASETS = {"random", "random-ids", "sharegpt", "generated-shared-prefix", "image", "agentic-trace", "mooncake"}
 BACKENDS = {"sglang", "sglang-oai", "sglang-oai-chat"}
 ACCURACY_SUITES = {"k2vv-toolcall", "aime25", "gpqa-diamond", "ocrbench", "mmmu-pro", "gsm8k"}
 RATE_METRICS = {

@@ -22,8 +22,11 @@ def test_every_catalog_scenario_builds(catalog):
     for sc in catalog.scenarios.values():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            argv = speed.build_argv(sc, "http://127.0.0.1:30000", output_file="o.jsonl")
+            trace = "trace.json" if sc.trace is not None else None  # the runner generates it (speed/traces.py)
+            argv = speed.build_argv(sc, "http://127.0.0.1:30000", output_file="o.jsonl", dataset_path=trace)
         assert argv[:3] == ["python3", "-m", "sglang.bench_serving"]
+        if trace:
+            assert _flag(argv, "--dataset-path") == trace and "--cache-report" in argv and "--flush-cache" in argv
         assert _flag(argv, "--num-prompts") == str(sc.num_prompts)
         assert _flag(argv, "--backend") == sc.backend
         assert _flag(argv, "--dataset-name") == sc.dataset

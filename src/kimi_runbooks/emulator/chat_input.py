@@ -8,7 +8,8 @@ Images are checked here so a broken one is a 400 before anything is scheduled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, field
 from typing import Any
 
 from .chat_template import render
@@ -16,7 +17,7 @@ from .conversation import Conversation, ToolSpec
 from .error_answers import ApiError
 from .images import ImageError, ImageInfo, inspect_image_url
 from .protocol import ChatMessage, ChatRequest
-from .tokenizer import count_tokens
+from .tokenizer import VOCAB_SIZE, token_ids
 
 TOKENS_PER_IMAGE_WRAP = 2  # media begin/end markers
 TOKENS_PER_VIDEO = 1024
@@ -33,6 +34,10 @@ NO_VIDEO = (
 class ChatInput:
     conversation: Conversation
     prompt_tokens: int
+    prompt_ids: list[int] = field(default_factory=list)
+    """The rendered prompt's token ids, then each image's vision tokens as ids derived from what the
+    emulator reads of it (size, mean colour): the prefix cache's key (radix.py). SGLang pads image
+    tokens with a hash of the image's data, so a repeated image hits its cache too."""
 
 
 def read_chat(req: ChatRequest, video: bool = True, media: bool = True) -> ChatInput:
@@ -46,13 +51,14 @@ def read_chat(req: ChatRequest, video: bool = True, media: bool = True) -> ChatI
     convo = Conversation(tools=tools, tool_choice=_tool_choice(req))
     declared = [t.model_dump(mode="json", exclude_none=True) for t in req.tools or []]
     messages = [m.model_dump(mode="json", exclude_none=True) for m in req.messages]
-    tokens = count_tokens(render(messages, declared))
+    ids = token_ids(render(messages, declared))
     for index, message in enumerate(req.messages):
         text, images = _message_parts(message, index)
         videos = _videos(message, index, video)
-        tokens += sum(img.tokens + TOKENS_PER_IMAGE_WRAP for img in images) + videos * (
-            TOKENS_PER_VIDEO + TOKENS_PER_IMAGE_WRAP
-        )
+        for img in images:
+            ids += _media_ids(f"{img.source}:{img.width}x{img.height}:{img.colour}", img.tokens + TOKENS_PER_IMAGE_WRAP)
+        for part in range(videos):
+            ids += _media_ids(f"video-{index}-{part}", TOKENS_PER_VIDEO + TOKENS_PER_IMAGE_WRAP)
         if message.role == "user":
             convo.last_user_text = text
             convo.images = images
@@ -60,7 +66,13 @@ def read_chat(req: ChatRequest, video: bool = True, media: bool = True) -> ChatI
     convo.last_role = req.messages[-1].role
     convo.tool_results = _trailing_tool_results(req.messages)
     convo.called_since_user, convo.results_since_user = _since_last_user(req.messages)
-    return ChatInput(conversation=convo, prompt_tokens=tokens)
+    return ChatInput(conversation=convo, prompt_tokens=len(ids), prompt_ids=ids)
+
+
+def _media_ids(digest: str, count: int) -> list[int]:
+    """Stand-in ids for a medium's tokens: the same description gives the same ids."""
+    start = int.from_bytes(hashlib.blake2b(digest.encode(), digest_size=4).digest(), "big")
+    return [(start + k) % VOCAB_SIZE for k in range(count)]
 
 
 def _tool_choice(req: ChatRequest) -> str | dict[str, Any]:

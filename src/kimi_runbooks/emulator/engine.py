@@ -17,7 +17,8 @@ from .clock import sleep_until
 from .faults import FaultInjector
 from .prefill import PrefillLanes
 from .prometheus import Metrics
-from .scheduler import Scheduler
+from .radix import Node, PrefixCache
+from .scheduler import Scheduler, Ticket
 from .settings import EmulatorSettings
 
 
@@ -30,6 +31,9 @@ class Job:
     reserve_tokens: int  # prompt + max_new_tokens, held in the KV pool while running
     arrival: float  # time.monotonic() when the request arrived
     streaming: bool = False
+    prompt_ids: list[int] | None = None  # the prompt's token ids: the prefix-cache key (radix.py)
+    output_ids: list[int] | None = None  # the ids it generates, cached with the prompt when it finishes
+    cached_tokens: int = 0  # set by the engine: prompt tokens the prefix cache held (skipped prefill)
 
 
 @dataclass
@@ -54,6 +58,8 @@ class Engine:
         self.faults = FaultInjector(settings)
         self.prefill = PrefillLanes(settings.profile.prefill_lanes, settings.profile.prefill_stalls_decode)
         self.kv_tokens = 0  # context the running requests hold (prompt + tokens emitted): the ITL lookup reads it
+        self.cache = PrefixCache(settings.page_size, disabled=settings.disable_radix_cache)
+        self.scheduler.cache = self.cache  # cached tokens hold KV pool slots; evicted when it needs room
 
     def _scaled(self, ms: float) -> float:
         return ms / 1000.0 * self.settings.time_scale
@@ -61,21 +67,26 @@ class Engine:
     async def run(self, job: Job, progress: Progress) -> AsyncGenerator[int, None]:
         """Yield token indices 0..output_tokens-1, each at the moment it is due."""
         crash_at = self.faults.crash_point(job.output_tokens) if job.streaming else None
-        ticket = await self.scheduler.admit(job.reserve_tokens)
+        node = self._match(job)
+        ticket = None
         completed = False
         held = 0
         try:
+            ticket = await self.scheduler.admit(job.reserve_tokens - job.cached_tokens)
             admitted_at = time.monotonic()
             start = admitted_at if ticket.waited else job.arrival
             progress.queue_seconds = max(admitted_at - job.arrival, 0.0) if ticket.waited else 0.0
             self.metrics.count_prompt(job.prompt_tokens, job.streaming)
+            self.metrics.observe_prefill(job.prompt_tokens - job.cached_tokens, job.cached_tokens)
             self.kv_tokens += job.prompt_tokens
             held += job.prompt_tokens
-            deadline = self.prefill.book(start, self._scaled(self.profile.ttft_ms(job.prompt_tokens)))
+            prefill = self.profile.prefill_ms(job.prompt_tokens, job.cached_tokens)
+            deadline = self.prefill.book(start, self._scaled(prefill))
             previous = None
             for index in range(job.output_tokens):
                 if index == 0:
                     await sleep_until(deadline)
+                    node = self._cache_prompt(job, node, ticket)
                 else:
                     itl = self.profile.itl_ms(self.scheduler.running, self.kv_tokens)
                     deadline = await self._decode_turn(deadline, self._scaled(itl))
@@ -89,13 +100,37 @@ class Engine:
                 yield index
             if job.output_tokens == 0:
                 await sleep_until(deadline)
+                node = self._cache_prompt(job, node, ticket)
             if crash_at is not None:
                 self.faults.crash_now()  # stream shorter than the crash point: die at its end
             completed = True
         finally:
             self.kv_tokens -= held
-            self.scheduler.release(ticket)
+            self.cache.unlock(node)
+            if ticket is not None:
+                if held and job.prompt_ids:  # prefilled: the tree keeps prompt + what was generated
+                    self.cache.insert(job.prompt_ids + (job.output_ids or [])[: progress.emitted])
+                self.scheduler.release(ticket)
             self._finish(job, progress, completed)
+
+    def _match(self, job: Job) -> Node:
+        """Look the prompt up in the prefix cache (at most input_len - 1 tokens match) and lock the
+        matched path while the request waits and runs."""
+        matched, node = self.cache.match((job.prompt_ids or [])[:-1])
+        job.cached_tokens = min(matched, max(job.prompt_tokens - 1, 0))
+        self.cache.lock(node)
+        return node
+
+    def _cache_prompt(self, job: Job, node: Node, ticket: Ticket) -> Node:
+        """Prefill done: the prompt goes into the tree (its new tokens now held there, not by the
+        request's reservation) and the request locks its whole prompt path."""
+        if not job.prompt_ids:
+            return node
+        added, prompt_node = self.cache.insert(job.prompt_ids)
+        self.scheduler.shrink(ticket, added)
+        self.cache.lock(prompt_node)
+        self.cache.unlock(node)
+        return prompt_node
 
     async def _decode_turn(self, since: float, work: float) -> float:
         """Sleep until this request's next decode step, `work` seconds of decoding after its
@@ -122,7 +157,7 @@ class Engine:
         if not completed:
             self.metrics.aborted_requests_total += 1
             return
-        self.metrics.finish(progress.finished_at - job.arrival, job.streaming)
+        self.metrics.finish(progress.finished_at - job.arrival, job.streaming, job.cached_tokens)
 
     async def drain(self, job: Job, progress: Progress) -> None:
         """Run a job to completion without streaming (non-streamed requests)."""

@@ -14,6 +14,9 @@ The model is deliberately small, with one number per effect a runbook measures:
   running request's KV; one long request's attention also has a latency of its own); the
   two KV terms are 0 unless the profile comes from the predictor. A caller that does not
   say how much KV is held gets ``assumed_context_tokens`` per running request.
+* Prefix cache (emulator/radix.py): prompt tokens already cached skip prefill; the rest costs
+  ``prefill_grid`` (new tokens x cached tokens, from the predictor) or, without one, what a
+  prompt of only the new tokens would.
 * KV capacity: a request reserves input_tokens + max_new_tokens of ``max_total_num_tokens``
   while it runs; at most ``max_running_requests`` run at once; the rest wait (FIFO).
 * Prefill first, as SGLang schedules (emulator/prefill.py): prefills run one after another on
@@ -81,6 +84,23 @@ class LatencyProfile:
     itl_running: tuple[float, ...] = ()
     itl_context: tuple[float, ...] = ()
     itl_table: tuple[tuple[float, ...], ...] = ()
+    prefill_cached: tuple[float, ...] = ()
+    prefill_new: tuple[float, ...] = ()
+    prefill_grid: tuple[tuple[float, ...], ...] = ()
+    """Prefill after a cached prefix: ms at prefill_cached[i] cached x prefill_new[j] new tokens."""
+
+    def prefill_ms(self, input_tokens: int, cached_tokens: int = 0) -> float:
+        """Prefill time when the prefix cache already holds `cached_tokens` of the input: the new
+        tokens' projections and their attention over the whole context (prefill_grid, from the
+        performance model); without a grid, the new tokens alone as a prompt of their own."""
+        cached = min(max(int(cached_tokens), 0), max(int(input_tokens) - 1, 0))
+        if cached == 0:
+            return self.ttft_ms(input_tokens)
+        new = input_tokens - cached
+        if self.prefill_grid:
+            value = interpolate_grid(self.prefill_cached, self.prefill_new, self.prefill_grid, cached, new)
+            return max(value, _MIN_MS)
+        return self.ttft_ms(new)
 
     def ttft_ms(self, input_tokens: int) -> float:
         """Prefill time for a request of this many input tokens (excluding queue wait): the

@@ -22,20 +22,29 @@ from typing import Any
 WEIGHT_VERSION = "default"
 
 
-def usage(prompt: int, completion: int, reasoning: int = 0) -> dict[str, Any]:
+def usage(prompt: int, completion: int, reasoning: int = 0, cached: int | None = None) -> dict[str, Any]:
+    """``cached``: the prompt tokens the prefix cache held, reported only with --enable-cache-report
+    (None otherwise: usage_processor.py leaves prompt_tokens_details null)."""
     return {
         "prompt_tokens": prompt,
         "total_tokens": prompt + completion,
         "completion_tokens": completion,
-        "prompt_tokens_details": None,
+        "prompt_tokens_details": None if cached is None else {"cached_tokens": cached},
         "reasoning_tokens": reasoning,
         "completion_tokens_details": {"reasoning_tokens": reasoning} if reasoning else None,
     }
 
 
-def usage_exclude_none(prompt: int, completion: int, reasoning: int = 0) -> dict[str, Any]:
+def usage_exclude_none(prompt: int, completion: int, reasoning: int = 0, cached: int | None = None) -> dict[str, Any]:
     """The completions stream's final usage (``model_dump_json(exclude_none=True)``)."""
-    return {k: v for k, v in usage(prompt, completion, reasoning).items() if v is not None}
+    return {k: v for k, v in usage(prompt, completion, reasoning, cached).items() if v is not None}
+
+
+def cache_details(cached: int) -> dict[str, Any] | None:
+    """``sglext`` for a request that asked ``return_cached_tokens_details``: the scheduler's
+    breakdown exists only when some tokens were cached (output_streamer.py get_cached_tokens_details),
+    all of them on the device here (no HiCache tiers); SglExt drops its null fields."""
+    return {"cached_tokens_details": {"device": cached, "host": 0}} if cached > 0 else None
 
 
 def tool_call(call_id: str | None, index: int, name: str | None, arguments: str) -> dict[str, Any]:

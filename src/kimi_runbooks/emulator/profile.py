@@ -6,6 +6,9 @@ behaves like that platform's prediction. The profile carries the prediction itse
 
 * TTFT(input): the predicted prefill of one request alone at TABLE_INPUTS (no queue: the
   emulator's prefill lanes and KV admission add the queueing themselves);
+* prefill after a cached prefix (new tokens x cached tokens, PREFILL_NEW x PREFILL_CACHED): the
+  predicted prefill of the new tokens over the whole context (Predictor.prefill_seconds with a
+  prefix hit), so a cache hit in a rehearsal saves what the prediction's prefix= saves;
 * ITL(running, context per request): the predicted decode step per output token on the grid
   TABLE_RUNNING x TABLE_CONTEXTS (speculative decoding: per accepted token);
 * KV capacity = the planner's pool (all DP-attention ranks), running limit = the plan's;
@@ -33,6 +36,8 @@ TABLE_INPUTS: tuple[int, ...] = (1, 128, 512, 1024, 2048, 3072, 4096, 6144, 8192
 TABLE_INPUTS += (32768, 49152, 65536, 98304, 131072, 196608, 262144)  # x1.5 steps: attention is quadratic
 TABLE_RUNNING = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TABLE_CONTEXTS = (128, 1024, 4096, 16384, 65536, 262144)
+PREFILL_CACHED = (0, 1024, 4096, 16384, 65536, 262144)
+PREFILL_NEW: tuple[int, ...] = (1, 128, 512, 2048, 8192, 32768, 131072, 262144)
 MIN_MS = 0.1
 
 
@@ -64,6 +69,10 @@ def latency_profile(plan: LaunchPlan, predictor: Predictor | None = None) -> Lat
         tuple(predictor.iteration_seconds(decode, b, ctx) * 1000 / accept for ctx in TABLE_CONTEXTS)
         for b in TABLE_RUNNING
     )
+    prefill_grid = tuple(
+        tuple(predictor.prefill_seconds(prefill, new + cached, cached / (new + cached)) * 1000 for new in PREFILL_NEW)
+        for cached in PREFILL_CACHED
+    )
     capacity = decode.kv_pool_tokens * decode.attention_ranks * decode.replicas
     running = decode.max_running * decode.replicas if decode.max_running else DEFAULT_PROFILE.max_running_requests
     where = f"{plan.platform.id}/{plan.model.id}" + (f"/{plan.deployment.id}" if plan.deployment else "")
@@ -80,6 +89,9 @@ def latency_profile(plan: LaunchPlan, predictor: Predictor | None = None) -> Lat
         itl_running=tuple(float(b) for b in TABLE_RUNNING),
         itl_context=tuple(float(c) for c in TABLE_CONTEXTS),
         itl_table=itl_table,
+        prefill_cached=tuple(float(c) for c in PREFILL_CACHED),
+        prefill_new=tuple(float(n) for n in PREFILL_NEW),
+        prefill_grid=prefill_grid,
         prefill_lanes=max(prefill.attention_ranks * prefill.replicas, 1),
         prefill_stalls_decode=not s.disaggregated,
         source=f"predicted by kimi_runbooks.perfmodel for {where} ({predictor.calibration.source})",

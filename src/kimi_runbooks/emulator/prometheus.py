@@ -68,6 +68,11 @@ E2E_BUCKETS = (
     2400.0,
 )
 ENGINE_TYPE = "unified"
+PREFILL_EFFECTIVE_HELP = (
+    "Effective prefill tokens with retracted-request re-counts excluded, updated on each log interval. "
+    "mode: device_hit, host_hit, storage_hit, input. Windowed prefix cache hit rate = rate(sum of *_hit) / "
+    "rate(sum of all modes); per-tier rate uses a single *_hit mode in the numerator."
+)
 DECODE_LOG_INTERVAL = 40
 """SGLang's --decode-log-interval default (srt/arg_groups/fields/observability.py): decode iterations
 between two decode-stats ticks, where gen_throughput is recomputed."""
@@ -159,11 +164,24 @@ class Metrics:
     ttft: dict[str, Histogram] = field(default_factory=dict)
     e2e: dict[str, Histogram] = field(default_factory=dict)
     itl: Histogram = field(default_factory=lambda: Histogram(ITL_BUCKETS))
+    cache_hit_rate: float = 0.0
+    prefill_effective: dict[str, int] = field(default_factory=dict)  # mode (input, device_hit) -> tokens
+    cached_tokens_total: int = 0
 
     # ---- updates (the engine calls these)
     def count_prompt(self, tokens: int, streaming: bool) -> None:
         key = _flag(streaming)
         self.prompt_tokens_total[key] = self.prompt_tokens_total.get(key, 0) + tokens
+
+    def observe_prefill(self, new_tokens: int, cached_tokens: int) -> None:
+        """One prefill (each emulated request is its own prefill batch): SGLang's report_prefill_stats
+        sets sglang:cache_hit_rate to the batch's hit tokens / (hit + new) and counts both in
+        sglang:prefill_effective_tokens_total (metrics_reporter.py, 0.5.23)."""
+        total = new_tokens + cached_tokens
+        self.cache_hit_rate = cached_tokens / total if total > 0 else 0.0
+        for mode, delta in (("input", new_tokens), ("device_hit", cached_tokens)):
+            if delta > 0:
+                self.prefill_effective[mode] = self.prefill_effective.get(mode, 0) + delta
 
     @property
     def last_gen_throughput(self) -> float:
@@ -181,8 +199,12 @@ class Metrics:
     def observe_ttft(self, seconds: float, streaming: bool) -> None:
         self.ttft.setdefault(_flag(streaming), Histogram(TTFT_BUCKETS)).observe(seconds)
 
-    def finish(self, e2e_seconds: float, streaming: bool) -> None:
+    def finish(self, e2e_seconds: float, streaming: bool, cached_tokens: int = 0) -> None:
+        """A finished request; its cached prompt tokens go to sglang:cached_tokens_total with
+        cache_source="device" (observe_one_finished_request: the scheduler always sends the
+        device/host breakdown when a request had cached tokens)."""
         key = _flag(streaming)
+        self.cached_tokens_total += max(cached_tokens, 0)
         self.requests_total[key] = self.requests_total.get(key, 0) + 1
         self.e2e.setdefault(key, Histogram(E2E_BUCKETS)).observe(e2e_seconds)
 
@@ -204,7 +226,7 @@ class Metrics:
             ("sglang:token_usage", "The token usage.", round(token_usage, 6)),
             ("sglang:gen_throughput", "The generation throughput (token/s).", round(self.gen_throughput(running), 3)),
             ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", queued),
-            ("sglang:cache_hit_rate", "The prefix cache hit rate.", 0.0),
+            ("sglang:cache_hit_rate", "The prefix cache hit rate.", round(self.cache_hit_rate, 6)),
         ]
         for metric, help_text, value in gauges:
             lines += [
@@ -230,6 +252,20 @@ class Metrics:
                     f'{metric}_total{{{tokenizer},is_streaming="{flag}"}} {float(value)}'
                     for flag, value in sorted(series.items())
                 ]
+        if self.prefill_effective:
+            metric = "sglang:prefill_effective_tokens_total"
+            lines += [f"# HELP {metric} {PREFILL_EFFECTIVE_HELP}", f"# TYPE {metric} counter"]
+            lines += [
+                f'{metric}{{{scheduler},mode="{mode}"}} {float(value)}'
+                for mode, value in sorted(self.prefill_effective.items())
+            ]
+        if self.cached_tokens_total:
+            metric = "sglang:cached_tokens_total"
+            lines += [
+                f"# HELP {metric} Number of cached prompt tokens by source (device/host/storage).",
+                f"# TYPE {metric} counter",
+                f'{metric}{{cache_source="device",{tokenizer}}} {float(self.cached_tokens_total)}',
+            ]
         if self.aborted_requests_total:
             lines += [
                 "# HELP sglang:num_aborted_requests_total Number of requests aborted.",

@@ -181,6 +181,7 @@ class ChatRequest(_SamplingFields):
     chat_template_kwargs: dict[str, Any] | None = None
     separate_reasoning: bool = True
     reasoning_effort: ReasoningEffort | Annotated[float, Field(ge=0.0, le=0.99)] | None = None
+    return_cached_tokens_details: bool = False  # sglext.cached_tokens_details (bench_serving --cache-report)
 
     @field_validator("reasoning_effort", mode="before")
     @classmethod
@@ -227,6 +228,7 @@ class CompletionRequest(_SamplingFields):
     stream: bool = False
     stream_options: StreamOptions | None = None
     echo: bool = False
+    return_cached_tokens_details: bool = False
 
 
 class SamplingParams(_SamplingFields):

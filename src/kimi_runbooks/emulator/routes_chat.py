@@ -27,12 +27,12 @@ from .content import chat_reply
 from .engine import Job
 from .error_answers import ApiError
 from .events import EOS_TOKEN_ID, Event, Plan, plan_within_budget, reply_events
-from .formats import ChatFormat
+from .formats import ChatFormat, RawTurn
 from .protocol import ChatRequest, parse_body
 from .sse import DONE, event
 from .state import AppState
 from .structured import check_constraints, check_response_format, check_tool_choice, json_answer, structured_reply
-from .tokenizer import tokenize
+from .tokenizer import token_ids, tokenize
 from .tool_faults import ToolFaults
 
 
@@ -49,6 +49,14 @@ class _Turn:
     faults: ToolFaults
     fmt: ChatFormat
     leak_think: bool  # the think channel streams as content (formats.py thinking_leaks_in_stream)
+    cache_report: bool  # --enable-cache-report: usage.prompt_tokens_details.cached_tokens
+    cache_details: bool  # the request asked return_cached_tokens_details (sglext)
+    jobs: list[Job]  # the engine sets cached_tokens on them when they are admitted
+
+    @property
+    def cached_tokens(self) -> int:
+        """Per prompt, as SGLang sums meta_info cached_tokens over the first choice of each prompt."""
+        return self.jobs[0].cached_tokens if self.jobs else 0
 
 
 async def chat_completions(request: Request) -> Response:
@@ -64,10 +72,21 @@ async def chat_completions(request: Request) -> Response:
     state.check_context(chat.prompt_tokens, req.token_limit)
     state.check_injected_500()
     plans = [plan_choice(state, req, chat, i) for i in range(req.n)]
-    jobs = [job_for(chat.prompt_tokens, p, req.token_limit, arrival, req.stream) for p in plans]
-    rid = state.next_id("chatcmpl")
     fmt = state.settings.chat_format
     thinks = state.settings.capabilities.model_thinks(req.thinking)
+    jobs = [
+        job_for(
+            chat.prompt_tokens,
+            p,
+            req.token_limit,
+            arrival,
+            req.stream,
+            chat.prompt_ids,
+            output_ids(fmt, p, history_calls(req), thinks),
+        )
+        for p in plans
+    ]
+    rid = state.next_id("chatcmpl")
     turn = _Turn(
         rids=[rid] + [f"{rid}-{i}" for i in range(1, req.n)],
         created=int(time.time()),
@@ -78,6 +97,9 @@ async def chat_completions(request: Request) -> Response:
         faults=ToolFaults.from_settings(state.settings),
         fmt=fmt,
         leak_think=fmt.thinking_leaks_in_stream(thinks, req.thinking),
+        cache_report=state.settings.enable_cache_report,
+        cache_details=req.return_cached_tokens_details,
+        jobs=jobs,
     )
     if req.stream:
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
@@ -129,7 +151,15 @@ def plan_choice(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Pl
     return plan_within_budget(reply, events, req.token_limit, req.ignore_eos, rng)
 
 
-def job_for(prompt_tokens: int, plan: Plan, limit: int | None, arrival: float, streaming: bool) -> Job:
+def job_for(
+    prompt_tokens: int,
+    plan: Plan,
+    limit: int | None,
+    arrival: float,
+    streaming: bool,
+    prompt_ids: list[int] | None = None,
+    output_ids: list[int] | None = None,
+) -> Job:
     reserve = prompt_tokens + (limit if limit is not None else plan.completion_tokens)
     return Job(
         prompt_tokens=prompt_tokens,
@@ -137,7 +167,16 @@ def job_for(prompt_tokens: int, plan: Plan, limit: int | None, arrival: float, s
         reserve_tokens=reserve,
         arrival=arrival,
         streaming=streaming,
+        prompt_ids=prompt_ids,
+        output_ids=output_ids,
     )
+
+
+def output_ids(fmt: ChatFormat, plan: Plan, history: int, thinks: bool) -> list[int]:
+    """The ids the model generates for this plan (its raw output, markers included: formats.py),
+    which the prefix cache keeps after the prompt when the request finishes."""
+    turn = RawTurn(plan.events, plan.tool_calls, history, thinks, plan.finish_reason != "length")
+    return token_ids("".join(fmt.render(turn)))
 
 
 def _reasoning_tokens(plan: Plan) -> int:
@@ -146,8 +185,15 @@ def _reasoning_tokens(plan: Plan) -> int:
 
 def _usage(plans: list[Plan], turn: _Turn) -> dict[str, Any]:
     return shapes.usage(
-        turn.prompt_tokens, sum(p.completion_tokens for p in plans), sum(_reasoning_tokens(p) for p in plans)
+        turn.prompt_tokens,
+        sum(p.completion_tokens for p in plans),
+        sum(_reasoning_tokens(p) for p in plans),
+        turn.cached_tokens if turn.cache_report else None,
     )
+
+
+def _sglext(turn: _Turn) -> dict[str, Any] | None:
+    return shapes.cache_details(turn.cached_tokens) if turn.cache_details else None
 
 
 def _complete_calls(plan: Plan, turn: _Turn) -> list[tuple[Any, str]]:
@@ -169,7 +215,11 @@ def _whole(plans: list[Plan], turn: _Turn) -> dict[str, Any]:
         message = shapes.chat_message(plan.content_text(), plan.reasoning_text(), calls or None)
         finish = _faulty_finish(plan, turn, bool(calls))
         choices.append(shapes.chat_choice(index, message, finish, EOS_TOKEN_ID if finish == "stop" else None))
-    return shapes.chat_response(turn.rids[0], turn.created, turn.model, choices, _usage(plans, turn))
+    body = shapes.chat_response(turn.rids[0], turn.created, turn.model, choices, _usage(plans, turn))
+    sglext = _sglext(turn)
+    if sglext is not None:
+        body["sglext"] = sglext
+    return body
 
 
 def _token_chunk(ev: Event, pos: int, plan: Plan, index: int, turn: _Turn) -> dict[str, Any] | None:
@@ -288,6 +338,9 @@ async def _stream(
         yield event(
             shapes.sse_content(rid, turn.created, turn.model, index, finish_reason=finish, matched_stop=matched)
         )
+    sglext = _sglext(turn)
+    if sglext is not None:  # its own chunk, before the usage chunk (serving_chat.py)
+        yield event({**shapes.stream_response(rid, turn.created, turn.model, []), "sglext": sglext})
     if include_usage:
         yield event(shapes.stream_response(rid, turn.created, turn.model, [], _usage(plans, turn)))
     yield DONE

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -25,7 +26,7 @@ from .protocol import CompletionRequest, parse_body
 from .routes_chat import job_for
 from .sse import DONE, event
 from .state import AppState
-from .tokenizer import count_tokens
+from .tokenizer import count_tokens, token_ids
 
 
 async def completions(request: Request) -> Response:
@@ -34,13 +35,18 @@ async def completions(request: Request) -> Response:
     state.check_ready()
     req = parse_body(CompletionRequest, await state.read_json(request))
     prompt_text, prompt_tokens = read_prompt(req.prompt)
+    prompt_ids = prompt_key(req.prompt)
     state.check_context(prompt_tokens, req.max_tokens)
     state.check_injected_500()
     plans = []
     for choice in range(req.n):
         rng = state.rng_for("completion", req.prompt, *([choice] if choice else []))
         plans.append(text_plan(completion_text(prompt_text, rng), req.max_tokens, req.ignore_eos, rng))
-    jobs = [job_for(prompt_tokens, p, req.max_tokens, arrival, req.stream) for p in plans]
+    jobs = [
+        job_for(prompt_tokens, p, req.max_tokens, arrival, req.stream, prompt_ids, token_ids(p.content_text()))
+        for p in plans
+    ]
+    report = _CacheReport(jobs, state.settings.enable_cache_report, req.return_cached_tokens_details)
     rid = state.next_id("cmpl")
     rids = [rid] + [f"{rid}-{i}" for i in range(1, req.n)]
     created = int(time.time())
@@ -48,7 +54,7 @@ async def completions(request: Request) -> Response:
     if req.stream:
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
         return StreamingResponse(
-            _stream(state, jobs, plans, rids, created, req.model, prompt_tokens, include_usage, echo),
+            _stream(state, jobs, plans, rids, created, req.model, prompt_tokens, include_usage, echo, report),
             media_type="text/event-stream",
         )
     await drain_all(state.engine, jobs)
@@ -56,13 +62,42 @@ async def completions(request: Request) -> Response:
         shapes.completion_choice(i, echo + p.content_text(), p.finish_reason, _matched(p)) for i, p in enumerate(plans)
     ]
     total = sum(p.completion_tokens for p in plans)
-    return JSONResponse(
-        shapes.completion_response(rids[0], created, req.model, choices, shapes.usage(prompt_tokens, total))
+    body = shapes.completion_response(
+        rids[0], created, req.model, choices, shapes.usage(prompt_tokens, total, cached=report.usage_cached)
     )
+    if report.sglext is not None:
+        body["sglext"] = report.sglext
+    return JSONResponse(body)
+
+
+@dataclass
+class _CacheReport:
+    """The prefix-cache figures one request reports (read after its jobs ran)."""
+
+    jobs: list[Job]
+    enabled: bool  # --enable-cache-report
+    details: bool  # return_cached_tokens_details
+
+    @property
+    def usage_cached(self) -> int | None:
+        return self.jobs[0].cached_tokens if self.enabled else None
+
+    @property
+    def sglext(self) -> dict[str, Any] | None:
+        return shapes.cache_details(self.jobs[0].cached_tokens) if self.details else None
 
 
 def _matched(plan: Plan) -> Any:
     return EOS_TOKEN_ID if plan.finish_reason == "stop" else None
+
+
+def prompt_key(prompt: Any) -> list[int]:
+    """The prompt's token ids (the prefix cache's key): given ids as they are, text tokenized."""
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
+        prompt = prompt[0]
+    if isinstance(prompt, str):
+        return token_ids(prompt)
+    return [int(i) for i in prompt] if isinstance(prompt, list) else []
 
 
 def read_prompt(prompt: Any) -> tuple[str, int]:
@@ -90,6 +125,7 @@ async def _stream(
     prompt_tokens: int,
     include_usage: bool,
     echo: str,
+    report: _CacheReport,
 ) -> AsyncIterator[bytes]:
     started: set[int] = set()
     last = 0
@@ -112,9 +148,10 @@ async def _stream(
         if index not in started:  # nothing generated: one finishing chunk
             last = index
             yield chunk(index, "", True)
+    if report.sglext is not None:  # its own chunk, before the usage chunk (serving_completions.py)
+        yield event({**shapes.completion_chunk(rids[last], created, model, []), "sglext": report.sglext})
     if include_usage:
         total = sum(p.completion_tokens for p in plans)
-        yield event(
-            shapes.completion_chunk(rids[last], created, model, [], shapes.usage_exclude_none(prompt_tokens, total))
-        )
+        usage = shapes.usage_exclude_none(prompt_tokens, total, cached=report.usage_cached)
+        yield event(shapes.completion_chunk(rids[last], created, model, [], usage))
     yield DONE

@@ -88,9 +88,11 @@ async def get_server_info(request: Request) -> Response:
 
 
 async def flush_cache(request: Request) -> Response:
-    scheduler = _state(request).engine.scheduler
+    engine = _state(request).engine
+    scheduler = engine.scheduler
     if scheduler.running or scheduler.queued:  # SGLang: Response without a media type
         return Response("Cache not flushed: there are running or waiting requests.\n", status_code=400)
+    engine.cache.reset()  # the radix tree (radix.py), as SGLang's flush_cache resets its tree cache
     return Response(
         "Cache flushed.\nPlease check backend logs for more details. "
         "(When there are running or waiting requests, the operation will "
@@ -105,7 +107,7 @@ async def metrics(request: Request) -> Response:
         raise RawError(404, {"detail": "Not Found"})
     engine = state.engine
     s = engine.scheduler
-    body = engine.metrics.render(s.running, s.queued, s.token_usage, s.used_tokens)
+    body = engine.metrics.render(s.running, s.queued, s.token_usage, s.pool_used)
     return PlainTextResponse(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 

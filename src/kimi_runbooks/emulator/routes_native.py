@@ -30,7 +30,7 @@ from .events import EOS_TOKEN_ID, Plan, text_plan
 from .protocol import GenerateRequest, SamplingParams, parse_body
 from .sse import DONE, event
 from .state import AppState
-from .tokenizer import count_tokens, piece_id
+from .tokenizer import piece_id, token_ids
 
 
 @dataclass
@@ -56,7 +56,7 @@ async def generate(request: Request) -> Response:
         raise ApiError("The emulator streams one prompt per /generate request.", 400, "stream")
     try:
         items = [
-            _item(state, text, ntok, p, rid, arrival, req.stream) for (text, ntok), p, rid in zip(prompts, params, rids)
+            _item(state, text, ids, p, rid, arrival, req.stream) for (text, ids), p, rid in zip(prompts, params, rids)
         ]
     except ApiError as err:  # raised inside SGLang's generate_request: the route's own shapes
         if req.stream:
@@ -69,18 +69,18 @@ async def generate(request: Request) -> Response:
     return JSONResponse(results if batched else results[0])
 
 
-def _prompts(req: GenerateRequest) -> list[tuple[str, int]]:
-    """(text used for seeding, prompt token count) per prompt."""
+def _prompts(req: GenerateRequest) -> list[tuple[str, list[int]]]:
+    """(text used for seeding, prompt token ids) per prompt."""
     if req.text is not None:
         texts = req.text if isinstance(req.text, list) else [req.text]
         if not texts or any(not t for t in texts):
             raise ApiError("The input text is empty.", 400, "text")
-        return [(t, count_tokens(t)) for t in texts]
+        return [(t, token_ids(t)) for t in texts]
     ids = req.input_ids or []
     rows: list[list[int]] = ids if ids and isinstance(ids[0], list) else [ids]
     if not rows or any(not r for r in rows):
         raise ApiError("input_ids is empty.", 400, "input_ids")
-    return [(" ".join(map(str, r[:64])) + f"#{len(r)}", len(r)) for r in rows]
+    return [(" ".join(map(str, r[:64])) + f"#{len(r)}", list(r)) for r in rows]
 
 
 def _params_per_prompt(params: SamplingParams | list[SamplingParams], n: int) -> list[SamplingParams]:
@@ -102,8 +102,9 @@ def _rids(state: AppState, rid: Any, n: int) -> list[str]:
 
 
 def _item(
-    state: AppState, text: str, prompt_tokens: int, params: SamplingParams, rid: str, arrival: float, streaming: bool
+    state: AppState, text: str, ids: list[int], params: SamplingParams, rid: str, arrival: float, streaming: bool
 ) -> _Item:
+    prompt_tokens = len(ids)
     limit = params.max_new_tokens
     state.check_context(prompt_tokens, limit)
     rng = state.rng_for("generate", text)
@@ -115,6 +116,8 @@ def _item(
         reserve_tokens=reserve,
         arrival=arrival,
         streaming=streaming,
+        prompt_ids=ids,
+        output_ids=_ids(plan, plan.completion_tokens),
     )
     return _Item(rid=rid, prompt_tokens=prompt_tokens, plan=plan, job=job)
 
@@ -134,8 +137,10 @@ def _meta(item: _Item, progress: Progress, completion_tokens: int, finished: boo
         "num_retractions": 0,
         "reasoning_tokens": 0,
         "completion_tokens": completion_tokens,
-        "cached_tokens": 0,
+        "cached_tokens": item.job.cached_tokens,
     }
+    if item.job.cached_tokens > 0:  # the scheduler's breakdown (output_streamer.py), device only here
+        meta["cached_tokens_details"] = {"device": item.job.cached_tokens, "host": 0}
     if finished:
         end = progress.finished_at or time.monotonic()
         meta["e2e_latency"] = round(end - item.job.arrival, 6)

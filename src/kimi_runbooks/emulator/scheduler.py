@@ -6,6 +6,12 @@ queue until earlier requests release their reservation: that queue wait is what
 makes TTFT climb when a runbook overloads a server.  A request larger than the whole
 pool is admitted alone rather than never (a real server would retract or reject it;
 context-length validation happens before it gets here).
+
+Tokens the prefix cache holds (radix.py) share the pool: a request that does not fit first
+evicts unlocked cached tokens, least recently used first, as SGLang evicts its radix tree when
+an allocation needs room (mem_cache/radix_cache.py ``evict``). A request reserves only the
+prompt tokens the cache did not hold; once its prompt is in the tree, ``shrink`` moves those
+tokens from its reservation to the tree.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Protocol
 
 
 @dataclass(eq=False)
@@ -25,6 +32,15 @@ class Ticket:
     future: asyncio.Future[None] | None = field(default=None, repr=False)
 
 
+class SharedPool(Protocol):
+    """What the scheduler needs of the prefix cache: the tokens it holds, and room on demand."""
+
+    held: int
+    protected: int  # held on the path of a running or waiting request: not evictable
+
+    def evict(self, tokens: int) -> int: ...
+
+
 class Scheduler:
     """FIFO admission; counts for /metrics and the ITL model."""
 
@@ -34,15 +50,22 @@ class Scheduler:
         self.running = 0
         self.used_tokens = 0
         self._queue: deque[Ticket] = deque()
+        self.cache: SharedPool | None = None
 
     @property
     def queued(self) -> int:
         return len(self._queue)
 
     @property
+    def pool_used(self) -> int:
+        """Pool tokens in use: running reservations plus cached tokens a request has locked (SGLang
+        counts evictable cached tokens as available: sglang:num_used_tokens)."""
+        return self.used_tokens + (self.cache.protected if self.cache is not None else 0)
+
+    @property
     def token_usage(self) -> float:
-        """Fraction of the KV pool reserved by running requests (sglang:token_usage)."""
-        return min(self.used_tokens / self.capacity, 1.0)
+        """Fraction of the KV pool in use (sglang:token_usage)."""
+        return min(self.pool_used / self.capacity, 1.0)
 
     async def admit(self, tokens: int) -> Ticket:
         """Wait (FIFO) until the request fits, then reserve its tokens."""
@@ -68,10 +91,22 @@ class Scheduler:
             self.used_tokens -= ticket.tokens
         self._admit_waiting()
 
+    def shrink(self, ticket: Ticket, tokens: int) -> None:
+        """Part of a running reservation (`tokens`) is now held by the prefix cache instead."""
+        tokens = min(max(int(tokens), 0), ticket.tokens)
+        if ticket.admitted and tokens:
+            ticket.tokens -= tokens
+            self.used_tokens -= tokens
+
     def _fits(self, ticket: Ticket) -> bool:
         if self.running >= self.max_running:
             return False
-        return self.running == 0 or self.used_tokens + ticket.tokens <= self.capacity
+        cached = self.cache.held if self.cache is not None else 0
+        short = self.used_tokens + cached + ticket.tokens - self.capacity
+        if short > 0 and self.cache is not None:
+            self.cache.evict(short)
+            short = self.used_tokens + self.cache.held + ticket.tokens - self.capacity
+        return self.running == 0 or short <= 0
 
     def _start(self, ticket: Ticket) -> None:
         ticket.admitted = True

@@ -25,6 +25,9 @@ TOOL_FAULT_KINDS = (  # tool-calling failures users report; what each does: tool
     "tool-choice-ignored",
     "truncated-call-kept",
 )
+PAGED_MLA_BACKENDS = {"flashmla", "trtllm_mla", "cutedsl_mla", "hpc_ops"}
+"""Backends SGLang 0.5.23 moves to page size 64 (arg_groups/overrides.py _mla_backend_page_constraints)."""
+"""Backends SGLang 0.5.23 moves to page size 64 (arg_groups/overrides.py _mla_backend_page_constraints)."""
 FAULT_KINDS = (
     "slow-start",  # /health answers 503 for startup_seconds (value = seconds)
     "crash-on-start",  # the CLI prints a CUDA OOM traceback tail and exits 1
@@ -116,6 +119,25 @@ class EmulatorSettings:
     @property
     def reasoning_parser(self) -> str:
         return str(self.launch_args.get("reasoning_parser") or "kimi_k2")
+
+    @property
+    def page_size(self) -> int:
+        """The prefix cache's page (--page-size; else SGLang's default for the attention backend:
+        64 for the MLA backends that only take pages, arg_groups/overrides.py, else 1)."""
+        given = self.launch_args.get("page_size")
+        if given:
+            return int(given)
+        backends = {self.launch_args.get(k) for k in ("attention_backend", "decode_attention_backend")}
+        return 64 if backends & PAGED_MLA_BACKENDS else 1
+
+    @property
+    def disable_radix_cache(self) -> bool:
+        return bool(self.launch_args.get("disable_radix_cache"))
+
+    @property
+    def enable_cache_report(self) -> bool:
+        """--enable-cache-report: usage.prompt_tokens_details.cached_tokens on the OpenAI routes."""
+        return bool(self.launch_args.get("enable_cache_report"))
 
     @property
     def chat_format(self) -> ChatFormat:

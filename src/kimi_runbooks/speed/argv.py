@@ -119,6 +119,7 @@ def build_argv(
             f"scenario {scenario.id}: dataset {scenario.dataset} needs input_len and output_len. "
             "Fix: set both in params/scenarios."
         )
+    _check_trace_backend(scenario, extra, dataset_path)
     argv: list[str] = [*(command_prefix or []), python or DEFAULT_PYTHON, "-m", BENCH_MODULE]
     argv += ["--backend", scenario.backend]
     if tgt.base_url:
@@ -146,9 +147,43 @@ def build_argv(
         argv += ["--seed", str(run_seed)]
     if scenario.warmup_requests is not None:
         argv += ["--warmup-requests", str(scenario.warmup_requests)]
+    argv += trace_argv(scenario, extra)
     argv += args_to_argv(list(extra.items()))
     argv += ["--output-details"]  # per-request lengths and errors in the result line
     argv += ["--output-file", str(output_file)]
+    return argv
+
+
+TRACE_BACKENDS = {"agentic-trace": "sglang-oai-chat", "mooncake": "sglang"}
+"""bench_serving replays agentic-trace rounds only through a chat backend (MULTI_TURN_BACKENDS) and
+schedules mooncake sessions by their timestamps only with the native one (benchmark/serving.py)."""
+
+
+def _check_trace_backend(scenario: Scenario, extra: dict[str, Any], dataset_path: Any) -> None:
+    need = TRACE_BACKENDS.get(scenario.dataset)
+    if need is None:
+        return
+    if scenario.backend != need:
+        raise BenchConfigError(
+            f"scenario {scenario.id}: bench_serving replays {scenario.dataset} only with --backend {need}. "
+            f"Fix: set backend: {need} in params/scenarios."
+        )
+    if not (dataset_path is not None or _has_flag(extra, "--dataset-path")):
+        raise BenchConfigError(
+            f"scenario {scenario.id}: {scenario.dataset} replays a trace file. Fix: give the scenario a "
+            "'trace:' design (the speed stage generates the file) or pass dataset_path=<your trace file>."
+        )
+
+
+def trace_argv(scenario: Scenario, extra: dict[str, Any]) -> list[str]:
+    """Per-turn output length, SGLang's cache report (cached tokens per request, from sglext or
+    meta_info) and a flush after the warm-up, so the measured hit rate is the trace's own."""
+    if scenario.dataset not in TRACE_BACKENDS:
+        return []
+    argv = []
+    if scenario.dataset == "agentic-trace" and scenario.trace is not None and "--sharegpt-output-len" not in extra:
+        argv += ["--sharegpt-output-len", str(scenario.trace.output_len)]
+    argv += [flag for flag in ("--cache-report", "--flush-cache") if flag not in extra]
     return argv
 
 

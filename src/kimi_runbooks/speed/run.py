@@ -45,6 +45,7 @@ from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .results import FINISHED, load_results
 from .saturation import should_stop
 from .tokens import TokenCheck, probe_scenarios, unchecked
+from .traces import TraceError, prepare_trace, trace_results
 from .worker import BenchWorker, WorkerUnavailable
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,7 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
     output_file = folder.bench_output(scenario.id)
     log_path = folder.bench_log(scenario.id)
     try:
+        trace = prepare_trace(scenario, folder, run.dataset_path)  # agentic-trace / mooncake: the file replayed
         argv = build_argv(
             scenario,
             run.target,
@@ -163,9 +165,9 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
             command_prefix=run.command_prefix,
             seed=run.seed,
             python=run.python,
-            dataset_path=run.dataset_path,
+            dataset_path=trace[0] if trace else run.dataset_path,
         )
-    except BenchConfigError as exc:
+    except (BenchConfigError, TraceError) as exc:
         row.update(status="skipped", metrics={}, argv=[], log=None, error=str(exc))
         return run.record(row)
     argv += goodput_argv(run.observe.scaled_slo(scenario.id) if run.observe else {})  # SGLang's own goodput
@@ -202,6 +204,7 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
         metrics=metrics or {},
         request_details=details,
         finished_at=now_iso(),
+        **trace_results(scenario, trace, raw),
     )
     log_text = _tail(log_path, chars=200_000)
     row.update(classify(scenario, code, timed_out, timeout, metrics, details, log_text))
