@@ -36,7 +36,7 @@ def report_progress(
     """Append one progress event; a no-op without a run folder (a stage run outside a runbook)."""
     if folder is None:
         return
-    run = folder if isinstance(folder, RunFolder) else RunFolder(folder)
+    run = RunFolder.of(folder)
     if not run.path.is_dir():
         return
     run.append_jsonl(

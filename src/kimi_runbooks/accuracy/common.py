@@ -76,13 +76,13 @@ def settings_fingerprint(suite: str, settings: Mapping[str, Any]) -> str:
 
 def append_rows(folder: RunFolder | str | Path, rows: Sequence[EvalRow]) -> None:
     """Append rows (redacted) to run_dir/accuracy.jsonl as soon as a suite finishes."""
-    folder = folder if isinstance(folder, RunFolder) else RunFolder(folder)
+    folder = RunFolder.of(folder)
     for row in rows:
         folder.append_jsonl(folder.accuracy, row.model_dump(mode="json"))
 
 
 def read_rows(run_dir: str | Path) -> list[EvalRow]:
-    return [EvalRow.model_validate(r) for r in read_jsonl(RunFolder(run_dir).accuracy)]
+    return [EvalRow.model_validate(r) for r in read_jsonl(RunFolder.of(run_dir).accuracy)]
 
 
 def rows_frame(rows: Sequence[EvalRow]) -> pd.DataFrame:

@@ -282,8 +282,7 @@ def run_scenarios(
     """
     o = SpeedOptions.of(options, settings)
     tgt = BenchTarget.of(target)
-    folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder.create(run_dir)
-    folder.add_secret_env(tgt.api_key_env)
+    folder = RunFolder.of(run_dir, create=True, secret_envs=[tgt.api_key_env])
     api_key = (
         target.api_key()
         if hasattr(target, "api_key")
