@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -23,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
 from ..procs import start_session, stop_group
-from ..progress import report_progress
+from ..progress import latest_count, report_progress
 from ..rundir import RunFolder, read_jsonl
 
 ACCURACY_FILE = RunFolder.ACCURACY
@@ -110,8 +109,6 @@ def finished_fingerprints(run_dir: str | Path) -> set[str]:
 
 # --------------------------------------------------------------------------- subprocesses
 
-_PROGRESS = re.compile(r"(\d+)/(\d+) \[")
-
 
 @dataclass
 class ToolRun:
@@ -172,15 +169,9 @@ def run_tool(
 
 
 def _advance(bar: tqdm, log_path: Path, folder: RunFolder | None = None) -> None:
-    try:
-        with log_path.open("rb") as fh:
-            fh.seek(max(0, log_path.stat().st_size - 4000))
-            tail = fh.read().decode(errors="replace")
-    except OSError:
-        return
-    found = _PROGRESS.findall(tail)
-    if found:
-        done, total = (int(x) for x in found[-1])
+    count = latest_count(log_path)
+    if count:
+        done, total = count
         if bar.total != total or bar.n != done:
             bar.total = total
             bar.n = done
