@@ -212,25 +212,12 @@ class RunFolder:
     accuracy = _Named(ACCURACY)
     report = _Named(REPORT)
 
-    @property
-    def notebooks(self) -> Path:
-        return self.path / "notebooks"
-
-    @property
-    def logs(self) -> Path:
-        return self.path / "logs"
-
-    @property
-    def bench_raw(self) -> Path:
-        return self.path / "bench_raw"
-
-    @property
-    def accuracy_work(self) -> Path:
-        return self.path / "accuracy"
-
-    @property
-    def tokenizer(self) -> Path:
-        return self.path / "tokenizer"
+    # sub-folders: executed stage notebooks, tool logs, bench_serving's raw output, the eval tools' work
+    notebooks = _Named("notebooks")
+    logs = _Named("logs")
+    bench_raw = _Named("bench_raw")
+    accuracy_work = _Named("accuracy")
+    tokenizer = _Named("tokenizer")
 
     def bench_output(self, scenario_id: str) -> Path:
         return self.bench_raw / f"{scenario_id}.jsonl"
@@ -252,12 +239,8 @@ class RunFolder:
     def node_log(self, role: str, rank: int) -> Path:
         return self.path / f"server-{role}-{rank}.log"
 
-    @property
-    def router_script(self) -> Path:
-        return self.path / "router.sh"
-
+    router_script = _Named("router.sh")
     sbatch = _Named(SBATCH)
-
     steps = _Named(STEPS)
 
     def notebook(self, name: str) -> Path:
