@@ -67,6 +67,12 @@ class EvalRow(BaseModel):
     server: dict[str, Any] | None = None  # the server's /metrics summarised over the suite (speed/server_metrics.py)
 
 
+def given_flags(pairs: Sequence[tuple[str, Any]]) -> list[str]:
+    """A tool's command-line options for the settings that are set: `--flag value` for each value
+    not None (an unset setting leaves the tool's own default)."""
+    return [part for flag, value in pairs if value is not None for part in (flag, str(value))]
+
+
 def settings_fingerprint(suite: str, settings: Mapping[str, Any]) -> str:
     """Stable id of (suite, settings): a rerun with the same settings can skip a finished suite."""
     blob = json.dumps({"suite": suite, "settings": settings}, sort_keys=True, default=str)
