@@ -68,9 +68,7 @@ def test_launch_ready_manifest_teardown(tmp_path: Path, capsys: pytest.CaptureFi
 def test_crash_on_start_is_diagnosed_quickly(tmp_path: Path) -> None:
     started = time.monotonic()
     with pytest.raises(deploy.DeployError) as err:
-        deploy.launch(
-            _plan(), "emulator", tmp_path / "run", FAST, options={**EMULATOR_FAST, "fault": "crash-on-start"}
-        )
+        deploy.launch(_plan(), "emulator", tmp_path / "run", FAST, options={**EMULATOR_FAST, "fault": "crash-on-start"})
     took = time.monotonic() - started
     assert took < 10, f"an early exit must be noticed at once, took {took:.1f}s"
     assert err.value.diagnosis is not None and err.value.diagnosis.kind == "oom"
