@@ -32,6 +32,22 @@ def _gone(pgid: int) -> bool:
     return not has_live_member(pgid)
 
 
+def _launching_script(run: Path, then: str, imports: str = "") -> str:
+    """A Python process that launches the emulator into `run` and then runs `then` (a kernel's life)."""
+    return (
+        f"{imports}from kimi_runbooks.plan import plan as make_plan\nfrom kimi_runbooks import deploy\n"
+        f"h = deploy.launch(make_plan({{'platform': 'h200'}}), 'emulator', {str(run)!r}, "
+        f"options={{'time_scale': 0.02}}, progress=False)\n{then}"
+    )
+
+
+def _gone_soon(pgid: int, within_s: float = 5) -> bool:
+    deadline = time.monotonic() + within_s
+    while not _gone(pgid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _gone(pgid)
+
+
 def _plan(**kw):
     return make_plan({"platform": "h200", **kw})
 
@@ -189,45 +205,27 @@ def test_keep_running_then_teardown_run(tmp_path: Path) -> None:
 def test_server_survives_the_launching_process_until_teardown_run(tmp_path: Path) -> None:
     """What a papermill kernel with keep_running=True does: launch, detach, exit."""
     run = tmp_path / "run"
-    code = (
-        "from kimi_runbooks.plan import plan as make_plan\nfrom kimi_runbooks import deploy\n"
-        f"h = deploy.launch(make_plan({{'platform': 'h200'}}), 'emulator', {str(run)!r}, "
-        "options={'time_scale': 0.02}, progress=False)\nh.detach()\n"
-    )
+    code = _launching_script(run, "h.detach()\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     h = read_handle(run)
     assert httpx.get(h.base_url + "/health", timeout=5).status_code == 200
     pgid = h.model_extra["pgid"]
     assert deploy.teardown_run(run) == [f"stopped process group {pgid}"]
-    deadline = time.monotonic() + 5
-    while not _gone(pgid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _gone(pgid)
+    assert _gone_soon(pgid)
 
 
 def test_failed_launching_process_leaves_no_orphan(tmp_path: Path) -> None:
     """atexit: a script (or notebook kernel) that dies after launch takes its server with it."""
     run = tmp_path / "run"
-    code = (
-        "from kimi_runbooks.plan import plan as make_plan\nfrom kimi_runbooks import deploy\n"
-        f"h = deploy.launch(make_plan({{'platform': 'h200'}}), 'emulator', {str(run)!r}, "
-        "options={'time_scale': 0.02}, progress=False)\nraise SystemExit('cell failed')\n"
-    )
+    code = _launching_script(run, "raise SystemExit('cell failed')\n")
     subprocess.run([sys.executable, "-c", code], timeout=60)
     pgid = read_handle(run).model_extra["pgid"]
-    deadline = time.monotonic() + 5
-    while not _gone(pgid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _gone(pgid)
+    assert _gone_soon(pgid)
 
 
 def test_sigterm_tears_down(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    code = (
-        "import time\nfrom kimi_runbooks.plan import plan as make_plan\nfrom kimi_runbooks import deploy\n"
-        f"h = deploy.launch(make_plan({{'platform': 'h200'}}), 'emulator', {str(run)!r}, "
-        "options={'time_scale': 0.02}, progress=False)\nprint('up', flush=True)\ntime.sleep(60)\n"
-    )
+    code = _launching_script(run, "print('up', flush=True)\ntime.sleep(60)\n", imports="import time\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     while (line := proc.stdout.readline()) and line.strip() != "up":
         pass
