@@ -58,3 +58,15 @@ def test_the_widget_prints_a_short_line_where_only_text_is_shown() -> None:
     data = StageBar(3, ipywidgets).bundle()
     assert "application/vnd.jupyter.widget-view+json" in data  # Jupyter still draws the widget
     assert "HBox" not in data["text/plain"] and "IntProgress" not in data["text/plain"]
+
+
+def test_latest_count_is_the_last_tqdm_counter_in_the_logs_tail(tmp_path):
+    from kimi_runbooks.progress import latest_count
+
+    log = tmp_path / "tool.log"
+    assert latest_count(log) is None  # the tool has not opened its log yet
+    log.write_text("warm-up\n" + "x" * 5000 + "\r  3/10 [00:01<00:02]\r  7/10 [00:02<00:01]")
+    assert latest_count(log) == (7, 10)
+    log.write_text("  1/10 [" + "y" * 5000)
+    assert latest_count(log) is None  # only the tail is read, never the whole log
+    assert latest_count(log, tail_bytes=6000) == (1, 10)

@@ -7,19 +7,15 @@ cannot both run (they would stop each other's servers)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from kimi_runbooks import deploy, runbook
+from kimi_runbooks import runbook
 from kimi_runbooks.procs import group_alive
-from kimi_runbooks.rundir import RunFolder, RunFolderBusy, read_jsonl
+from kimi_runbooks.rundir import RunFolder, RunFolderBusy
+from tests.support.background_runbook import runbook_in_background
 
 pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
 
@@ -79,40 +75,10 @@ def test_the_same_configuration_resumes(h200_run, tmp_path):
     assert not (copy / "superseded").exists()
 
 
-SLOW_RUN = """
-import sys
-from kimi_runbooks import runbook
-runbook.run_runbook({"platform": "h200", "stages": ["deploy", "invoke"], "run_dir": sys.argv[1],
-                     "time_scale": 1.0, "fail_on_error": False,
-                     "stage_overrides": {"invoke": {"timeout": 600, "max_tokens_thinking": 100000}}})
-"""
-
-
-def _deploy_finished(folder: Path) -> bool:
-    return any(r.get("stage") == "deploy" and r.get("status") == "ok" for r in read_jsonl(folder / RunFolder.STAGES))
-
-
 def test_two_runbooks_cannot_share_a_run_folder(tmp_path):
     folder = tmp_path / "run"
-    first = subprocess.Popen(
-        [sys.executable, "-c", SLOW_RUN, str(folder)],
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 180
-        while not _deploy_finished(folder):
-            assert first.poll() is None, "the first runbook ended before its deploy stage finished"
-            assert time.monotonic() < deadline, "deploy stage did not finish"
-            time.sleep(0.5)
-        pgid = json.loads((folder / RunFolder.PROCESS).read_text())["pgid"]
+    with runbook_in_background(folder, ["deploy", "invoke"]) as (first, pgid):
         with pytest.raises(RunFolderBusy, match=rf"in use by another run \(pid {first.pid}"):
             runbook.run_runbook({**DEPLOY_ONLY, "run_dir": str(folder)})
         assert group_alive(pgid), "the refused run stopped the first run's server"
         assert first.poll() is None
-    finally:
-        if first.poll() is None:
-            os.killpg(first.pid, signal.SIGTERM)
-            first.wait(timeout=60)
-        deploy.teardown_run(folder)

@@ -11,6 +11,7 @@ bench client's request counter does not flood the output. In a Jupyter kernel wi
 from __future__ import annotations
 
 import html
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,23 @@ from .rundir import RunFolder, now_iso, read_jsonl
 PROGRESS_FILE = RunFolder.PROGRESS
 MIN_INTERVAL_S = 2.0
 """Between two relayed lines of the same stage and key (milestones are always shown)."""
+
+
+TQDM_COUNT = re.compile(r"(\d+)/(\d+) \[")
+"""The "done/total [" counter a tqdm bar prints (bench_serving's requests, an eval tool's samples)."""
+
+
+def latest_count(log_path: Path, tail_bytes: int = 4000) -> tuple[int, int] | None:
+    """The last tqdm counter in the tail of a tool's log: (done, total); None before the first one
+    or when the log cannot be read (the tool has not opened it yet)."""
+    try:
+        with log_path.open("rb") as fh:
+            fh.seek(max(0, log_path.stat().st_size - tail_bytes))
+            tail = fh.read().decode(errors="replace")
+    except OSError:
+        return None
+    found = TQDM_COUNT.findall(tail)
+    return (int(found[-1][0]), int(found[-1][1])) if found else None
 
 
 def report_progress(
@@ -36,7 +54,7 @@ def report_progress(
     """Append one progress event; a no-op without a run folder (a stage run outside a runbook)."""
     if folder is None:
         return
-    run = folder if isinstance(folder, RunFolder) else RunFolder(folder)
+    run = RunFolder.of(folder)
     if not run.path.is_dir():
         return
     run.append_jsonl(

@@ -98,6 +98,17 @@ class _RedactingWriter:
         self._fh.flush()
 
 
+class _Named:
+    """A file of the run folder named by one of RunFolder's constants: `folder.plan` is
+    `folder.path / RunFolder.PLAN` (each name is written once, as the constant)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, folder: RunFolder, owner: type[RunFolder] | None = None) -> Path:
+        return folder.path / self.name
+
+
 class RunFolder:
     """One run's folder. File names are class constants; writes are methods that redact."""
 
@@ -155,6 +166,26 @@ class RunFolder:
         folder._save_names()
         return folder
 
+    @classmethod
+    def of(
+        cls,
+        folder: str | Path | RunFolder | None,
+        *,
+        create: bool = False,
+        label: str = "run",
+        secret_envs: Iterable[str | None] = (),
+    ) -> RunFolder:
+        """The one conversion of "a run folder or its path" at a stage's boundary: a RunFolder as it
+        is (with `secret_envs` added), else the folder at that path (`create`, or no path: made and
+        checked writable by `create`, a new one under outputs/ named after `label` when no path)."""
+        if isinstance(folder, RunFolder):
+            for name in secret_envs:
+                folder.add_secret_env(name)
+            return folder
+        if create or folder is None:
+            return cls.create(folder, label=label, secret_envs=secret_envs)
+        return cls(folder, secret_envs)
+
     @property
     def run_id(self) -> str:
         return self.path.name
@@ -167,77 +198,26 @@ class RunFolder:
     def file(self, name: str) -> Path:
         return self.path / name
 
-    @property
-    def handle(self) -> Path:
-        return self.path / self.HANDLE
+    handle = _Named(HANDLE)
+    manifest = _Named(MANIFEST)
+    plan = _Named(PLAN)
+    plan_errors = _Named(PLAN_ERRORS)
+    runbook = _Named(RUNBOOK)
+    stages = _Named(STAGES)
+    process = _Named(PROCESS)
+    preflight = _Named(PREFLIGHT)
+    server_log = _Named(SERVER_LOG)
+    invoke = _Named(INVOKE)
+    bench = _Named(BENCH)
+    accuracy = _Named(ACCURACY)
+    report = _Named(REPORT)
 
-    @property
-    def manifest(self) -> Path:
-        return self.path / self.MANIFEST
-
-    @property
-    def plan(self) -> Path:
-        return self.path / self.PLAN
-
-    @property
-    def plan_errors(self) -> Path:
-        return self.path / self.PLAN_ERRORS
-
-    @property
-    def runbook(self) -> Path:
-        return self.path / self.RUNBOOK
-
-    @property
-    def stages(self) -> Path:
-        return self.path / self.STAGES
-
-    @property
-    def process(self) -> Path:
-        return self.path / self.PROCESS
-
-    @property
-    def preflight(self) -> Path:
-        return self.path / self.PREFLIGHT
-
-    @property
-    def server_log(self) -> Path:
-        return self.path / self.SERVER_LOG
-
-    @property
-    def invoke(self) -> Path:
-        return self.path / self.INVOKE
-
-    @property
-    def bench(self) -> Path:
-        return self.path / self.BENCH
-
-    @property
-    def accuracy(self) -> Path:
-        return self.path / self.ACCURACY
-
-    @property
-    def report(self) -> Path:
-        return self.path / self.REPORT
-
-    @property
-    def notebooks(self) -> Path:
-        return self.path / "notebooks"
-
-    @property
-    def logs(self) -> Path:
-        return self.path / "logs"
-
-    @property
-    def bench_raw(self) -> Path:
-        return self.path / "bench_raw"
-
-    @property
-    def accuracy_work(self) -> Path:
-        return self.path / "accuracy"
-
-    @property
-    def tokenizer(self) -> Path:
-        return self.path / "tokenizer"
+    # sub-folders: executed stage notebooks, tool logs, bench_serving's raw output, the eval tools' work
+    notebooks = _Named("notebooks")
+    logs = _Named("logs")
+    bench_raw = _Named("bench_raw")
+    accuracy_work = _Named("accuracy")
+    tokenizer = _Named("tokenizer")
 
     def bench_output(self, scenario_id: str) -> Path:
         return self.bench_raw / f"{scenario_id}.jsonl"
@@ -259,17 +239,9 @@ class RunFolder:
     def node_log(self, role: str, rank: int) -> Path:
         return self.path / f"server-{role}-{rank}.log"
 
-    @property
-    def router_script(self) -> Path:
-        return self.path / "router.sh"
-
-    @property
-    def sbatch(self) -> Path:
-        return self.path / self.SBATCH
-
-    @property
-    def steps(self) -> Path:
-        return self.path / self.STEPS
+    router_script = _Named("router.sh")
+    sbatch = _Named(SBATCH)
+    steps = _Named(STEPS)
 
     def notebook(self, name: str) -> Path:
         return self.notebooks / name

@@ -12,7 +12,7 @@ from kimi_runbooks.accuracy import read_rows
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.paths import REPO_ROOT
-from tests.support import run_notebook
+from tests.support import clean_code_cells, run_notebook
 
 pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
 
@@ -21,11 +21,7 @@ NOTEBOOK = ROOT / "notebooks" / "accuracy.ipynb"
 
 
 def test_source_notebook_is_clean_and_parameterized():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert "parameters" in code[0].metadata.get("tags", [])
-    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
-    assert all(len(c.source.splitlines()) <= 15 for c in code)
+    code = clean_code_cells(NOTEBOOK)
     for name in ("run_dir", "base_url", "model", "suites", "limits", "k2vv_path", "kvv_path", "datasets", "published"):
         assert re.search(rf"^{name}\s*(:[^=\n]*)?=", code[0].source, re.M), f"no parameter {name}"
 
@@ -41,8 +37,6 @@ def test_notebook_runs_against_the_emulator(tmp_path, monkeypatch, require_tool_
         run_notebook(
             str(NOTEBOOK),
             str(tmp_path / "accuracy.ipynb"),
-            cwd=str(tmp_path),
-            progress_bar=False,
             parameters={
                 "run_dir": str(run),
                 "base_url": url,

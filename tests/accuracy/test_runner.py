@@ -3,6 +3,10 @@ how to stage them, finished suites are not rerun, the server comes from handle.j
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -15,6 +19,14 @@ from kimi_runbooks.tools.envs import ToolEnvMissing, tool_env
 from tests.support.stand_ins import k2vv_stand_in
 
 MODEL = "moonshotai/Kimi-K2.6"
+
+
+@contextmanager
+def deployed_emulator(run: Path) -> Iterator[str]:
+    """A fast emulator recorded in `run` as its deploy stage would (handle.json): `run_accuracy` finds it."""
+    with emulator_server(time_scale=0.01, log_startup=False) as url:
+        write_handle(run, RunHandle(base_url=url, model=MODEL, launcher="emulator", emulated=True))
+        yield url
 
 
 def test_unknown_suite_is_a_clear_error(tmp_path):
@@ -32,9 +44,7 @@ def _has_tool_env(name: str) -> bool:
 
 def test_suites_run_skip_and_resume(tmp_path):
     run = tmp_path / "run"
-    run.mkdir()
-    with emulator_server(time_scale=0.01, log_startup=False) as url:
-        write_handle(run, RunHandle(base_url=url, model=MODEL, launcher="emulator", emulated=True))
+    with deployed_emulator(run):
         cfg = AccuracyConfig(
             run_dir=run,
             suites=["k2vv-toolcall", "toolcall-builtin", "mmmu-pro", "gpqa-diamond"],
@@ -95,9 +105,7 @@ def test_k2vv_smoke_runs_the_limit_at_the_smoke_budget_and_setting_changes_rerun
     checkout = _checkout_with_python(tmp_path / "K2VV", vv.K2VV_MARKER, K2VV_RECORDING_STAND_IN)
     write_ci_samples(checkout / "tool-calls" / "samples.jsonl")  # 16 requests
     run = tmp_path / "run"
-    run.mkdir()
-    with emulator_server(time_scale=0.01, log_startup=False) as url:
-        write_handle(run, RunHandle(base_url=url, model=MODEL, launcher="emulator", emulated=True))
+    with deployed_emulator(run):
         cfg = AccuracyConfig(run_dir=run, suites=["k2vv-toolcall"], k2vv_path=str(checkout), clone=False)
         rows = run_accuracy(cfg)
         calls = read_jsonl(run / "accuracy" / "k2vv" / "calls.jsonl")
@@ -132,9 +140,7 @@ def test_kvv_gets_the_limit_and_its_settings_are_in_the_fingerprint(tmp_path, mo
     monkeypatch.setattr(runner.vendor_verifier, "run_kvv", fake_run_kvv)
     checkout = _checkout_with_python(tmp_path / "KVV", vv.KVV_MARKER, "")
     run = tmp_path / "run"
-    run.mkdir()
-    with emulator_server(time_scale=0.01, log_startup=False) as url:
-        write_handle(run, RunHandle(base_url=url, model=MODEL, launcher="emulator", emulated=True))
+    with deployed_emulator(run):
         cfg = AccuracyConfig(run_dir=run, suites=["ocrbench"], kvv_path=str(checkout), clone=False)
         rows = run_accuracy(cfg)
         run_accuracy(cfg.model_copy(update={"limits": {"ocrbench": 5}, "concurrency": 7}))

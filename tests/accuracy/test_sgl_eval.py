@@ -8,6 +8,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,20 +104,25 @@ def _real_env(name: str):
         missing(f"the {name!r} tool env", f"bash scripts/setup_tool_env.sh {name} ({exc})")
 
 
-@pytest.mark.heavy
-def test_sgl_eval_aime25_against_the_emulator(tmp_path):
-    env = _real_env("sgl-eval")
-    cfg = sgl_eval.smoke_config("aime25", num_examples=2, max_tokens=256)
+def _run_on_emulator(cfg: sgl_eval.SglEvalConfig, env: toolenv.ToolEnv, out_dir: Path) -> Any:
+    """The real sgl-eval from its tool env against a fast emulator, offline."""
     with emulator_server(time_scale=0.01, log_startup=False) as url:
-        run, metrics_path, metrics = sgl_eval.run(
+        return sgl_eval.run(
             cfg,
             python_argv=env.argv(),
             base_url=url + "/v1",
             model=MODEL,
             api_key="EMPTY",
-            out_dir=tmp_path,
+            out_dir=out_dir,
             env=toolenv.OFFLINE_ENV,
         )
+
+
+@pytest.mark.heavy
+def test_sgl_eval_aime25_against_the_emulator(tmp_path):
+    env = _real_env("sgl-eval")
+    cfg = sgl_eval.smoke_config("aime25", num_examples=2, max_tokens=256)
+    run, metrics_path, metrics = _run_on_emulator(cfg, env, tmp_path)
     assert run.returncode == 0 and metrics_path.parent.name.startswith("sgl_eval_aime25_")
     raw = json.loads(metrics_path.read_text())
     assert raw["num_examples"] == 2 and raw["n_repeats"] == 1 and raw["gen"]["max_tokens"] == 256
@@ -137,16 +143,7 @@ def test_sgl_eval_with_a_staged_dataset(tmp_path):
         num_threads=2,
         from_dataset=str(EVAL_FIXTURES / "aime_tiny.jsonl"),
     )
-    with emulator_server(time_scale=0.01, log_startup=False) as url:
-        _, _, metrics = sgl_eval.run(
-            cfg,
-            python_argv=env.argv(),
-            base_url=url + "/v1",
-            model=MODEL,
-            api_key="EMPTY",
-            out_dir=tmp_path,
-            env=toolenv.OFFLINE_ENV,
-        )
+    _, _, metrics = _run_on_emulator(cfg, env, tmp_path)
     m = {r["metric"]: r for r in metrics}
     assert m["pass_at_1_avg2"]["n"] == 4 and m["majority_at_2"]["n"] == 2
 

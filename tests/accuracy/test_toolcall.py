@@ -4,6 +4,8 @@ against the emulator, resume, and the K2VV parsers on the files the built-in eva
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,18 +160,16 @@ def test_samples_loader_applies_k2vv_rules(tmp_path):
 # --- for real, against the emulator -------------------------------------------------------
 
 
+def _on_emulator(samples: Any, results_path: Path, fault: str | None = None, **settings: Any) -> Any:
+    """The built-in eval against a fast emulator (`fault` injected), 4 requests at a time."""
+    kw: dict[str, Any] = {"concurrency": 4, "max_tokens": 2048, **settings}
+    with emulator_server(time_scale=0.01, log_startup=False, **({"fault": fault} if fault else {})) as url:
+        return tc.run_toolcall_eval(samples, base_url=url + "/v1", model=MODEL, results_path=results_path, **kw)
+
+
 def test_builtin_eval_against_the_emulator_writes_k2vv_files(tmp_path):
     samples = write_ci_samples(tmp_path / "samples.jsonl", tmp_path / "expected.jsonl")
-    with emulator_server(time_scale=0.01, log_startup=False) as url:
-        run = tc.run_toolcall_eval(
-            samples,
-            base_url=url + "/v1",
-            model=MODEL,
-            results_path=tmp_path / "results.jsonl",
-            concurrency=4,
-            max_tokens=2048,
-            reference_path=tmp_path / "expected.jsonl",
-        )
+    run = _on_emulator(samples, tmp_path / "results.jsonl", reference_path=tmp_path / "expected.jsonl")
     results = tc.read_results(run.results_path)  # the K2VV results parser on our file
     assert len(results) == N and run.sent == N
     assert set(results[0]) >= {
@@ -197,15 +197,7 @@ def test_builtin_eval_against_the_emulator_writes_k2vv_files(tmp_path):
 
 def test_bad_tool_json_is_counted_as_schema_errors(tmp_path):
     samples = write_ci_samples(tmp_path / "samples.jsonl")
-    with emulator_server(time_scale=0.01, log_startup=False, fault="bad-tool-json") as url:
-        run = tc.run_toolcall_eval(
-            samples,
-            base_url=url + "/v1",
-            model=MODEL,
-            results_path=tmp_path / "r.jsonl",
-            concurrency=4,
-            max_tokens=2048,
-        )
+    run = _on_emulator(samples, tmp_path / "r.jsonl", fault="bad-tool-json")
     s = run.summary
     assert s["finish_tool_calls"] > 0
     assert s["schema_validation_error_count"] == s["finish_tool_calls"] and s["successful_tool_call_count"] == 0
@@ -268,16 +260,7 @@ def test_multi_turn_samples_are_recognised_and_their_ids_checked():
 
 def _eval(tmp_path, name, multi_turn):
     samples = write_ci_samples(tmp_path / f"{name}.jsonl", tmp_path / f"{name}-expected.jsonl", multi_turn=multi_turn)
-    with emulator_server(time_scale=0.01, log_startup=False) as url:
-        return tc.run_toolcall_eval(
-            samples,
-            base_url=url + "/v1",
-            model=MODEL,
-            results_path=tmp_path / f"{name}-results.jsonl",
-            concurrency=4,
-            max_tokens=2048,
-            reference_path=tmp_path / f"{name}-expected.jsonl",
-        )
+    return _on_emulator(samples, tmp_path / f"{name}-results.jsonl", reference_path=tmp_path / f"{name}-expected.jsonl")
 
 
 def test_multi_turn_samples_are_counted_and_single_turn_metrics_stay_the_same(tmp_path):

@@ -22,10 +22,10 @@ STAND_IN = k2vv_stand_in(max_tokens="2048")
 
 
 def test_missing_checkouts_say_how_to_stage(tmp_path):
-    with pytest.raises(StageMissing, match="git clone .*K2-Vendor-Verifier"):
-        vv.ensure_checkout(None, url=vv.K2VV_URL, marker=vv.K2VV_MARKER, name="K2-Vendor-Verifier")
+    with pytest.raises(StageMissing, match=r"git clone .*K2-Vendor-Verifier.*\(k2vv_path=\.\.\.\)"):
+        vv.ensure_checkout(None, vv.K2VV)
     with pytest.raises(StageMissing, match=f"no checkout at {tmp_path}"):
-        vv.ensure_checkout(tmp_path, url=vv.KVV_URL, marker=vv.KVV_MARKER, name="Kimi-Vendor-Verifier", clone=False)
+        vv.ensure_checkout(tmp_path, vv.KVV, clone=False)
     with pytest.raises(StageMissing, match="uv sync"):
         vv.checkout_python(tmp_path, None)
 
@@ -55,7 +55,7 @@ def test_k2vv_driver_runs_a_checkout_and_its_files_parse(tmp_path):
     (checkout / "tool-calls").mkdir(parents=True)
     (checkout / vv.K2VV_MARKER).write_text(STAND_IN)
     samples = write_ci_samples(checkout / "tool-calls" / "samples.jsonl")
-    assert vv.ensure_checkout(checkout, url=vv.K2VV_URL, marker=vv.K2VV_MARKER, name="K2VV", clone=False) == checkout
+    assert vv.ensure_checkout(checkout, vv.K2VV, clone=False) == checkout
     with emulator_server(time_scale=0.01, log_startup=False) as url:
         run, results, summary = vv.run_k2vv(
             checkout=checkout,

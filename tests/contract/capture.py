@@ -9,6 +9,8 @@ one step SGLang's code cannot redo here (no Kimi tokenizer), so the replay borro
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -127,21 +129,28 @@ def capture(base_urls: dict[str, str], out: Path, *, strict: bool) -> dict[str, 
     return data
 
 
-def main(argv: list[str]) -> int:
-    """``python tests/contract/capture.py OUT.json [--strict]``: start emulators, capture, stop."""
+@contextmanager
+def emulators(strict: bool) -> Iterator[dict[str, str]]:
+    """A fresh emulator per variant (default, auth) while the block runs: {variant: url}."""
     from kimi_runbooks.emulator.testing import run_in_thread
 
-    strict = "--strict" in argv
     urls, stops = {}, []
-    for variant in ("default", "auth"):
-        url, stop = run_in_thread(settings_for(variant, strict))
-        urls[variant] = url
-        stops.append(stop)
     try:
-        capture(urls, Path(argv[1]), strict=strict)
+        for variant in ("default", "auth"):
+            url, stop = run_in_thread(settings_for(variant, strict))
+            urls[variant] = url
+            stops.append(stop)
+        yield urls
     finally:
         for stop in stops:
             stop()
+
+
+def main(argv: list[str]) -> int:
+    """``python tests/contract/capture.py OUT.json [--strict]``: start emulators, capture, stop."""
+    strict = "--strict" in argv
+    with emulators(strict) as urls:
+        capture(urls, Path(argv[1]), strict=strict)
     return 0
 
 

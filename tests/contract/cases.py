@@ -13,86 +13,66 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kimi_runbooks.invoke.agentic_tools import function_tool
+
 MODEL = "moonshotai/Kimi-K2.6"
 API_KEY = "contract-suite-key"  # test-only key for the ``auth`` variant
 CONTEXT_LENGTH = 262144
 
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "location": {"type": "string", "description": "City name"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-            },
-            "required": ["location"],
-        },
+WEATHER_TOOL = function_tool(
+    "get_weather",
+    "Get the current weather for a city",
+    {
+        "location": {"type": "string", "description": "City name"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
     },
-}
-TIME_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_time",
-        "description": "Get the local time in a city",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-    },
-}
+    ["location"],
+)
+TIME_TOOL = function_tool("get_time", "Get the local time in a city", {"city": {"type": "string"}}, ["city"])
+
+
+def called(index: int, name: str, **arguments: Any) -> dict[str, Any]:
+    """One tool call as SGLang's Kimi path names it (`functions.<name>:<index>`)."""
+    return {
+        "id": f"functions.{name}:{index}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+
+
+def assistant_calls(*calls: dict[str, Any], content: str = "") -> dict[str, Any]:
+    """An assistant turn that made `calls`."""
+    return {"role": "assistant", "content": content, "tool_calls": list(calls)}
+
+
+def tool_result(call: dict[str, Any], **result: Any) -> dict[str, Any]:
+    """The tool's answer to `call`."""
+    return {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
+
 
 USER_HELLO: list[dict[str, Any]] = [{"role": "user", "content": "Say hello to the contract suite."}]
 USER_WEATHER: list[dict[str, Any]] = [{"role": "user", "content": "What's the weather in Beijing right now?"}]
 # A conversation that already holds three tool calls: SGLang's Kimi path numbers the next
 # call after them (serving_chat.py _get_history_tool_calls_cnt + _process_tool_call_id).
+PARIS_WEATHER, PARIS_TIME, LYON_WEATHER = (
+    called(0, "get_weather", location="Paris"),
+    called(1, "get_time", city="Paris"),
+    called(2, "get_weather", location="Lyon"),
+)
 HISTORY: list[dict[str, Any]] = [
     {"role": "user", "content": "What's the weather and the time in Paris?"},
-    {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [
-            {
-                "id": "functions.get_weather:0",
-                "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"location": "Paris"}'},
-            },
-            {
-                "id": "functions.get_time:1",
-                "type": "function",
-                "function": {"name": "get_time", "arguments": '{"city": "Paris"}'},
-            },
-        ],
-    },
-    {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": '{"temp_c": 21}'},
-    {"role": "tool", "tool_call_id": "functions.get_time:1", "content": '{"time": "14:05"}'},
-    {
-        "role": "assistant",
-        "content": "It is 21 C and 14:05 in Paris.",
-        "tool_calls": [
-            {
-                "id": "functions.get_weather:2",
-                "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"location": "Lyon"}'},
-            }
-        ],
-    },
-    {"role": "tool", "tool_call_id": "functions.get_weather:2", "content": '{"temp_c": 19}'},
+    assistant_calls(PARIS_WEATHER, PARIS_TIME),
+    tool_result(PARIS_WEATHER, temp_c=21),
+    tool_result(PARIS_TIME, time="14:05"),
+    assistant_calls(LYON_WEATHER, content="It is 21 C and 14:05 in Paris."),
+    tool_result(LYON_WEATHER, temp_c=19),
     {"role": "user", "content": "And what's the weather in Beijing?"},
 ]
+BEIJING_WEATHER = called(0, "get_weather", location="Beijing")
 TOOL_RESULT_TURN: list[dict[str, Any]] = [
     *USER_WEATHER,
-    {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [
-            {
-                "id": "functions.get_weather:0",
-                "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"location": "Beijing"}'},
-            }
-        ],
-    },
-    {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": '{"temp_c": 30}'},
+    assistant_calls(BEIJING_WEATHER),
+    tool_result(BEIJING_WEATHER, temp_c=30),
 ]
 
 # Agentic shapes (issue 17): parallel calls in one turn, the next call of a chain after a result,
@@ -102,39 +82,18 @@ USER_PARALLEL: list[dict[str, Any]] = [
 ]
 CHAIN_AFTER_RESULT: list[dict[str, Any]] = [
     {"role": "user", "content": "First get the weather in Paris, then get the local time in Paris."},
-    {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [
-            {
-                "id": "functions.get_weather:0",
-                "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"location": "Paris"}'},
-            }
-        ],
-    },
-    {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": '{"temp_c": 21}'},
+    assistant_calls(PARIS_WEATHER),
+    tool_result(PARIS_WEATHER, temp_c=21),
 ]
-HYPHEN_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "geo-lookup_v2",
-        "description": "Look up the coordinates of a city",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-    },
-}
-SAVE_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "save_document",
-        "description": "Save a JSON document to a file",
-        "parameters": {
-            "type": "object",
-            "properties": {"path": {"type": "string"}, "document": {"type": "object"}},
-            "required": ["path", "document"],
-        },
-    },
-}
+HYPHEN_TOOL = function_tool(
+    "geo-lookup_v2", "Look up the coordinates of a city", {"city": {"type": "string"}}, ["city"]
+)
+SAVE_TOOL = function_tool(
+    "save_document",
+    "Save a JSON document to a file",
+    {"path": {"type": "string"}, "document": {"type": "object"}},
+    ["path", "document"],
+)
 LONG_DOCUMENT = {
     "title": 'Réunion "Q3" — notes',
     "items": [{"id": i, "text": f"point {i}: naïve café \\ {{braces}} ✓", "tags": ["a", "b"]} for i in range(30)],

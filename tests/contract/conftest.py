@@ -43,3 +43,15 @@ def run_in_bench_env(
     if proc.returncode not in ok_codes or not report.exists():
         pytest.fail(f"{script} could not run in the bench env (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(report.read_text())  # type: ignore[no-any-return]
+
+
+def explain(report: dict[str, Any], limit: int = 30) -> str:
+    """The checker's mismatches as lines a failing assertion shows (surface, case, where, both values)."""
+    lines = [f"{len(report['mismatches'])} mismatch(es) with SGLang {report['sglang_version']}:"]
+    for m in report["mismatches"][:limit]:
+        surface = f"[{m['surface']}] " if m.get("surface") else ""
+        lines.append(
+            f"  {surface}{m['case']}: {m['where']}: emulator={json.dumps(m['emulator'])[:200]}"
+            f" sglang={json.dumps(m['sglang'])[:200]}"
+        )
+    return "\n".join(lines)

@@ -14,6 +14,7 @@ non-incremental streaming), ``output_ids``, ``meta_info``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -206,27 +207,31 @@ class _Choice:
                 self.pieces.append(tail)
 
 
+def _streamed_choices(events: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each choice of each streamed chunk, with its index, in arrival order."""
+    for event in events:
+        for choice in (_json(event.get("data")) or {}).get("choices") or []:
+            yield int(choice.get("index") or 0), choice
+
+
 def chat_stream(exchange: dict[str, Any], events: list[dict[str, Any]], eos: int) -> list[dict[str, Any]]:
     req = request_json(exchange)
     order: list[tuple[int, int]] = []  # (choice index, piece number) in arrival order
     choices: dict[int, _Choice] = {}
     finishes: dict[int, dict[str, Any]] = {}
-    for event in events:
-        chunk = _json(event.get("data"))
-        for choice in (chunk or {}).get("choices") or []:
-            index = int(choice.get("index") or 0)
-            state = choices.setdefault(index, _Choice(thinking_on(req), history_calls(req)))
-            delta = choice.get("delta") or {}
-            before = len(state.pieces)
-            if delta.get("reasoning_content"):
-                state.add(delta["reasoning_content"], reasoning=True)
-            if delta.get("content") and delta.get("role") is None:
-                state.add(state.close_think() + delta["content"])
-            for call in delta.get("tool_calls") or []:
-                state.tool_delta(call)
-            order += [(index, n) for n in range(before, len(state.pieces))]
-            if choice.get("finish_reason"):
-                finishes[index] = choice
+    for index, choice in _streamed_choices(events):
+        state = choices.setdefault(index, _Choice(thinking_on(req), history_calls(req)))
+        delta = choice.get("delta") or {}
+        before = len(state.pieces)
+        if delta.get("reasoning_content"):
+            state.add(delta["reasoning_content"], reasoning=True)
+        if delta.get("content") and delta.get("role") is None:
+            state.add(state.close_think() + delta["content"])
+        for call in delta.get("tool_calls") or []:
+            state.tool_delta(call)
+        order += [(index, n) for n in range(before, len(state.pieces))]
+        if choice.get("finish_reason"):
+            finishes[index] = choice
     return _stream_outputs(exchange, choices, order, finishes, eos, _usage_tokens(events, len(choices)))
 
 
@@ -249,19 +254,16 @@ def completion_stream(exchange: dict[str, Any], events: list[dict[str, Any]], eo
     order: list[tuple[int, int]] = []
     choices: dict[int, _Choice] = {}
     finishes: dict[int, dict[str, Any]] = {}
-    for event in events:
-        chunk = _json(event.get("data"))
-        for choice in (chunk or {}).get("choices") or []:
-            index = int(choice.get("index") or 0)
-            state = choices.setdefault(index, _Choice(False, 0))
-            text = choice.get("text") or ""
-            if echo and not state.pieces and text.startswith(echo):
-                text = text[len(echo) :]
-            if text:
-                state.add(text)
-                order.append((index, len(state.pieces) - 1))
-            if choice.get("finish_reason"):
-                finishes[index] = choice
+    for index, choice in _streamed_choices(events):
+        state = choices.setdefault(index, _Choice(False, 0))
+        text = choice.get("text") or ""
+        if echo and not state.pieces and text.startswith(echo):
+            text = text[len(echo) :]
+        if text:
+            state.add(text)
+            order.append((index, len(state.pieces) - 1))
+        if choice.get("finish_reason"):
+            finishes[index] = choice
     return _stream_outputs(exchange, choices, order, finishes, eos)
 
 

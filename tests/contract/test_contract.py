@@ -19,18 +19,16 @@ without it; with CI=true a missing env is a failure.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from capture import capture, settings_for
+from capture import capture, emulators
 from cases import CASES, SURFACES
 
-from conftest import run_in_bench_env
+from conftest import explain, run_in_bench_env
 from kimi_runbooks.emulator import DEVIATIONS
-from kimi_runbooks.emulator.testing import run_in_thread
 
 pytestmark = pytest.mark.heavy
 HERE = Path(__file__).resolve().parent
@@ -38,29 +36,11 @@ HERE = Path(__file__).resolve().parent
 
 def run_contract(bench_python: str, out_dir: Path, *, strict: bool) -> dict[str, Any]:
     """Capture from fresh emulators, judge with SGLang's code; returns the checker's report."""
-    urls, stops = {}, []
-    for variant in ("default", "auth"):
-        url, stop = run_in_thread(settings_for(variant, strict))
-        urls[variant] = url
-        stops.append(stop)
-    try:
-        captured = out_dir / ("captured-strict.json" if strict else "captured.json")
+    captured = out_dir / ("captured-strict.json" if strict else "captured.json")
+    with emulators(strict) as urls:
         capture(urls, captured, strict=strict)
-    finally:
-        for stop in stops:
-            stop()
     report_path = out_dir / ("report-strict.json" if strict else "report.json")
     return run_in_bench_env(bench_python, "sglang_check.py", captured, report=report_path)
-
-
-def explain(report: dict[str, Any], limit: int = 25) -> str:
-    lines = [f"{len(report['mismatches'])} mismatch(es) with SGLang {report['sglang_version']}:"]
-    for m in report["mismatches"][:limit]:
-        lines.append(
-            f"  [{m['surface']}] {m['case']}: {m['where']}: emulator={json.dumps(m['emulator'])[:160]}"
-            f" sglang={json.dumps(m['sglang'])[:160]}"
-        )
-    return "\n".join(lines)
 
 
 @pytest.fixture(scope="module")

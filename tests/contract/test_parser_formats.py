@@ -25,7 +25,7 @@ import pytest
 from capture import exchange
 from cases import TIME_TOOL, TOOL_RESULT_TURN, USER_HELLO, USER_PARALLEL, USER_WEATHER, WEATHER_TOOL, Case
 
-from conftest import run_in_bench_env
+from conftest import explain, run_in_bench_env
 from kimi_runbooks.emulator import DEVIATIONS, EmulatorSettings
 from kimi_runbooks.emulator.capabilities import ModelCapabilities
 from kimi_runbooks.emulator.events import EOS_TOKEN_ID
@@ -162,16 +162,6 @@ def judge(bench_python: str, model_key: str, out_dir: Path, strict: bool = False
     captured = capture_model(model_key, captured_path, strict)
     report_path = out_dir / f"report-{model_key}.json"
     return run_in_bench_env(bench_python, "sglang_check.py", captured_path, report=report_path), captured
-
-
-def explain(report: dict[str, Any], limit: int = 30) -> str:
-    lines = [f"{len(report['mismatches'])} mismatch(es) with SGLang {report['sglang_version']}:"]
-    for m in report["mismatches"][:limit]:
-        lines.append(
-            f"  {m['case']}: {m['where']}: emulator={json.dumps(m['emulator'])[:200]}"
-            f" sglang={json.dumps(m['sglang'])[:200]}"
-        )
-    return "\n".join(lines)
 
 
 @pytest.mark.parametrize("model_key", sorted(MODELS))

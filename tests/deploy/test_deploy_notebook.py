@@ -35,7 +35,6 @@ def test_papermill_deploy_with_emulator(tmp_path: Path) -> None:
     run_notebook(
         str(NOTEBOOK),
         str(out),
-        cwd=str(tmp_path),
         kernel_name="python3",
         parameters={
             "platform": "mi350x",
@@ -45,7 +44,6 @@ def test_papermill_deploy_with_emulator(tmp_path: Path) -> None:
             "startup_timeout": 60,
             "keep_running": False,
         },
-        progress_bar=False,
     )
     handle = json.loads((run / "handle.json").read_text())
     assert handle["emulated"] is True and handle["platform"] == "mi350x"
@@ -65,10 +63,8 @@ def test_papermill_refuses_an_invalid_plan(tmp_path: Path) -> None:
         run_notebook(
             str(NOTEBOOK),
             str(tmp_path / "o.ipynb"),
-            cwd=str(tmp_path),
             kernel_name="python3",
             parameters={"platform": "mi350x", "tp": 8, "run_dir": str(tmp_path / "run")},
-            progress_bar=False,
         )
     assert "PlanError" in str(err.value) and "nothing was started" in str(err.value)
     assert not (tmp_path / "run").exists()

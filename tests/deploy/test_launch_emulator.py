@@ -20,7 +20,8 @@ from kimi_runbooks.procs import has_live_member
 from kimi_runbooks.target.locate import read_handle
 from tests.support.stand_ins import ipv6_loopback
 
-FAST = dict(options={"time_scale": 0.02, "startup_seconds": 20}, progress=False, startup_timeout=60)
+EMULATOR_FAST = {"time_scale": 0.02, "startup_seconds": 20}
+FAST = deploy.LaunchOptions(options=EMULATOR_FAST, progress=False, startup_timeout=60)
 
 
 def _gone(pgid: int) -> bool:
@@ -31,13 +32,29 @@ def _gone(pgid: int) -> bool:
     return not has_live_member(pgid)
 
 
+def _launching_script(run: Path, then: str, imports: str = "") -> str:
+    """A Python process that launches the emulator into `run` and then runs `then` (a kernel's life)."""
+    return (
+        f"{imports}from kimi_runbooks.plan import plan as make_plan\nfrom kimi_runbooks import deploy\n"
+        f"h = deploy.launch(make_plan({{'platform': 'h200'}}), 'emulator', {str(run)!r}, "
+        f"options={{'time_scale': 0.02}}, progress=False)\n{then}"
+    )
+
+
+def _gone_soon(pgid: int, within_s: float = 5) -> bool:
+    deadline = time.monotonic() + within_s
+    while not _gone(pgid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _gone(pgid)
+
+
 def _plan(**kw):
     return make_plan({"platform": "h200", **kw})
 
 
 def test_launch_ready_manifest_teardown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
-    with deploy.launch(_plan(), "emulator", run, **{**FAST, "progress": True}) as handle:
+    with deploy.launch(_plan(), "emulator", run, FAST, progress=True) as handle:
         assert httpx.get(handle.base_url + "/health", timeout=5).status_code == 200
         pgid = handle.pgid
         assert pgid and not _gone(pgid)
@@ -67,9 +84,7 @@ def test_launch_ready_manifest_teardown(tmp_path: Path, capsys: pytest.CaptureFi
 def test_crash_on_start_is_diagnosed_quickly(tmp_path: Path) -> None:
     started = time.monotonic()
     with pytest.raises(deploy.DeployError) as err:
-        deploy.launch(
-            _plan(), "emulator", tmp_path / "run", **{**FAST, "options": {**FAST["options"], "fault": "crash-on-start"}}
-        )
+        deploy.launch(_plan(), "emulator", tmp_path / "run", FAST, options={**EMULATOR_FAST, "fault": "crash-on-start"})
     took = time.monotonic() - started
     assert took < 10, f"an early exit must be noticed at once, took {took:.1f}s"
     assert err.value.diagnosis is not None and err.value.diagnosis.kind == "oom"
@@ -99,9 +114,17 @@ def test_slow_start_times_out_naming_the_url(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not ipv6_loopback(), reason="this machine has no IPv6 loopback")
+def test_a_misspelt_launch_setting_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"unknown launch setting\(s\) prot\. Fix: one of options, port,"):
+        deploy.launch(_plan(), "emulator", tmp_path / "run", FAST, prot=8000)
+    assert not (tmp_path / "run").exists()
+    merged = deploy.LaunchOptions.of(FAST, {"progress": True})
+    assert merged.progress and merged.startup_timeout == 60 and merged.options == EMULATOR_FAST
+
+
 def test_launch_on_ipv6_loopback(tmp_path: Path) -> None:
     port = deploy.free_port("::1")  # an IPv6 socket: an IPv4 one cannot bind ::1
-    with deploy.launch(_plan(host="::1"), "emulator", tmp_path / "run", **FAST) as handle:
+    with deploy.launch(_plan(host="::1"), "emulator", tmp_path / "run", FAST) as handle:
         assert handle.base_url.startswith("http://[::1]:")  # bracketed, so it is a usable URL
         assert httpx.get(handle.base_url + "/health", timeout=5).status_code == 200
         assert handle.server_info and handle.server_info["emulated"] is True
@@ -114,11 +137,11 @@ def test_port_in_use_diagnosed(tmp_path: Path) -> None:
         sock.listen()
         port = sock.getsockname()[1]
         with pytest.raises(deploy.PreflightError) as refused:
-            deploy.launch(_plan(), "emulator", tmp_path / "a", port=port, **FAST)
+            deploy.launch(_plan(), "emulator", tmp_path / "a", FAST, port=port)
         assert f"port {port} on 127.0.0.1 is in use by pid {os.getpid()}" in str(refused.value)
         # without preflight the server itself fails, and the log says why
         with pytest.raises(deploy.DeployError) as err:
-            deploy.launch(_plan(), "emulator", tmp_path / "b", port=port, preflight=False, **FAST)
+            deploy.launch(_plan(), "emulator", tmp_path / "b", FAST, port=port, preflight=False)
     assert err.value.diagnosis.kind == "port-in-use"
     assert f"port {port} is already in use" in str(err.value)
 
@@ -128,7 +151,7 @@ def test_api_key_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("KIMI_TEST_DEPLOY_KEY", key)
     run = tmp_path / "run"
     plan = _plan(api_key_env="KIMI_TEST_DEPLOY_KEY")
-    with deploy.launch(plan, "emulator", run, **FAST) as handle:
+    with deploy.launch(plan, "emulator", run, FAST) as handle:
         body = {"model": handle.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}
         url = handle.base_url + "/v1/chat/completions"
         assert httpx.post(url, json=body, timeout=30).status_code == 401
@@ -146,19 +169,19 @@ def test_api_key_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_missing_key_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KIMI_UNSET_KEY", raising=False)
     with pytest.raises(deploy.DeployError, match=r"export KIMI_UNSET_KEY="):
-        deploy.launch(_plan(api_key_env="KIMI_UNSET_KEY"), "emulator", tmp_path / "r", **FAST)
+        deploy.launch(_plan(api_key_env="KIMI_UNSET_KEY"), "emulator", tmp_path / "r", FAST)
 
 
 def test_plan_errors_start_nothing(tmp_path: Path) -> None:
     plan = make_plan({"platform": "mi350x", "tp": 8})
     assert plan.errors
     with pytest.raises(deploy.PlanError, match="nothing was started"):
-        deploy.launch(plan, "emulator", tmp_path / "r", **FAST)
+        deploy.launch(plan, "emulator", tmp_path / "r", FAST)
     assert not (tmp_path / "r").exists()
 
 
 def test_bind_all_without_key_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with deploy.launch(_plan(host="0.0.0.0"), "emulator", tmp_path / "r", **FAST) as handle:
+    with deploy.launch(_plan(host="0.0.0.0"), "emulator", tmp_path / "r", FAST) as handle:
         assert any("bind-all-without-key" in w for w in handle.warnings)
     assert "WARNING: bind-all-without-key" in capsys.readouterr().out
     assert any(
@@ -168,7 +191,7 @@ def test_bind_all_without_key_warns(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_keep_running_then_teardown_run(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    handle = deploy.launch(_plan(), "emulator", run, **FAST)
+    handle = deploy.launch(_plan(), "emulator", run, FAST)
     handle.detach()
     pgid = read_handle(run).model_extra["pgid"]
     assert pgid == handle.pgid and not _gone(pgid)
@@ -182,45 +205,27 @@ def test_keep_running_then_teardown_run(tmp_path: Path) -> None:
 def test_server_survives_the_launching_process_until_teardown_run(tmp_path: Path) -> None:
     """What a papermill kernel with keep_running=True does: launch, detach, exit."""
     run = tmp_path / "run"
-    code = (
-        "from kimi_runbooks.plan import plan as make_plan\nfrom kimi_runbooks import deploy\n"
-        f"h = deploy.launch(make_plan({{'platform': 'h200'}}), 'emulator', {str(run)!r}, "
-        "options={'time_scale': 0.02}, progress=False)\nh.detach()\n"
-    )
+    code = _launching_script(run, "h.detach()\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     h = read_handle(run)
     assert httpx.get(h.base_url + "/health", timeout=5).status_code == 200
     pgid = h.model_extra["pgid"]
     assert deploy.teardown_run(run) == [f"stopped process group {pgid}"]
-    deadline = time.monotonic() + 5
-    while not _gone(pgid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _gone(pgid)
+    assert _gone_soon(pgid)
 
 
 def test_failed_launching_process_leaves_no_orphan(tmp_path: Path) -> None:
     """atexit: a script (or notebook kernel) that dies after launch takes its server with it."""
     run = tmp_path / "run"
-    code = (
-        "from kimi_runbooks.plan import plan as make_plan\nfrom kimi_runbooks import deploy\n"
-        f"h = deploy.launch(make_plan({{'platform': 'h200'}}), 'emulator', {str(run)!r}, "
-        "options={'time_scale': 0.02}, progress=False)\nraise SystemExit('cell failed')\n"
-    )
+    code = _launching_script(run, "raise SystemExit('cell failed')\n")
     subprocess.run([sys.executable, "-c", code], timeout=60)
     pgid = read_handle(run).model_extra["pgid"]
-    deadline = time.monotonic() + 5
-    while not _gone(pgid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _gone(pgid)
+    assert _gone_soon(pgid)
 
 
 def test_sigterm_tears_down(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    code = (
-        "import time\nfrom kimi_runbooks.plan import plan as make_plan\nfrom kimi_runbooks import deploy\n"
-        f"h = deploy.launch(make_plan({{'platform': 'h200'}}), 'emulator', {str(run)!r}, "
-        "options={'time_scale': 0.02}, progress=False)\nprint('up', flush=True)\ntime.sleep(60)\n"
-    )
+    code = _launching_script(run, "print('up', flush=True)\ntime.sleep(60)\n", imports="import time\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     while (line := proc.stdout.readline()) and line.strip() != "up":
         pass
@@ -232,7 +237,7 @@ def test_sigterm_tears_down(tmp_path: Path) -> None:
 
 
 def test_external_attaches_and_never_stops(tmp_path: Path) -> None:
-    with deploy.launch(_plan(), "emulator", tmp_path / "owner", **FAST) as owner:
+    with deploy.launch(_plan(), "emulator", tmp_path / "owner", FAST) as owner:
         ext = deploy.launch(_plan(), "external", tmp_path / "ext", progress=False, options={"base_url": owner.base_url})
         assert ext.server_info and ext.server_info["emulated"] is True
         ext.stop()

@@ -26,25 +26,11 @@ from kimi_runbooks.emulator.settings import parse_fault
 from kimi_runbooks.emulator.testing import emulator_server, run_in_thread, start_subprocess
 from kimi_runbooks.emulator.tokenizer import count_tokens, tokenize
 from kimi_runbooks.emulator.toolargs import Hints, arguments_for
+from tests.contract.cases import WEATHER_TOOL  # the tool the contract suite sends SGLang too
 
 MODEL = "moonshotai/Kimi-K2.6"
 FAST = 0.01  # time_scale for functional tests: TTFT 2 ms, ITL 0.1 ms
 
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "location": {"type": "string", "description": "City name"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-            },
-            "required": ["location"],
-        },
-    },
-}
 SEARCH_TOOL = {
     "type": "function",
     "function": {

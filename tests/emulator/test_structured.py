@@ -18,6 +18,7 @@ from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.conversation import Conversation, ToolSpec
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.emulator.toolplan import tools_for_turn
+from kimi_runbooks.invoke.agentic_tools import function_tool
 
 MODEL = "moonshotai/Kimi-K2.6"
 USER = [{"role": "user", "content": "Name two cities in France with their population."}]
@@ -42,14 +43,7 @@ class Answer(BaseModel):
     confidence: float
 
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the weather for a city",
-        "parameters": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]},
-    },
-}
+WEATHER = function_tool("get_weather", "Get the weather for a city", {"location": {"type": "string"}}, ["location"])
 FINAL = {
     "type": "function",
     "function": {"name": "final_result", "description": "The final answer", "parameters": Answer.model_json_schema()},

@@ -13,7 +13,7 @@ from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.invoke import AGENTIC_CASES
 from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.target.locate import RunHandle, write_handle
-from tests.support import run_notebook
+from tests.support import clean_code_cells, run_notebook
 
 pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
 
@@ -33,11 +33,7 @@ def _outputs(nb) -> str:
 
 
 def test_source_notebook_is_committed_clean_with_a_parameters_cell():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert "parameters" in code[0].metadata.get("tags", [])
-    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
-    assert all(len(c.source.splitlines()) <= 15 for c in code)
+    clean_code_cells(NOTEBOOK)
 
 
 def test_notebook_runs_against_the_emulator_from_the_run_folder(tmp_path, monkeypatch):
@@ -78,8 +74,6 @@ def test_fail_on_error_fails_the_notebook_after_saving(tmp_path):
             run_notebook(
                 str(NOTEBOOK),
                 str(tmp_path / "out.ipynb"),
-                cwd=str(tmp_path),
-                progress_bar=False,
                 parameters={
                     "run_dir": str(run),
                     "base_url": url,

@@ -19,6 +19,7 @@ import yaml
 
 from kimi_runbooks.paths import REPO_ROOT
 from tests.support import SHARED
+from tests.support.params_schema import DATASETS, SCENARIO_FIELDS
 from tests.support.seedcmd import Command, find_commands, parse_shell_commands, substitute
 
 ROOT = REPO_ROOT
@@ -82,21 +83,7 @@ DEPLOYMENT_KEYS = {
 }
 ROLE_KEYS = {"name", "nodes", "entrypoint", "env", "args"}
 ROUTER_KEYS = {"entrypoint", "args"}
-SCENARIO_KEYS = {
-    "id",
-    "title",
-    "dataset",
-    "input_len",
-    "output_len",
-    "num_prompts",
-    "max_concurrency",
-    "request_rate",
-    "range_ratio",
-    "seed",
-    "warmup_requests",
-    "extra_args",
-    "backend",
-}
+SCENARIO_KEYS = SCENARIO_FIELDS - {"matrix", "slo"}  # an Ascend deployment's benchmark holds every other field
 # scenario field -> bench_serving flag
 SCENARIO_FLAGS = {
     "dataset": "--dataset-name",
@@ -111,7 +98,6 @@ SCENARIO_FLAGS = {
     "backend": "--backend",
 }
 RUNNER_FLAGS = {"--host", "--port"}  # set by the runner, not stored in the scenario
-DATASETS = {"random", "random-ids", "sharegpt", "generated-shared-prefix", "image"}
 TARGET_ROW_KEYS = {"deployment", "category", "cards", "mode", "dataset_label", "tpot_ms", "ttft_ms", "quantization"}
 
 DEPLOYMENT_FILES = sorted(DEPLOYMENTS.glob("ascend-*.yaml"))

@@ -20,8 +20,6 @@ def _generate(tmp_path, name: str = "cg", **parameters) -> str:
         str(ROOT / "notebooks/command_generator.ipynb"),
         str(out),
         parameters=parameters,
-        cwd=str(tmp_path),
-        progress_bar=False,
     )
     return _text(nbformat.read(out, as_version=4))
 

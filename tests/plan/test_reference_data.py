@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from kimi_runbooks.paths import REPO_ROOT
+from tests.support.params_schema import DATASETS, SCENARIO_FIELDS
 
 ROOT = REPO_ROOT
 PARAMS = ROOT / "params"
@@ -75,26 +76,7 @@ LABEL_TO_KEY = {
 STRING_METRICS = {"backend", "request_rate"}
 LINE = re.compile(r"^(?P<label>[A-Za-z0-9 ()/.\-]+):\s+(?P<value>\S+)\s*$")
 
-SCENARIO_FIELDS = {
-    "id",
-    "trace",
-    "title",
-    "dataset",
-    "input_len",
-    "output_len",
-    "num_prompts",
-    "max_concurrency",
-    "request_rate",
-    "range_ratio",
-    "seed",
-    "warmup_requests",
-    "backend",
-    "extra_args",
-    "matrix",
-    "slo",
-}
 SLO_KEYS = {"ttft_ms", "tpot_ms", "e2e_ms"}
-DATASETS = {"random", "random-ids", "sharegpt", "generated-shared-prefix", "image", "agentic-trace", "mooncake"}
 BACKENDS = {"sglang", "sglang-oai", "sglang-oai-chat"}
 ACCURACY_SUITES = {"k2vv-toolcall", "aime25", "gpqa-diamond", "ocrbench", "mmmu-pro", "gsm8k"}
 RATE_METRICS = {

@@ -137,6 +137,18 @@ def test_warnings_security_skipped_and_regression(copy):
     assert "0.0.0.0" in texts and "smoke-skipped" in texts and "chat-1k1k-c1" in texts
 
 
+def test_stage_outcome_reads_only_that_stages_file(copy):
+    """What the runbook records as a stage ends: that stage's own results, even with another
+    stage's file torn (collect reads every file, and lists the torn one as a problem)."""
+    (copy / "invoke.json").write_text("{torn")
+    append_jsonl(copy / "bench.jsonl", {"scenario": "smoke-broken", "status": "failed", "metrics": {}, "error": "boom"})
+    outcome = report.stage_outcome(RunFolder(copy), "speed")
+    assert outcome is not None and outcome.status == "failed" and "smoke-broken failed: boom" in outcome.reason
+    assert outcome == report.collect(copy).outcomes["speed"]
+    assert report.stage_outcome(copy, "invoke") is None  # unreadable: the notebook's own status stands
+    assert report.stage_outcome(copy, "deploy") is None  # deploy's status is its notebook's
+
+
 def test_accuracy_rows_go_through_the_evals_comparison(copy):
     evals = pytest.importorskip("kimi_runbooks.accuracy.common")
     row = evals.EvalRow(

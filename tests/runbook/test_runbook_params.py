@@ -30,8 +30,6 @@ def test_an_unknown_papermill_parameter_stops_the_runbook_before_anything_starts
             str(RUNBOOKS / "h200.ipynb"),
             str(tmp_path / "out.ipynb"),
             parameters={"bogus_knob": 3, "scenario_sett": "smoke", "run_dir": str(run)},
-            cwd=str(tmp_path),
-            progress_bar=False,
         )
     assert err.value.ename == "PlanInvalid"
     assert "'bogus_knob'" in err.value.evalue

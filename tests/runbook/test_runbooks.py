@@ -141,8 +141,6 @@ def test_mi350x_tp8_stops_at_validation_and_starts_nothing(tmp_path):
             str(RUNBOOKS / "mi350x.ipynb"),
             str(tmp_path / "out.ipynb"),
             parameters={"tp": 8, "run_dir": str(run)},
-            cwd=str(tmp_path),
-            progress_bar=False,
         )
     assert err.value.ename == "PlanInvalid"
     assert "amd-aiter-mla-heads" in err.value.evalue and "AITER" in err.value.evalue
@@ -170,8 +168,6 @@ def test_every_runbook_runs_on_the_emulator(platform, tmp_path):
         str(RUNBOOKS / f"{platform}.ipynb"),
         str(tmp_path / "out.ipynb"),
         parameters=params,
-        cwd=str(tmp_path),
-        progress_bar=False,
     )
     html = run / RunFolder.REPORT
     assert html.exists() and html.stat().st_size < report_html.MAX_REPORT_BYTES
@@ -200,8 +196,6 @@ def test_api_key_never_lands_in_the_run_folder_or_notebook(tmp_path, monkeypatch
             "stage_overrides": FAST_SPEED,
             "fail_on_error": False,
         },
-        cwd=str(tmp_path),
-        progress_bar=False,
     )
     assert (run / RunFolder.REPORT).exists()
     invoke = report.collect(run).invoke

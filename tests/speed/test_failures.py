@@ -195,8 +195,6 @@ def test_a_stage_whose_scenarios_failed_is_not_ok(tmp_path, monkeypatch):
                 str(REPO_ROOT / "notebooks/speed_bench.ipynb"),
                 str(out),
                 parameters=params,
-                cwd=str(tmp_path),
-                progress_bar=False,
             )
     assert "ScenariosFailed" in str(err.value) and "smoke-random-ids-c1: bench_serving exited with 1" in str(err.value)
     text = "\n".join(o.get("text", "") for c in nbformat.read(out, as_version=4).cells for o in c.get("outputs", []))

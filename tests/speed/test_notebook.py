@@ -9,7 +9,7 @@ from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.rundir import read_jsonl
 from kimi_runbooks.target.locate import RunHandle, write_handle
-from tests.support import FAKE_BENCH, run_notebook
+from tests.support import FAKE_BENCH, clean_code_cells, run_notebook
 
 pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
 
@@ -28,11 +28,7 @@ def _text(nb) -> str:
 
 
 def test_notebook_is_committed_clean_and_parameterized():
-    nb = nbformat.read(ROOT / "notebooks/speed_bench.ipynb", as_version=4)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert "parameters" in code[0].metadata.get("tags", [])
-    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
-    assert all(len(c.source.splitlines()) <= 16 for c in code[1:])
+    clean_code_cells(ROOT / "notebooks/speed_bench.ipynb", max_lines=16, first_checked=1)
 
 
 def test_notebook_runs_against_the_emulator(tmp_path):
@@ -58,8 +54,6 @@ def test_notebook_runs_against_the_emulator(tmp_path):
             str(ROOT / "notebooks/speed_bench.ipynb"),
             str(out),
             parameters=params,
-            cwd=str(tmp_path),
-            progress_bar=False,
         )
         text = _text(nbformat.read(out, as_version=4))
         assert "EMULATED" in text and "emulated" in text
@@ -75,7 +69,5 @@ def test_notebook_runs_against_the_emulator(tmp_path):
             str(ROOT / "notebooks/speed_bench.ipynb"),
             str(out),
             parameters=params,
-            cwd=str(tmp_path),
-            progress_bar=False,
         )
         assert len(read_jsonl(run_dir / "bench.jsonl")) == 3

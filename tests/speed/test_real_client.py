@@ -19,6 +19,7 @@ from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import read_jsonl
 from kimi_runbooks.target.locate import RunHandle
+from tests.support import tiny_scenario
 
 pytestmark = pytest.mark.heavy
 
@@ -33,24 +34,20 @@ def tokenizer(bench_env, tmp_path_factory):
     return make_offline_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer", env=bench_env)
 
 
+@pytest.fixture(scope="module")
+def real_client(tokenizer) -> speed.SpeedOptions:
+    """How these tests run the real bench_serving: offline, with the emulator's tokenizer."""
+    return speed.SpeedOptions(tokenizer=tokenizer, offline=True, timeout_s=300, progress=False)
+
+
 def _handle(url: str) -> RunHandle:
     return RunHandle(base_url=url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200")
 
 
-def test_smoke_set_with_the_real_client(bench_env, tokenizer, tmp_path):
+def test_smoke_set_with_the_real_client(bench_env, real_client, tmp_path):
     smoke = speed.select_scenarios("smoke")
     with start_subprocess(["--profile", "h200", "--time-scale", "0.05"]) as emu:
-        df = speed.run_scenarios(
-            smoke,
-            _handle(emu.base_url),
-            tmp_path,
-            tokenizer=tokenizer,
-            offline=True,
-            devices=8,
-            platform="h200",
-            timeout_s=300,
-            progress=False,
-        )
+        df = speed.run_scenarios(smoke, _handle(emu.base_url), tmp_path, real_client, devices=8, platform="h200")
     rows = {r["scenario"]: r for r in read_jsonl(tmp_path / "bench.jsonl")}
     assert list(df["scenario"]) == [s.id for s in smoke]
     for sc in smoke:
@@ -85,21 +82,10 @@ def _kill_when(emu, path: Path, text: str, stop: threading.Event) -> None:
         time.sleep(0.05)
 
 
-def test_killed_server_keeps_finished_results_and_rerun_resumes(bench_env, tokenizer, tmp_path):
-    def sc(sid: str, out: int) -> Scenario:
-        return Scenario(
-            id=sid,
-            dataset="random-ids",
-            input_len=64,
-            output_len=out,
-            num_prompts=6,
-            max_concurrency=1,
-            range_ratio=1.0,
-            seed=1,
-            warmup_requests=1,
-        )
-
-    scenarios = [sc("first-c1", 16), sc("second-c1", 400), sc("third-c1", 16)]
+def test_killed_server_keeps_finished_results_and_rerun_resumes(bench_env, real_client, tmp_path):
+    scenarios = [
+        tiny_scenario(sid, out, num_prompts=6) for sid, out in (("first-c1", 16), ("second-c1", 400), ("third-c1", 16))
+    ]
     emu = start_subprocess(["--profile", "h200", "--time-scale", "0.3"])
     port, stop = emu.port, threading.Event()
     watcher = threading.Thread(
@@ -109,9 +95,7 @@ def test_killed_server_keeps_finished_results_and_rerun_resumes(bench_env, token
     )
     watcher.start()
     try:
-        speed.run_scenarios(
-            scenarios, _handle(emu.base_url), tmp_path, tokenizer=tokenizer, offline=True, timeout_s=300, progress=False
-        )
+        speed.run_scenarios(scenarios, _handle(emu.base_url), tmp_path, real_client)
     finally:
         stop.set()
         emu.stop()
@@ -126,22 +110,14 @@ def test_killed_server_keeps_finished_results_and_rerun_resumes(bench_env, token
     kept = Path(first[0]["output_file"]).read_text()
 
     with start_subprocess(["--profile", "h200", "--time-scale", "0.05"], port=port) as emu2:
-        df = speed.run_scenarios(
-            scenarios,
-            _handle(emu2.base_url),
-            tmp_path,
-            tokenizer=tokenizer,
-            offline=True,
-            timeout_s=300,
-            progress=False,
-        )
+        df = speed.run_scenarios(scenarios, _handle(emu2.base_url), tmp_path, real_client)
     rows = read_jsonl(tmp_path / "bench.jsonl")
     assert [(r["scenario"], r["status"]) for r in rows[3:]] == [("second-c1", "ok"), ("third-c1", "ok")]
     assert Path(first[0]["output_file"]).read_text() == kept  # first scenario not run again
     assert dict(zip(df["scenario"], df["status"])) == {"first-c1": "ok", "second-c1": "ok", "third-c1": "ok"}
 
 
-def test_time_scaled_rehearsal_is_rescaled_to_the_profile(bench_env, tokenizer, tmp_path):
+def test_time_scaled_rehearsal_is_rescaled_to_the_profile(bench_env, real_client, tmp_path):
     """A 20x-fast rehearsal (time scale 0.05) of a known latency model reads, after rescaling,
     as that model: median TPOT within 20% of the configured 20 ms."""
     from kimi_runbooks.speed.timescale import rescale
@@ -169,17 +145,7 @@ def test_time_scaled_rehearsal_is_rescaled_to_the_profile(bench_env, tokenizer, 
         "0",
     ]
     with start_subprocess(flags) as emu:
-        df = speed.run_scenarios(
-            [scenario],
-            _handle(emu.base_url),
-            tmp_path,
-            tokenizer=tokenizer,
-            offline=True,
-            devices=8,
-            platform="h200",
-            timeout_s=300,
-            progress=False,
-        )
+        df = speed.run_scenarios([scenario], _handle(emu.base_url), tmp_path, real_client, devices=8, platform="h200")
     raw = df.iloc[0]
     assert raw["status"] == "ok", raw.get("error")
     assert raw["median_tpot_ms"] == pytest.approx(1.0, rel=0.5)  # 0.05 x 20 ms, plus client overhead

@@ -18,7 +18,7 @@ from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed.tokens import TokenizerMissing, choose_tokenizer, judge, model_path_of, stage_tokenizer
 from kimi_runbooks.target.locate import RunHandle
-from tests.support import FAKE_BENCH
+from tests.support import FAKE_BENCH, tiny_scenario
 from tests.support.openai_stand_in import StandIn, stand_in_server
 
 COUNTS = {"nominal_input": 128, "sent_input": 134, "requested_output": 32, "tokenizer": "/tok"}
@@ -83,19 +83,7 @@ def test_model_path_comes_from_a_deployed_plan_never_from_an_external_one(tmp_pa
 
 
 def _sc(sid: str, backend: str = "sglang-oai-chat", extra: dict | None = None, output_len: int = 16) -> Scenario:
-    return Scenario(
-        id=sid,
-        dataset="random-ids",
-        input_len=64,
-        output_len=output_len,
-        num_prompts=2,
-        max_concurrency=1,
-        range_ratio=1.0,
-        seed=1,
-        warmup_requests=1,
-        backend=backend,
-        extra_args=extra or {},
-    )
+    return tiny_scenario(sid, output_len, backend=backend, extra_args=extra or {})
 
 
 @pytest.fixture(scope="module")
@@ -105,20 +93,18 @@ def emulator_tokenizer(require_tool_env, tmp_path_factory):
     return make_offline_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer", env=require_tool_env("bench"))
 
 
+@pytest.fixture(scope="module")
+def fake_client(emulator_tokenizer) -> speed.SpeedOptions:
+    """The fake bench client with the emulator's real tokenizer: token accounting checked, nothing benchmarked."""
+    return speed.SpeedOptions(tokenizer=emulator_tokenizer, offline=True, command_prefix=FAKE_BENCH, progress=False)
+
+
 @pytest.mark.heavy
-def test_the_emulator_and_its_tokenizer_agree_on_every_backend(emulator_tokenizer, tmp_path):
+def test_the_emulator_and_its_tokenizer_agree_on_every_backend(fake_client, tmp_path):
     scenarios = [_sc("native-c1", "sglang"), _sc("oai-c1", "sglang-oai"), _sc("chat-c1")]
     with emulator_server(time_scale=0.01, log_startup=False) as url:
         handle = RunHandle(base_url=url, model="moonshotai/Kimi-K2.6", launcher="emulator", emulated=True)
-        speed.run_scenarios(
-            scenarios,
-            handle,
-            tmp_path,
-            tokenizer=emulator_tokenizer,
-            offline=True,
-            command_prefix=FAKE_BENCH,
-            progress=False,
-        )
+        speed.run_scenarios(scenarios, handle, tmp_path, fake_client)
     rows = {r["scenario"]: r for r in read_jsonl(tmp_path / "bench.jsonl")}
     for sid, row in rows.items():
         assert row["status"] == "ok", (sid, row["error"])
@@ -129,20 +115,12 @@ def test_the_emulator_and_its_tokenizer_agree_on_every_backend(emulator_tokenize
 
 
 @pytest.mark.heavy
-def test_a_server_that_counts_otherwise_is_not_comparable_and_never_compared(emulator_tokenizer, tmp_path):
+def test_a_server_that_counts_otherwise_is_not_comparable_and_never_compared(fake_client, tmp_path):
     """The stand-in counts ~3.9x the benchmark tokenizer's prompt tokens and ignores max_completion_tokens."""
     scenarios = [_sc("other-tokenizer-c1"), _sc("other-backend-c1", "sglang-oai")]
     with stand_in_server(StandIn(prompt_factor=3.9, completion_tokens=101)) as url:
         handle = RunHandle(base_url=url, model="stand-in-model", launcher="external")
-        df = speed.run_scenarios(
-            scenarios,
-            handle,
-            tmp_path,
-            tokenizer=emulator_tokenizer,
-            offline=True,
-            command_prefix=FAKE_BENCH,
-            progress=False,
-        )
+        df = speed.run_scenarios(scenarios, handle, tmp_path, fake_client)
     rows = {r["scenario"]: r for r in read_jsonl(tmp_path / "bench.jsonl")}
     bad = rows["other-tokenizer-c1"]
     assert bad["status"] == "not comparable" and bad["metrics"]["completed"] == 2  # run and kept

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from kimi_runbooks.paths import REPO_ROOT
 
@@ -40,8 +41,45 @@ NOTEBOOK_CELL_TIMEOUT = 900
 
 
 def run_notebook(source: object, dest: object, **kwargs: object) -> object:
-    """Execute a notebook as the package does (IPC kernel), with a per-cell timeout."""
+    """Execute a notebook as the package does (IPC kernel), with a per-cell timeout, no progress
+    bar, and (unless `cwd` says otherwise) in the folder the executed copy is written to."""
+    from pathlib import Path
+
     from kimi_runbooks.execution.notebook import execute_notebook
 
     kwargs.setdefault("execution_timeout", NOTEBOOK_CELL_TIMEOUT)
+    kwargs.setdefault("progress_bar", False)
+    kwargs.setdefault("cwd", str(Path(str(dest)).parent))
     return execute_notebook(source, dest, **kwargs)  # type: ignore[arg-type]
+
+
+def clean_code_cells(notebook: object, max_lines: int = 15, first_checked: int = 0) -> list[Any]:
+    """A source notebook's code cells, checked as committed: the first is papermill's parameters
+    cell, none has outputs or an execution count, and each (from `first_checked` on) has at most
+    `max_lines` lines (logic lives in the package, not in cells)."""
+    import nbformat
+
+    code = [c for c in nbformat.read(str(notebook), as_version=4).cells if c.cell_type == "code"]
+    assert "parameters" in code[0].metadata.get("tags", [])
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
+    assert all(len(c.source.splitlines()) <= max_lines for c in code[first_checked:])
+    return code
+
+
+def tiny_scenario(sid: str, output_len: int = 16, num_prompts: int = 2, **fields: Any) -> Any:
+    """A speed scenario small enough for a test: 64 random token ids in, one request at a time, fixed
+    lengths, seed 1, one warm-up request; `fields` set any other Scenario field (backend, extra_args)."""
+    from kimi_runbooks.plan.catalog import Scenario
+
+    return Scenario(
+        id=sid,
+        dataset="random-ids",
+        input_len=64,
+        output_len=output_len,
+        num_prompts=num_prompts,
+        max_concurrency=1,
+        range_ratio=1.0,
+        seed=1,
+        warmup_requests=1,
+        **fields,
+    )

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -23,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
 from ..procs import start_session, stop_group
-from ..progress import report_progress
+from ..progress import latest_count, report_progress
 from ..rundir import RunFolder, read_jsonl
 
 ACCURACY_FILE = RunFolder.ACCURACY
@@ -68,6 +67,12 @@ class EvalRow(BaseModel):
     server: dict[str, Any] | None = None  # the server's /metrics summarised over the suite (speed/server_metrics.py)
 
 
+def given_flags(pairs: Sequence[tuple[str, Any]]) -> list[str]:
+    """A tool's command-line options for the settings that are set: `--flag value` for each value
+    not None (an unset setting leaves the tool's own default)."""
+    return [part for flag, value in pairs if value is not None for part in (flag, str(value))]
+
+
 def settings_fingerprint(suite: str, settings: Mapping[str, Any]) -> str:
     """Stable id of (suite, settings): a rerun with the same settings can skip a finished suite."""
     blob = json.dumps({"suite": suite, "settings": settings}, sort_keys=True, default=str)
@@ -76,13 +81,13 @@ def settings_fingerprint(suite: str, settings: Mapping[str, Any]) -> str:
 
 def append_rows(folder: RunFolder | str | Path, rows: Sequence[EvalRow]) -> None:
     """Append rows (redacted) to run_dir/accuracy.jsonl as soon as a suite finishes."""
-    folder = folder if isinstance(folder, RunFolder) else RunFolder(folder)
+    folder = RunFolder.of(folder)
     for row in rows:
         folder.append_jsonl(folder.accuracy, row.model_dump(mode="json"))
 
 
 def read_rows(run_dir: str | Path) -> list[EvalRow]:
-    return [EvalRow.model_validate(r) for r in read_jsonl(RunFolder(run_dir).accuracy)]
+    return [EvalRow.model_validate(r) for r in read_jsonl(RunFolder.of(run_dir).accuracy)]
 
 
 def rows_frame(rows: Sequence[EvalRow]) -> pd.DataFrame:
@@ -109,8 +114,6 @@ def finished_fingerprints(run_dir: str | Path) -> set[str]:
 
 
 # --------------------------------------------------------------------------- subprocesses
-
-_PROGRESS = re.compile(r"(\d+)/(\d+) \[")
 
 
 @dataclass
@@ -172,15 +175,9 @@ def run_tool(
 
 
 def _advance(bar: tqdm, log_path: Path, folder: RunFolder | None = None) -> None:
-    try:
-        with log_path.open("rb") as fh:
-            fh.seek(max(0, log_path.stat().st_size - 4000))
-            tail = fh.read().decode(errors="replace")
-    except OSError:
-        return
-    found = _PROGRESS.findall(tail)
-    if found:
-        done, total = (int(x) for x in found[-1])
+    count = latest_count(log_path)
+    if count:
+        done, total = count
         if bar.total != total or bar.n != done:
             bar.total = total
             bar.n = done

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..rundir import RunFolder
 from ..tools.scripts import script
-from .common import StageMissing, SuiteFailed, ToolRun, fail_message, run_tool
+from .common import StageMissing, SuiteFailed, ToolRun, fail_message, given_flags, run_tool
 from .references import reference_entry
 
 TASK = "inspect_evals/gpqa_diamond"
@@ -120,16 +120,16 @@ def build_args(cfg: InspectConfig, *, model: str, base_url: str, log_dir: Path, 
         "-M",
         "responses_api=false",
     ]
-    for flag, value in (
-        ("--max-tokens", cfg.max_tokens),
-        ("--temperature", cfg.temperature),
-        ("--top-p", cfg.top_p),
-        ("--max-connections", cfg.max_connections),
-        ("--epochs", cfg.epochs),
-        ("--limit", cfg.limit),
-    ):
-        if value is not None:
-            args += [flag, str(value)]
+    args += given_flags(
+        [
+            ("--max-tokens", cfg.max_tokens),
+            ("--temperature", cfg.temperature),
+            ("--top-p", cfg.top_p),
+            ("--max-connections", cfg.max_connections),
+            ("--epochs", cfg.epochs),
+            ("--limit", cfg.limit),
+        ]
+    )
     return args
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..rundir import RunFolder
 from ..tools.envs import SGL_EVAL_KEY_ENV
-from .common import StageMissing, SuiteFailed, ToolRun, fail_message, run_tool
+from .common import StageMissing, SuiteFailed, ToolRun, fail_message, given_flags, run_tool
 from .references import reference_entry
 
 #: sgl-eval benchmark -> suite id used in accuracy.jsonl and the reference suite it compares to.
@@ -109,19 +109,19 @@ def build_args(cfg: SglEvalConfig, *, base_url: str, model: str, out_dir: Path) 
 
     No --api-key: run() hands the key over in the environment (toolenv.SGL_EVAL_KEY_ENV)."""
     args = ["run", cfg.benchmark, "--base-url", base_url, "--model", model, "--out-dir", str(out_dir)]
-    for flag, value in (
-        ("--n-repeats", cfg.n_repeats),
-        ("--temperature", cfg.temperature),
-        ("--top-p", cfg.top_p),
-        ("--max-tokens", cfg.max_tokens),
-        ("--prompt", cfg.prompt),
-        ("--num-threads", cfg.num_threads),
-        ("--num-examples", cfg.num_examples),
-        ("--from-dataset", cfg.from_dataset),
-        ("--seed", cfg.seed),
-    ):
-        if value is not None:
-            args += [flag, str(value)]
+    args += given_flags(
+        [
+            ("--n-repeats", cfg.n_repeats),
+            ("--temperature", cfg.temperature),
+            ("--top-p", cfg.top_p),
+            ("--max-tokens", cfg.max_tokens),
+            ("--prompt", cfg.prompt),
+            ("--num-threads", cfg.num_threads),
+            ("--num-examples", cfg.num_examples),
+            ("--from-dataset", cfg.from_dataset),
+            ("--seed", cfg.seed),
+        ]
+    )
     if cfg.thinking is not None:
         args.append("--thinking" if cfg.thinking else "--no-thinking")
     return args

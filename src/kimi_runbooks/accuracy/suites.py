@@ -131,13 +131,7 @@ def _run_toolcall_builtin(ctx: SuiteContext, suite: str) -> list[EvalRow]:
 
 
 def _run_k2vv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
-    checkout = vendor_verifier.ensure_checkout(
-        ctx.cfg.k2vv_path,
-        url=vendor_verifier.K2VV_URL,
-        marker=vendor_verifier.K2VV_MARKER,
-        name="K2-Vendor-Verifier",
-        clone=ctx.cfg.clone,
-    )
+    checkout = vendor_verifier.ensure_checkout(ctx.cfg.k2vv_path, vendor_verifier.K2VV, clone=ctx.cfg.clone)
     python = vendor_verifier.checkout_python(checkout, None)
     samples = Path(ctx.cfg.toolcall_samples) if ctx.cfg.toolcall_samples else checkout / "tool-calls" / "samples.jsonl"
     ref = reference_entry("k2vv-toolcall").get("settings") or {}
@@ -275,13 +269,7 @@ def _run_inspect(ctx: SuiteContext, suite: str) -> list[EvalRow]:
 
 
 def _run_kvv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
-    checkout = vendor_verifier.ensure_checkout(
-        ctx.cfg.kvv_path,
-        url=vendor_verifier.KVV_URL,
-        marker=vendor_verifier.KVV_MARKER,
-        name="Kimi-Vendor-Verifier",
-        clone=ctx.cfg.clone,
-    )
+    checkout = vendor_verifier.ensure_checkout(ctx.cfg.kvv_path, vendor_verifier.KVV, clone=ctx.cfg.clone)
     try:
         fallback = toolenv.tool_env("inspect").python
     except toolenv.ToolEnvMissing:

@@ -15,63 +15,37 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..invoke.agentic_tools import function_tool
 from ..rundir import RunFolder
 
 TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather for a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "location": {"type": "string", "description": "City name, e.g. Beijing"},
-                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-                },
-                "required": ["location"],
-            },
+    function_tool(
+        "get_weather",
+        "Current weather for a city.",
+        {
+            "location": {"type": "string", "description": "City name, e.g. Beijing"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
         },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "search_web",
-            "description": "Search the web and return the top results.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string"},
-                    "max_results": {"type": "integer", "minimum": 1, "maximum": 20},
-                },
-                "required": ["query"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "calculate",
-            "description": "Evaluate an arithmetic expression.",
-            "parameters": {
-                "type": "object",
-                "properties": {"expression": {"type": "string"}},
-                "required": ["expression"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "send_email",
-            "description": "Send an email message to one recipient.",
-            "parameters": {
-                "type": "object",
-                "properties": {"to": {"type": "string"}, "subject": {"type": "string"}, "body": {"type": "string"}},
-                "required": ["to", "subject", "body"],
-            },
-        },
-    },
+        ["location"],
+    ),
+    function_tool(
+        "search_web",
+        "Search the web and return the top results.",
+        {"query": {"type": "string"}, "max_results": {"type": "integer", "minimum": 1, "maximum": 20}},
+        ["query"],
+    ),
+    function_tool(
+        "calculate",
+        "Evaluate an arithmetic expression.",
+        {"expression": {"type": "string"}},
+        ["expression"],
+    ),
+    function_tool(
+        "send_email",
+        "Send an email message to one recipient.",
+        {"to": {"type": "string"}, "subject": {"type": "string"}, "body": {"type": "string"}},
+        ["to", "subject", "body"],
+    ),
 ]
 
 #: (user text, tool subset by name or None for all, tool_choice or None, expected trigger)

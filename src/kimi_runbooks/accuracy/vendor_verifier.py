@@ -16,6 +16,7 @@ import os
 import shlex
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,22 @@ K2VV_URL = "https://github.com/MoonshotAI/K2-Vendor-Verifier.git"
 KVV_URL = "https://github.com/MoonshotAI/Kimi-Vendor-Verifier.git"
 K2VV_MARKER = "tool_calls_eval.py"
 KVV_MARKER = "eval.py"
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """A vendor verifier repository the accuracy stage runs from a checkout."""
+
+    name: str
+    url: str
+    marker: str
+    """A file a usable checkout holds."""
+    parameter: str
+    """The accuracy setting that names the checkout's path."""
+
+
+K2VV = Verifier("K2-Vendor-Verifier", K2VV_URL, K2VV_MARKER, "k2vv_path")
+KVV = Verifier("Kimi-Vendor-Verifier", KVV_URL, KVV_MARKER, "kvv_path")
 
 
 def url_reachable(url: str, timeout: float = 15.0) -> bool:
@@ -48,12 +65,13 @@ def url_reachable(url: str, timeout: float = 15.0) -> bool:
     return proc.returncode == 0
 
 
-def ensure_checkout(path: str | Path | None, *, url: str, marker: str, name: str, clone: bool = True) -> Path:
-    """A usable checkout at ``path``: present (has ``marker``), or cloned when ``url`` is reachable."""
+def ensure_checkout(path: str | Path | None, verifier: Verifier, *, clone: bool = True) -> Path:
+    """A usable checkout of `verifier` at ``path``: present (has its marker), or cloned when its url is reachable."""
+    name, url, marker = verifier.name, verifier.url, verifier.marker
     if path is None:
         raise StageMissing(
             f"{name}: no checkout path given. Fix: `git clone {url} /some/dir` (on a connected machine, then copy "
-            f"it over) and pass its path ({'k2vv_path' if 'K2' in name else 'kvv_path'}=...)."
+            f"it over) and pass its path ({verifier.parameter}=...)."
         )
     p = Path(path).expanduser()
     if (p / marker).is_file():

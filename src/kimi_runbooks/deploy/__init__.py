@@ -1,6 +1,6 @@
 """Deploy stage: a validated plan -> a running server (or an attached one), recorded and torn down.
 
-`launch(plan, launcher, run_dir, options=...)` -> `ServerHandle`; launchers are registered by name
+`launch(plan, launcher, run_dir, LaunchOptions(...))` -> `ServerHandle`; launchers are registered by name
 in launchers/ (emulator, local, docker, slurm, multi-node, external). preflight checks the machine
 before anything starts, readiness waits and shows start-up phases, diagnose explains a failed
 start from the catalogue in params/diagnosis (signatures), manifest records what ran,
@@ -27,7 +27,16 @@ from .live import stop_all
 from .preflight import PreflightReport
 from .readiness import current_phase, wait_ready
 from .signatures import Signature, load_signatures
-from .start import finish, launch, notebook_options, plan_from_params, record, require_valid, run_preflight
+from .start import (
+    LaunchOptions,
+    finish,
+    launch,
+    notebook_options,
+    plan_from_params,
+    record,
+    require_valid,
+    run_preflight,
+)
 from .teardown import teardown_run
 
 __all__ = [
@@ -37,6 +46,7 @@ __all__ = [
     "EmulatorOptions",
     "Finding",
     "LAUNCHERS",
+    "LaunchOptions",
     "Launcher",
     "PlanError",
     "PreflightError",

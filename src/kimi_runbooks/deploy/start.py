@@ -9,8 +9,10 @@ manifest and handle.json. On any failure the server is stopped before the error 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,46 +33,65 @@ from .preflight import PreflightReport
 from .teardown import orphan_report, stop_orphans, teardown_run
 
 
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How `launch` starts a plan: one typed declaration instead of a keyword list."""
+
+    options: Mapping[str, Any] | BaseModel | None = None
+    """The launcher's own settings (emulator: time_scale, startup_seconds, fault; external: base_url;
+    slurm: sbatch_options, emulate); names the launcher does not know are refused."""
+    port: int | None = None
+    """None: the plan's port (the emulator takes a free one)."""
+    startup_timeout: float | None = None
+    """None: the launcher's default (30 min for a server it starts, seconds for an external one,
+    which is up already or not at all)."""
+    preflight: bool = True
+    wait: bool | None = None
+    """None: wait when the launcher starts the server itself (not for multi-node scripts started by hand)."""
+    progress: bool = True
+    environ: dict[str, str] | None = None
+    """The environment the server starts with (None: this process's)."""
+
+    @classmethod
+    def of(cls, given: LaunchOptions | None = None, settings: Mapping[str, Any] | None = None) -> LaunchOptions:
+        """`given` with `settings` applied; an unknown name is refused with the valid ones."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(settings or {}) - set(names))
+        if unknown:
+            raise TypeError(
+                f"unknown launch setting(s) {', '.join(unknown)}. Fix: one of {', '.join(names)} "
+                "(the launcher's own settings go in options={...})"
+            )
+        return dataclasses.replace(given or cls(), **dict(settings or {}))
+
+
 def launch(
     plan: LaunchPlan,
     launcher: str = "emulator",
     run_dir: str | Path | RunFolder | None = None,
-    *,
-    options: Mapping[str, Any] | BaseModel | None = None,
-    port: int | None = None,
-    startup_timeout: float | None = None,
-    preflight: bool = True,
-    wait: bool | None = None,
-    progress: bool = True,
-    environ: dict[str, str] | None = None,
+    launch_options: LaunchOptions | None = None,
+    **settings: Any,
 ) -> ServerHandle:
     """Launch `plan` with `launcher` and wait until it is ready; see the module docstring.
 
-    `wait`: None waits when the launcher starts the server itself (not for multi-node scripts
-    started by hand). `options` are the launcher's own (e.g. emulator: time_scale, startup_seconds, fault;
-    external: base_url; slurm: sbatch_options, emulate); unknown names are refused.
-    `startup_timeout` None: the launcher's default (30 min for a server it starts, seconds for
-    an external one, which is up already or not at all).
+    `launch_options` (or the same names as keywords: `progress=False, options={"time_scale": 0.05}`)
+    say how, each documented on LaunchOptions. A run folder path is opened once here, at the boundary.
     """
-    driver = get_launcher(launcher, options)
+    o = LaunchOptions.of(launch_options, settings)
+    driver = get_launcher(launcher, o.options)
     require_valid(plan)
-    env = dict(os.environ if environ is None else environ)
+    env = dict(os.environ if o.environ is None else o.environ)
     secret_env = plan.config.api_key_env
     if secret_env and not env.get(secret_env):
         raise DeployError(
             f"api_key_env={secret_env} but ${secret_env} is not set. Fix: export {secret_env}=<key> before launching."
         )
-    folder = (
-        run_dir
-        if isinstance(run_dir, RunFolder)
-        else RunFolder.create(run_dir, label=plan.platform.id, secret_envs=[secret_env])
-    )
-    folder.add_secret_env(secret_env)
-    _stop_leftovers(folder, progress)
+    folder = RunFolder.of(run_dir, create=True, label=plan.platform.id, secret_envs=[secret_env])
+    _stop_leftovers(folder, o.progress)
     warnings = [str(w) for w in plan.warnings]
     for w in warnings:
         print(f"WARNING: {w}")
-    host, bound_port = driver.bind(plan, port)
+    host, bound_port = driver.bind(plan, o.port)
     handle = ServerHandle(
         launcher=launcher,
         folder=folder,
@@ -86,12 +107,12 @@ def launch(
         plan=plan,
         log_path=folder.server_log,
     )
-    ctx = LaunchContext(plan=plan, folder=folder, environ=env, host=host, port=bound_port, progress=progress)
-    if preflight:
+    ctx = LaunchContext(plan=plan, folder=folder, environ=env, host=host, port=bound_port, progress=o.progress)
+    if o.preflight:
         handle.preflight = driver.preflight(ctx)
         if handle.preflight.checks:
             folder.save_json(folder.preflight, handle.preflight.as_rows())
-            if progress:
+            if o.progress:
                 print(handle.preflight)
             for check in handle.preflight.checks:  # what a runbook shows while the stage runs
                 if check.status != "pass" or check.name == "url":
@@ -110,10 +131,10 @@ def launch(
     except BaseException:
         handle.stop()
         raise
-    if (wait if wait is not None else driver.waits_by_default) and driver.ready_url_known(handle):
+    if (o.wait if o.wait is not None else driver.waits_by_default) and driver.ready_url_known(handle):
         try:
-            timeout = driver.default_startup_timeout if startup_timeout is None else startup_timeout
-            driver.wait_ready(handle, timeout=timeout, progress=progress)
+            timeout = driver.default_startup_timeout if o.startup_timeout is None else o.startup_timeout
+            driver.wait_ready(handle, timeout=timeout, progress=o.progress)
             record(handle, environ=env)
         except BaseException:
             handle.stop()

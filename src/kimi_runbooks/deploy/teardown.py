@@ -24,7 +24,7 @@ def teardown_run(
     Returns what it did ("stopped process group N", "docker rm -f NAME", "scancel ID",
     "stopped 2 processes of the run (pids ...)").
     """
-    folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
+    folder = RunFolder.of(run_dir)
     info: dict[str, Any] = {}
     for path in (folder.handle, folder.process):
         data = folder.read_json(path) if path.exists() else None

@@ -85,17 +85,35 @@ def sse_content(
     }
 
 
-def stream_response(
-    rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any] | None = None
+def _envelope(
+    kind: str,
+    rid: str,
+    created: int,
+    model: str,
+    choices: list[dict[str, Any]],
+    usage_: dict[str, Any] | None,
+    *,
+    final: bool,
 ) -> dict[str, Any]:
-    return {
+    """What every response and stream chunk holds around its choices, in SGLang's key order; a whole
+    (non-streamed) response also carries the weight version in `metadata`."""
+    out: dict[str, Any] = {
         "id": rid,
-        "object": "chat.completion.chunk",
+        "object": kind,
         "created": created,
         "model": model,
         "choices": choices,
         "usage": usage_,
     }
+    if final:
+        out["metadata"] = {"weight_version": WEIGHT_VERSION}
+    return out
+
+
+def stream_response(
+    rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return _envelope("chat.completion.chunk", rid, created, model, choices, usage_, final=False)
 
 
 def stream_choice(
@@ -117,59 +135,29 @@ def chat_message(content: str, reasoning: str | None, tool_calls: list[dict[str,
 def chat_response(
     rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any]
 ) -> dict[str, Any]:
-    return {
-        "id": rid,
-        "object": "chat.completion",
-        "created": created,
-        "model": model,
-        "choices": choices,
-        "usage": usage_,
-        "metadata": {"weight_version": WEIGHT_VERSION},
-    }
+    return _envelope("chat.completion", rid, created, model, choices, usage_, final=True)
 
 
 def chat_choice(index: int, message: dict[str, Any], finish_reason: str | None, matched_stop: Any) -> dict[str, Any]:
-    return {
-        "index": index,
-        "message": message,
-        "logprobs": None,
-        "finish_reason": finish_reason,
-        "matched_stop": matched_stop,
-    }
+    return {"index": index, "message": message, **_choice_end(finish_reason, matched_stop)}
 
 
 def completion_choice(index: int, text: str, finish_reason: str | None, matched_stop: Any) -> dict[str, Any]:
-    return {
-        "index": index,
-        "text": text,
-        "logprobs": None,
-        "finish_reason": finish_reason,
-        "matched_stop": matched_stop,
-    }
+    return {"index": index, "text": text, **_choice_end(finish_reason, matched_stop)}
+
+
+def _choice_end(finish_reason: str | None, matched_stop: Any) -> dict[str, Any]:
+    """The fields that close every whole response's choice, in SGLang's order."""
+    return {"logprobs": None, "finish_reason": finish_reason, "matched_stop": matched_stop}
 
 
 def completion_response(
     rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any]
 ) -> dict[str, Any]:
-    return {
-        "id": rid,
-        "object": "text_completion",
-        "created": created,
-        "model": model,
-        "choices": choices,
-        "usage": usage_,
-        "metadata": {"weight_version": WEIGHT_VERSION},
-    }
+    return _envelope("text_completion", rid, created, model, choices, usage_, final=True)
 
 
 def completion_chunk(
     rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    return {
-        "id": rid,
-        "object": "text_completion",
-        "created": created,
-        "model": model,
-        "choices": choices,
-        "usage": usage_,
-    }
+    return _envelope("text_completion", rid, created, model, choices, usage_, final=False)

@@ -19,37 +19,26 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from .agentic_tools import function_tool
 from .image import data_url, receipt_png
 from .results import Status
 from .session import CheckFailed, CheckSkipped, Recorder, Session, describe_error, split_extra
 
-WEATHER_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "location": {"type": "string", "description": "City name, e.g. Paris"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-            },
-            "required": ["location"],
-        },
+WEATHER_TOOL = function_tool(
+    "get_weather",
+    "Get the current weather for a city",
+    {
+        "location": {"type": "string", "description": "City name, e.g. Paris"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
     },
-}
-PRODUCT_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "search_product",
-        "description": "Search a shop catalogue for a product by name or description",
-        "parameters": {
-            "type": "object",
-            "properties": {"query": {"type": "string", "minLength": 1, "description": "What to search for"}},
-            "required": ["query"],
-        },
-    },
-}
+    ["location"],
+)
+PRODUCT_TOOL = function_tool(
+    "search_product",
+    "Search a shop catalogue for a product by name or description",
+    {"query": {"type": "string", "minLength": 1, "description": "What to search for"}},
+    ["query"],
+)
 WEATHER_RESULT = {"location": "Paris", "temperature": 17, "unit": "celsius", "condition": "light rain"}
 
 

@@ -94,8 +94,7 @@ def progress_to(folder: RunFolder | str | Path | None) -> Callable[[CheckResult]
 
 def save(results: list[CheckResult], run_dir: str | Path | RunFolder, api_key_env: str | None = None) -> Path:
     """Write run_dir/invoke.json (redacted), flagged emulated when any check ran on the emulator."""
-    folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder.create(run_dir)
-    folder.add_secret_env(api_key_env)
+    folder = RunFolder.of(run_dir, create=True, secret_envs=[api_key_env])
     doc = {
         "stage": "invoke",
         "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -110,7 +109,7 @@ def save(results: list[CheckResult], run_dir: str | Path | RunFolder, api_key_en
 
 
 def load(run_dir: str | Path) -> list[CheckResult]:
-    doc = json.loads(RunFolder(run_dir).invoke.read_text())
+    doc = json.loads(RunFolder.of(run_dir).invoke.read_text())
     return [CheckResult.model_validate(r) for r in doc["results"]]
 
 

@@ -103,7 +103,7 @@ class ServedModel:
 
         if run_dir is None:
             return None
-        folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
+        folder = RunFolder.of(run_dir)
         handle = folder.read_json(RunFolder.HANDLE) or {}
         launch, _ = plan_of_run(folder.read_json(RunFolder.PLAN), external=handle.get("launcher") == "external")
         return cls.from_plan(launch) if launch is not None else None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from ._deps import Catalog, PlanConfig
@@ -142,45 +143,16 @@ def _matrix(ref: Any, family: str) -> list[Observation]:
             continue
         ctx, conc = int(row["context_tokens"]), int(row["concurrency"])
         label = f"{row['phase']}-ctx{ctx}-c{conc}"
+        # one matrix cell's observations differ only in scenario, metric and value
+        seen = partial(Observation, ref.id, "matrix", ref.platform, family, label, config)
         if row["phase"] == "prefill":
-            sc = Scenario(input_len=ctx, output_len=1, concurrency=1, num_prompts=1)
-            out.append(
-                Observation(
-                    ref.id,
-                    "matrix",
-                    ref.platform,
-                    family,
-                    label,
-                    config,
-                    sc,
-                    "median_ttft_ms",
-                    float(row["median_ttft_ms"]),
-                )
-            )
+            prefill = Scenario(input_len=ctx, output_len=1, concurrency=1, num_prompts=1)
+            out.append(seen(prefill, "median_ttft_ms", float(row["median_ttft_ms"])))
             continue
         sc = Scenario(input_len=ctx, output_len=max_out, concurrency=conc, steady_decode=True)
+        out.append(seen(sc, "median_tpot_ms", float(row["median_itl_ms"]), note="median ITL of a steady decode test"))
         out.append(
-            Observation(
-                ref.id,
-                "matrix",
-                ref.platform,
-                family,
-                label,
-                config,
-                sc,
-                "median_tpot_ms",
-                float(row["median_itl_ms"]),
-                note="median ITL of a steady decode test",
-            )
-        )
-        out.append(
-            Observation(
-                ref.id,
-                "matrix",
-                ref.platform,
-                family,
-                label,
-                config,
+            seen(
                 sc,
                 "output_throughput",
                 float(row["total_tok_s"]),

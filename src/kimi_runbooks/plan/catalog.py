@@ -6,6 +6,7 @@ file name and the field; this module reads the folder and checks the cross-refer
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -190,30 +191,28 @@ def _load_catalog_cached(root: Path) -> Catalog:
 
 
 def _check_cross_references(catalog: Catalog) -> None:
-    problems: list[str] = []
+    """Every id a params file names exists: (who names it, what kind, the id) checked in one place."""
+    known: dict[str, Mapping[str, Any]] = {
+        "platform": catalog.platforms,
+        "model": catalog.models,
+        "deployment": catalog.deployments,
+        "scenario": catalog.scenarios,
+    }
+    named: list[tuple[str, str, str | None]] = []
     for platform in catalog.platforms.values():
-        for model_id in [platform.recipe.model, *platform.published_models]:
-            if model_id not in catalog.models:
-                problems.append(f"platform {platform.id}: unknown model '{model_id}'")
-        if platform.recipe.deployment and platform.recipe.deployment not in catalog.deployments:
-            problems.append(f"platform {platform.id}: unknown deployment '{platform.recipe.deployment}'")
+        who = f"platform {platform.id}"
+        named += [(who, "model", m) for m in [platform.recipe.model, *platform.published_models]]
+        named.append((who, "deployment", platform.recipe.deployment))
     for model in catalog.models.values():
-        cells = model.cookbook.cells if model.cookbook else []
-        for where in [c.hardware for c in cells] + list(model.cookbook.pending if model.cookbook else []):
-            if where not in catalog.platforms:
-                problems.append(f"model {model.id}: cookbook names unknown platform '{where}'")
+        book = model.cookbook
+        hardware = [c.hardware for c in book.cells] + list(book.pending) if book else []
+        named += [(f"model {model.id} (cookbook)", "platform", where) for where in hardware]
     for dep in catalog.deployments.values():
-        if dep.platform not in catalog.platforms:
-            problems.append(f"deployment {dep.id}: unknown platform '{dep.platform}'")
-        if dep.model not in catalog.models:
-            problems.append(f"deployment {dep.id}: unknown model '{dep.model}'")
-        if dep.benchmark and dep.benchmark not in catalog.scenarios:
-            problems.append(f"deployment {dep.id}: unknown scenario '{dep.benchmark}'")
+        who = f"deployment {dep.id}"
+        named += [(who, "platform", dep.platform), (who, "model", dep.model), (who, "scenario", dep.benchmark)]
     for ref in catalog.references.values():
-        if ref.platform not in catalog.platforms:
-            problems.append(f"reference {ref.id}: unknown platform '{ref.platform}'")
-        if ref.model not in catalog.models:
-            problems.append(f"reference {ref.id}: unknown model '{ref.model}'")
+        named += [(f"reference {ref.id}", "platform", ref.platform), (f"reference {ref.id}", "model", ref.model)]
+    problems = [f"{who}: unknown {kind} '{name}'" for who, kind, name in named if name and name not in known[kind]]
     if problems:
         raise ParamsError("params cross-reference errors: " + "; ".join(problems))
 

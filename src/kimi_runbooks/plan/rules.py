@@ -8,7 +8,7 @@ plan becomes an error result naming the rule, never a traceback.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -50,16 +50,7 @@ class RuleResult:
         return f"{self.id}{where}: {self.message}. Fix: {self.fix}. Source: {self.source}{tag}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "severity": self.severity,
-            "kind": self.kind,
-            "message": self.message,
-            "fix": self.fix,
-            "source": self.source,
-            "allowed": self.allowed,
-            "role": self.role,
-        }
+        return asdict(self)
 
 
 def rule_applies(rule: Rule, facts: dict[str, Any]) -> bool:

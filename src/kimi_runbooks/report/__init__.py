@@ -6,7 +6,7 @@ several run folders on one page. Every number carries its origin: measured (with
 emulated, or reference (with source).
 """
 
-from .collect import RunData, StageState, collect
+from .collect import RunData, StageState, collect, stage_outcome
 from .compare_runs import build as build_comparison
 from .html import export_html, external_references, redact_notebook, render, strip_plotly_mathjax
 from .show import (
@@ -46,6 +46,7 @@ __all__ = [
     "show_top",
     "show_verdict",
     "speed_comparison",
+    "stage_outcome",
     "strip_plotly_mathjax",
     "summary_text",
     "verdict",

@@ -20,7 +20,7 @@ from ..rundir import RunFolder, read_jsonl
 from ..speed import load_results
 from ..speed.timescale import rescale
 from ..stages import WORK_STAGES, availability, stage
-from .outcome import Outcome, stage_outcomes
+from .outcome import Outcome, accuracy_outcome, invoke_outcome, speed_outcome, stage_outcomes
 
 
 @dataclass
@@ -215,9 +215,23 @@ def _predicted(
         return None
 
 
-def collect(run_dir: str | Path) -> RunData:
+def stage_outcome(run_dir: str | Path | RunFolder, name: str) -> Outcome | None:
+    """What one work stage's own result file says of it (None: no result, or a stage whose status
+    is its notebook's); what a runbook records as each stage ends, without reading the whole folder."""
+    folder = RunFolder.of(run_dir)
+    problems: list[str] = []  # a torn file leaves the stage's status to its notebook, as collect does
+    if name == "invoke":
+        return invoke_outcome(_load_invoke(folder, problems))
+    if name == "speed":  # a scenario's status needs neither the device count nor the time scale
+        return speed_outcome(_load_speed(folder, None, problems))
+    if name == "accuracy":
+        return accuracy_outcome(read_jsonl(folder.accuracy) if folder.accuracy.exists() else None)
+    return None
+
+
+def collect(run_dir: str | Path | RunFolder) -> RunData:
     """Everything the stages left in `run_dir`; missing pieces stay None (shown as not run)."""
-    folder = RunFolder(run_dir)
+    folder = RunFolder.of(run_dir)
     if not folder.path.is_dir():
         raise FileNotFoundError(
             f"run folder {folder.path} does not exist. Fix: pass the folder a runbook "

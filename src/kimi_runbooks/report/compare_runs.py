@@ -19,7 +19,8 @@ import plotly.graph_objects as go
 
 from ..origin import source_label
 from ..rundir import outputs_base, write_redacted
-from ..speed import pareto_front, reference_frame
+from ..speed import reference_frame
+from ..speed.figures import add_pareto
 from ..speed.saturation import concurrency_label
 from .cards import sglang_version
 from .collect import RunData, collect
@@ -145,38 +146,14 @@ def pareto_all(rows: pd.DataFrame, refs: pd.DataFrame, runs: list[RunData]) -> g
     if not refs.empty and {x, y} <= set(refs.columns):
         ok = refs[refs["status"] == "ok"].dropna(subset=[x, y]) if "status" in refs.columns else refs
         for platform, part in ok.groupby("platform"):
-            fig.add_trace(
-                go.Scatter(
-                    x=part[x],
-                    y=part[y],
-                    mode="markers",
-                    name=f"reference ({platform})",
-                    marker={"color": OTHER_REF, "size": 7},
-                    hovertext=part["scenario"],
-                )
-            )
+            add_pareto(fig, part, x, y, f"reference ({platform})", marker={"color": OTHER_REF, "size": 7})
     for i, data in enumerate(runs):
         part = rows[rows["run_index"] == i].dropna(subset=[x, y]) if not rows.empty else rows
         if part.empty:
             continue
         colour = RUN_COLOURS[i % len(RUN_COLOURS)]
-        fig.add_trace(
-            go.Scatter(
-                x=part[x],
-                y=part[y],
-                mode="markers",
-                name=_origin(data),
-                legendgroup=str(i),
-                marker={"color": colour, "symbol": "diamond", "size": 9},
-                hovertext=part["scenario"],
-            )
-        )
-        front = pareto_front(part, x, y)
-        fig.add_trace(
-            go.Scatter(
-                x=front[x], y=front[y], mode="lines", line={"color": colour}, showlegend=False, legendgroup=str(i)
-            )
-        )
+        marker = {"color": colour, "symbol": "diamond", "size": 9}
+        add_pareto(fig, part, x, y, _origin(data), marker=marker, line={"color": colour}, legendgroup=str(i))
     fig.update_xaxes(title_text="tok/s per user (1000 / median TPOT)")
     fig.update_yaxes(title_text="output tok/s per device")
     return styled(

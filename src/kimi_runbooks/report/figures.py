@@ -14,7 +14,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..speed import family, pareto_front
+from ..speed import family
+from ..speed.figures import add_pareto
 
 RUN, REFERENCE, OTHER_RUN, OTHER_REF = "#1f77b4", "#ff7f0e", "#2ca02c", "#9aa3b2"
 DASHES = {RUN: "solid", REFERENCE: "dot", OTHER_RUN: "dash", OTHER_REF: "dot"}
@@ -73,28 +74,9 @@ def pareto_figure(
         pts = df.dropna(subset=[x, y])
         if pts.empty:
             continue
-        fig.add_trace(
-            go.Scatter(
-                x=pts[x],
-                y=pts[y],
-                mode="markers",
-                name=name,
-                hovertext=pts["scenario"],
-                marker={"color": colour, "symbol": symbol, "size": 9},
-                legendgroup=name,
-            )
-        )
-        front = pareto_front(pts, x, y)
-        fig.add_trace(
-            go.Scatter(
-                x=front[x],
-                y=front[y],
-                mode="lines",
-                name=f"{name} frontier",
-                showlegend=False,
-                line={"color": colour, "dash": DASHES[colour]},
-                legendgroup=name,
-            )
+        marker = {"color": colour, "symbol": symbol, "size": 9}
+        add_pareto(
+            fig, pts, x, y, name, marker=marker, line={"color": colour, "dash": DASHES[colour]}, legendgroup=name
         )
     fig.update_xaxes(title_text="tok/s per user (1000 / median TPOT)")
     fig.update_yaxes(title_text="output tok/s per device")

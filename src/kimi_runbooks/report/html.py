@@ -91,15 +91,17 @@ def redact_notebook(folder: RunFolder, path: str | Path) -> None:
 
 
 def render(
-    run_dir: str | Path,
+    run_dir: str | Path | RunFolder,
     *,
     notebook: str | Path | None = None,
     secret_env: str | None = None,
     kernel_name: str | None = None,
     progress: bool = False,
 ) -> Path:
-    """Execute the report notebook for `run_dir` (copy kept in run_dir/notebooks/) -> report.html."""
-    folder = RunFolder(Path(run_dir).resolve(), [secret_env])
+    """Execute the report notebook for `run_dir` (copy kept in run_dir/notebooks/) -> report.html.
+    A runbook passes the RunFolder it holds (its secret names with it); a path is opened here."""
+    folder = RunFolder.of(run_dir, secret_envs=[secret_env])
+    where = folder.path.resolve()  # the notebook runs in the folder: a relative path would not find it
     if not folder.path.is_dir():
         raise FileNotFoundError(f"run folder {folder.path} does not exist. Fix: pass an existing run folder.")
     source = Path(notebook) if notebook else NOTEBOOKS_DIR / REPORT_NOTEBOOK
@@ -108,9 +110,9 @@ def render(
     execute_notebook(
         str(source),
         str(executed),
-        parameters={"run_dir": str(folder.path)},
+        parameters={"run_dir": str(where)},
         kernel_name=kernel_name,
-        cwd=str(folder.path),
+        cwd=str(where),
         progress_bar=progress,
         save_each_cell=False,
     )

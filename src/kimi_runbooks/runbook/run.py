@@ -152,8 +152,9 @@ def run_stage(
 
 
 def derived_state(name: str, folder: RunFolder, notebook: str) -> report.StageState:
-    """A stage whose notebook ran to the end: the status its results give (report/outcome.py)."""
-    outcome = report.collect(folder.path).outcomes.get(name)
+    """A stage whose notebook ran to the end: the status its own results give (report/outcome.py);
+    only that stage's result file is read, not the whole folder."""
+    outcome = report.stage_outcome(folder, name)
     if outcome is None or outcome.status == "ok":
         return report.StageState(name, "ok", "", notebook)
     return report.StageState(name, outcome.status, outcome.reason, notebook)
@@ -260,11 +261,9 @@ def run_runbook(
         states = _run_stages(config, options, folder, nb_dir, kernel_name, token, lock_fd)
         html = None
         if "report" in options.stages:
-            html = report.render(
-                folder.path, notebook=nb_dir / stage("report").notebook, secret_env=secret_env, kernel_name=kernel_name
-            )
+            html = report.render(folder, notebook=nb_dir / stage("report").notebook, kernel_name=kernel_name)
             print(f"[runbook] report: {html}", flush=True)
-    result = RunbookResult(folder.path, run_id, launch_plan, states, html, report.verdict(report.collect(folder.path)))
+    result = RunbookResult(folder.path, run_id, launch_plan, states, html, report.verdict(report.collect(folder)))
     if options.fail_on_error and result.verdict.level == "FAIL":
         raise RunbookFailed(
             f"verdict FAIL for {folder.path}: "

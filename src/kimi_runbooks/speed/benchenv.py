@@ -31,7 +31,7 @@ def offline_tokenizer(
     """The --tokenizer to use: the given one, or (offline) a small local one built in run_dir."""
     if tokenizer is not None or not offline:
         return tokenizer
-    folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
+    folder = RunFolder.of(run_dir)
     dest = folder.tokenizer
     if not (dest / "tokenizer.json").exists():
         make_offline_tokenizer(folder.mkdir(dest))

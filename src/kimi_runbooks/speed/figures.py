@@ -129,6 +129,45 @@ def pareto_front(points: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
     return pts.loc[keep].sort_values(x)
 
 
+def add_pareto(
+    fig: go.Figure,
+    points: pd.DataFrame,
+    x: str,
+    y: str,
+    name: str,
+    *,
+    marker: dict[str, Any],
+    line: dict[str, Any] | None = None,
+    legendgroup: str | None = None,
+) -> None:
+    """One group's points (hover: the scenario) and, with `line`, its Pareto frontier: the one
+    drawing of a Pareto chart's group, for this stage's chart, the report's and the comparison page's."""
+    fig.add_trace(
+        go.Scatter(
+            x=points[x],
+            y=points[y],
+            mode="markers",
+            name=name,
+            hovertext=points["scenario"],
+            legendgroup=legendgroup,
+            marker=marker,
+        )
+    )
+    if line is not None:
+        front = pareto_front(points, x, y)
+        fig.add_trace(
+            go.Scatter(
+                x=front[x],
+                y=front[y],
+                mode="lines",
+                name=f"{name} frontier",
+                legendgroup=legendgroup,
+                line=line,
+                showlegend=False,
+            )
+        )
+
+
 def _group(row: Any) -> str:
     platform = row.get("platform")
     platform = platform if isinstance(platform, str) and platform else None
@@ -154,28 +193,16 @@ def pareto(
             if part.empty:
                 continue
             label = str(part["label"].iloc[0])
-            fig.add_trace(
-                go.Scatter(
-                    x=part[x],
-                    y=part[y],
-                    mode="markers",
-                    name=group,
-                    hovertext=part["scenario"],
-                    legendgroup=group,
-                    marker={"symbol": "diamond" if label != "reference" else "circle"},
-                )
-            )
-            front = pareto_front(part, x, y)
-            fig.add_trace(
-                go.Scatter(
-                    x=front[x],
-                    y=front[y],
-                    mode="lines",
-                    legendgroup=group,
-                    name=f"{group} frontier",
-                    line={"dash": _DASH.get(label, "solid")},
-                    showlegend=False,
-                )
+            marker = {"symbol": "diamond" if label != "reference" else "circle"}
+            add_pareto(
+                fig,
+                part,
+                x,
+                y,
+                str(group),
+                marker=marker,
+                line={"dash": _DASH.get(label, "solid")},
+                legendgroup=str(group),
             )
     fig.update_layout(
         title="Pareto: throughput per GPU vs tok/s per user (references + this run)",
@@ -223,42 +250,22 @@ def heatmap(df: pd.DataFrame, *, value: str = "output_throughput", title: str | 
     xlabels = [str(c) for c in concs]
     origin = _origin(data.iloc[0]) if len(data) else ""
     fig = go.Figure()
-    fig.add_trace(
-        go.Heatmap(
-            z=over,
-            x=xlabels,
-            y=ylabels,
-            colorscale=[[0, "#bbbbbb"], [1, "#bbbbbb"]],
-            showscale=False,
-            hoverinfo="skip",
-            name="over capacity",
-        )
-    )
-    fig.add_trace(
-        go.Heatmap(
-            z=z,
-            x=xlabels,
-            y=ylabels,
-            text=text,
-            texttemplate="%{text}",
-            colorscale="Viridis",
-            colorbar={"title": value},
-            name=origin,
-        )
-    )
-    fig.add_trace(
-        go.Heatmap(
-            z=over,
-            x=xlabels,
-            y=ylabels,
-            text=text,
-            texttemplate="%{text}",
-            colorscale=[[0, "rgba(0,0,0,0)"], [1, "rgba(0,0,0,0)"]],
-            showscale=False,
-            hoverinfo="text",
-            name="over capacity (not run)",
-        )
-    )
+    cells = {"x": xlabels, "y": ylabels}  # three layers over one grid: grey over-capacity cells, values, their labels
+    labelled = {"text": text, "texttemplate": "%{text}", **cells}
+    grey, clear = [[0, "#bbbbbb"], [1, "#bbbbbb"]], [[0, "rgba(0,0,0,0)"], [1, "rgba(0,0,0,0)"]]
+    for layer in (
+        {"z": over, **cells, "colorscale": grey, "showscale": False, "hoverinfo": "skip", "name": "over capacity"},
+        {"z": z, **labelled, "colorscale": "Viridis", "colorbar": {"title": value}, "name": origin},
+        {
+            "z": over,
+            **labelled,
+            "colorscale": clear,
+            "showscale": False,
+            "hoverinfo": "text",
+            "name": "over capacity (not run)",
+        },
+    ):
+        fig.add_trace(go.Heatmap(**layer))
     fig.update_layout(
         title=title or f"{value}: context x concurrency — {origin}; grey = over KV capacity (not run)",
         xaxis_title="concurrency",

@@ -23,7 +23,7 @@ from .timescale import rescale
 def predicted_vs_measured(results: pd.DataFrame, run_dir: str | Path | RunFolder, target: Any = None) -> pd.DataFrame:
     from ..perfmodel.beside_measured import plan_of_run, predicted_beside_measured
 
-    folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
+    folder = RunFolder.of(run_dir)
     manifest = folder.read_json(RunFolder.MANIFEST)
     handle = folder.read_json(RunFolder.HANDLE)
     record = folder.read_json(RunFolder.PLAN) or (manifest or {}).get("plan")

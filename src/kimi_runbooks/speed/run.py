@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -27,7 +26,7 @@ import pandas as pd
 from ..plan import MemoryPlan
 from ..plan.catalog import Scenario
 from ..procs import start_session, stop_group
-from ..progress import report_progress
+from ..progress import latest_count, report_progress
 from ..rundir import RunFolder, now_iso, read_jsonl
 from ..target.health import check_server
 from ..target.locate import RunHandle
@@ -252,21 +251,14 @@ def _run_child(
             raise
 
 
-REQUESTS_DONE = re.compile(r"(\d+)/(\d+) \[")
 PROGRESS_POLL_S = 1.0
 
 
 def _report_requests(folder: RunFolder, log_path: Path, label: str) -> None:
     """The latest "done/total [" counter in the client's log, as a progress event."""
-    try:
-        with log_path.open("rb") as fh:
-            fh.seek(max(0, log_path.stat().st_size - 2000))
-            tail = fh.read().decode(errors="replace")
-    except OSError:
-        return
-    found = REQUESTS_DONE.findall(tail)
-    if found:
-        done, total = found[-1]
+    count = latest_count(log_path, tail_bytes=2000)
+    if count:
+        done, total = count
         report_progress(folder, "speed", f"{label}: {done}/{total} requests", key=label)
 
 
@@ -285,8 +277,7 @@ def run_scenarios(
     """
     o = SpeedOptions.of(options, settings)
     tgt = BenchTarget.of(target)
-    folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder.create(run_dir)
-    folder.add_secret_env(tgt.api_key_env)
+    folder = RunFolder.of(run_dir, create=True, secret_envs=[tgt.api_key_env])
     api_key = (
         target.api_key()
         if hasattr(target, "api_key")

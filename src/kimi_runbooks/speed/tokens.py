@@ -94,7 +94,7 @@ def model_path_of(run_dir: str | Path | RunFolder | None) -> str | None:
     """The deployed plan's model_path (manifest), for launchers that started the model themselves."""
     if not run_dir:
         return None
-    folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
+    folder = RunFolder.of(run_dir)
     manifest = folder.read_json(RunFolder.MANIFEST) or {}
     if manifest.get("launcher") == "external":
         return None  # the plan's model_path says nothing about someone else's server
@@ -200,7 +200,7 @@ def stage_tokenizer(
         tokenizer, target, emulated=emulated, offline=offline, model_path=model_path_of(run_dir)
     )
     if chosen is None and emulated and offline:
-        folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
+        folder = RunFolder.of(run_dir)
         dest = folder.tokenizer
         if not (dest / "tokenizer.json").exists():
             make_offline_tokenizer(folder.mkdir(dest))

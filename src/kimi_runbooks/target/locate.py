@@ -57,13 +57,12 @@ class RunHandle(BaseModel):
 
 
 def write_handle(folder: str | Path | RunFolder, handle: RunHandle) -> Path:
-    folder = folder if isinstance(folder, RunFolder) else RunFolder.create(folder)
-    folder.add_secret_env(handle.api_key_env)
-    return folder.save_json(folder.handle, handle.model_dump(mode="json"))
+    run = RunFolder.of(folder, create=True, secret_envs=[handle.api_key_env])
+    return run.save_json(run.handle, handle.model_dump(mode="json"))
 
 
 def read_handle(folder: str | Path | RunFolder) -> RunHandle:
-    path = (folder if isinstance(folder, RunFolder) else RunFolder(folder)).handle
+    path = RunFolder.of(folder).handle
     if not path.exists():
         raise FileNotFoundError(
             f"{path} does not exist: no server was deployed for this run folder. "
