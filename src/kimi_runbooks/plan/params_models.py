@@ -297,6 +297,10 @@ class Model(Strict):
     """The model's earlier reasoning is kept in the conversation it is sent back (K2.7-Code)."""
     requirements: list[str] = Field(default_factory=list)
     """Python packages the checkpoint's remote code needs (e.g. transformers>=4.57.1,<5)."""
+    hf_model_type: str = "kimi_k25"
+    hf_architectures: list[str] = Field(default_factory=lambda: ["KimiK25ForConditionalGeneration"])
+    """The checkpoint config's model_type / architectures, as SGLang's /model_info reports them
+    (defaults: the Kimi-K2.5/K2.6 wrapper)."""
     sources: dict[str, str] = Field(default_factory=dict)
     """Field name -> its public source, or 'unverified: <why>'."""
     draft_model: DraftModel | None = None
