@@ -256,8 +256,8 @@ def observations(catalog: Catalog) -> list[Observation]:
     """Every published speed result (and target) in params/references, in file order."""
     out: list[Observation] = []
     for ref in catalog.references.values():
-        if getattr(ref, "compare_only", False):
-            continue  # compared with predictions (beside_measured.predicted_beside_references), never fitted
+        if ref.kind == "accuracy" or getattr(ref, "compare_only", False):
+            continue  # not speed; or compared with predictions (beside_measured.predicted_beside_references)
         family = catalog.platform(ref.platform).hardware.perf_family
         rows: list[Observation] = []
         if ref.kind == "speed":
