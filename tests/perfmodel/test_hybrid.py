@@ -12,7 +12,11 @@ import sys
 import pytest
 
 from kimi_runbooks.perfmodel import Predictor, Scenario
-from kimi_runbooks.perfmodel.beside_measured import format_reference_checks, predicted_beside_references
+from kimi_runbooks.perfmodel.beside_measured import (
+    format_reference_checks,
+    predicted_beside_references,
+    published_for_plan_text,
+)
 from kimi_runbooks.perfmodel.factors import Factors
 from kimi_runbooks.perfmodel.geometry import LINEAR_FLOPS_PER_STATE_ELEMENT, geometry
 from kimi_runbooks.perfmodel.hardware import hardware_spec
@@ -137,3 +141,19 @@ def test_plan_predict_on_k3_prints_first_principles_figures() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "PREDICTED" in proc.stdout and "FIRST-PRINCIPLES" in proc.stdout
     assert "no measured result of a model with this architecture" in proc.stdout
+
+
+def test_the_published_figure_is_shown_with_the_plan_it_was_published_for_only() -> None:
+    text = published_for_plan_text(plan(GB300_HT))
+    assert "cookbook-k3-gb300" in text and "published 856.9" in text
+    assert published_for_plan_text(plan({"platform": "gb300", "model": "kimi-k3", "nnodes": 2})) == ""  # balanced
+    assert published_for_plan_text(plan({"platform": "gb300"})) == ""
+    proc = subprocess.run(
+        [sys.executable, "-m", "kimi_runbooks.cli", "plan", "--platform", "gb300", "--model", "kimi-k3", "--nodes", "2"]
+        + ["--strategy", "high-throughput", "--predict", "in=8192,out=1024,c=32,fixed=1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "published references (never fitted)" in proc.stdout and "856.9" in proc.stdout

@@ -224,20 +224,27 @@ REFERENCE_COLUMNS = [
 ]
 
 
-def predicted_beside_references(catalog: Catalog | None = None, model: str | None = None) -> pd.DataFrame:
+def predicted_beside_references(
+    catalog: Catalog | None = None, model: str | None = None, for_plan: LaunchPlan | None = None
+) -> pd.DataFrame:
     """Every `compare_only` published figure (params/references, never fitted) beside the prediction for
     its plan and scenario: published, predicted, the band, published / predicted and whether the figure
     falls outside the band. This is what, if anything, checks a model the calibration never saw (the
-    Kimi-K3 GB300 figure); `model` keeps one model's references."""
+    Kimi-K3 GB300 figure); `model` keeps one model's references, `for_plan` those published for a plan
+    that launches the same server (platform, model and SGLang flags)."""
     catalog = catalog or load_catalog()
     records: list[dict[str, Any]] = []
     for ref in catalog.references.values():
         if not getattr(ref, "compare_only", False) or (model is not None and ref.model != model):
             continue
+        if for_plan is not None and (ref.platform, ref.model) != (for_plan.platform.id, for_plan.model.id):
+            continue
         launch_args = dict(getattr(ref, "launch", None) or {})
         for row in getattr(ref, "rows", None) or []:
             config = {"platform": ref.platform, "model": ref.model, **launch_args, **(row.get("launch") or {})}
             launch = make_plan(PlanConfig(**config), catalog)
+            if for_plan is not None and _server_flags(launch) != _server_flags(for_plan):
+                continue
             scenario = Scenario(
                 int(row["input_len"]),
                 int(row["output_len"]),
@@ -275,6 +282,19 @@ def predicted_beside_references(catalog: Catalog | None = None, model: str | Non
     return pd.DataFrame.from_records(records, columns=REFERENCE_COLUMNS)
 
 
+def _server_flags(launch: LaunchPlan) -> list[str]:
+    """The plan's SGLang flags without where it listens (host, port) and node wiring."""
+    skip = {"--host", "--port", "--node-rank", "--dist-init-addr", "--nnodes"}
+    out, argv, i = [], list(launch.argv), 0
+    while i < len(argv):
+        if argv[i] in skip:
+            i += 2 if i + 1 < len(argv) and not argv[i + 1].startswith("--") else 1
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def format_reference_checks(table: pd.DataFrame) -> str:
     """The compare-only references as text: published beside PREDICTED, with the band and its basis."""
     if table.empty:
@@ -291,3 +311,10 @@ def format_reference_checks(table: pd.DataFrame) -> str:
             lines.append(f"  assumed: {r['assumed']}")
         lines.append(f"  source: {r['source']}")
     return "\n".join(lines) + "\n"
+
+
+def published_for_plan_text(launch: LaunchPlan) -> str:
+    """The compare-only published figures of this very server (same platform, model and flags) beside
+    their predictions, as text for `plan --predict` and the command generator; "" when there are none."""
+    table = predicted_beside_references(for_plan=launch)
+    return "" if table.empty else format_reference_checks(table)
