@@ -157,3 +157,16 @@ def test_the_published_figure_is_shown_with_the_plan_it_was_published_for_only()
     )
     assert proc.returncode == 0, proc.stderr
     assert "published references (never fitted)" in proc.stdout and "856.9" in proc.stdout
+
+
+def test_the_speed_stage_labels_a_k3_prediction_first_principles() -> None:
+    import pandas as pd
+
+    from kimi_runbooks.perfmodel import predicted_beside_measured
+
+    row = {"scenario": "k3-8k1k-c32", "status": "ok", "max_concurrency": 32, "completed": 160}
+    row.update(total_input_tokens=160 * 8192, total_output_tokens=160 * 1024, output_throughput=700.0)
+    table = predicted_beside_measured(pd.DataFrame([row]), plan(GB300_HT))
+    assert "FIRST-PRINCIPLES" in table.iloc[0]["prediction"]
+    k2 = predicted_beside_measured(pd.DataFrame([row]), plan({"platform": "gb300"}))
+    assert "FIRST-PRINCIPLES" not in k2.iloc[0]["prediction"]

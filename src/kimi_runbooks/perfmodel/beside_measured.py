@@ -30,6 +30,10 @@ EMULATED_NOTE = (
     "profile departs from the model"
 )
 
+FIRST_PRINCIPLES_NOTE = (
+    "FIRST-PRINCIPLES: no measured result of a model with this architecture was fitted or validates it (widened band)"
+)
+
 COMPARED = ("median_ttft_ms", "median_tpot_ms", "output_throughput")
 COLUMNS = [
     "scenario",
@@ -166,6 +170,8 @@ def predicted_beside_measured(
     if predictor is None and not reason:
         reason = "no plan"
     label = "predicted (model estimate, " + PREDICTION_SOURCE + ")"
+    if predictor is not None and predictor.basis == "first-principles":
+        label += "; " + FIRST_PRINCIPLES_NOTE
     if emulated:
         label += "; " + EMULATED_NOTE
     for _, row in ok.iterrows():

@@ -95,7 +95,7 @@ class Prediction:
     tok_s_per_user: float
     running_requests: float
     kv_capacity_requests: int
-    """Requests that run at once (KV pool and --max-running-requests together)."""
+    """Requests that run at once (KV pool, --max-running-requests and a hybrid model's state pool together)."""
     kv_limited: bool
     saturated: bool
     bound: str
@@ -110,7 +110,8 @@ class Prediction:
     hardware only, efficiency factors borrowed from another architecture, the widest band)."""
     fixed_lengths: bool = False
     capacity_limit: str = "kv-pool"
-    """What sets kv_capacity_requests: kv-pool or max-running-requests."""
+    """What sets kv_capacity_requests: kv-pool, max-running-requests or state-pool (a hybrid model's
+    recurrent-state pool, SGLang's resolve_max_num_reqs)."""
     low: dict[str, float] = field(default_factory=dict)
     high: dict[str, float] = field(default_factory=dict)
     label: str = "predicted"
