@@ -39,7 +39,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     predictions = None
     if args.predict:
-        from .perfmodel import PredictSpecError, format_predictions, parse_predict_spec, predict
+        from .perfmodel import (
+            PredictSpecError,
+            format_predictions,
+            parse_predict_spec,
+            predict,
+            published_for_plan_text,
+        )
 
         try:
             scenarios = parse_predict_spec(args.predict)
@@ -62,6 +68,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(format_plan(launch))
         if predictions:
             print("\n" + format_predictions(predictions))
+            published = published_for_plan_text(launch)
+            if published:
+                print(published)
         elif predictions is not None:
             print("\n## predicted speed: not predicted, the plan is invalid")
     for err in launch.errors:

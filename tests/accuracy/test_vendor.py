@@ -131,3 +131,29 @@ def test_first_lines_copies_a_prefix(tmp_path):
     assert vv.first_lines(src, tmp_path / "all.jsonl", 10).read_text().count("\n") == 3
     with pytest.raises(ValueError, match="at least 1"):
         vv.first_lines(src, tmp_path / "none.jsonl", 0)
+
+
+@pytest.mark.parametrize(("model", "max_tokens"), [("moonshotai/Kimi-K3", 16384), ("moonshotai/Kimi-K2.6", 4096)])
+def test_kvv_runs_the_served_models_own_parameter_set(tmp_path, monkeypatch, model, max_tokens):
+    """A Kimi-K3 server runs the Vendor Verifier's K3 parameter set (params/references/accuracy-kvv-k3.yaml);
+    any other model keeps the K2.6 cookbook's command."""
+    (tmp_path / "lib" / "inspect_ai").mkdir(parents=True)
+    (tmp_path / "lib" / "inspect_ai" / "__init__.py").write_text(FAKE_INSPECT)
+    checkout = tmp_path / "Kimi-Vendor-Verifier"
+    checkout.mkdir()
+    (checkout / vv.KVV_MARKER).write_text(KVV_STAND_IN)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "lib"))
+    run, log = vv.run_kvv(
+        "ocrbench",
+        checkout=checkout,
+        python=sys.executable,
+        base_url="http://127.0.0.1:1/v1",
+        model=model,
+        api_key="EMPTY",
+        out_dir=tmp_path / "out",
+    )
+    assert json.loads(log.read_text())["max_tokens"] == max_tokens and run.returncode == 0
+    argv = vv.published_argv("ocrbench", {"--model": f"openai/{model}"}, model=model)
+    assert ("--thinking-effort" in argv) == (model.endswith("K3"))
+    if model.endswith("K3"):
+        assert argv[argv.index("--thinking-effort") + 1] == "max" and "--stream" in argv

@@ -228,17 +228,6 @@ def test_no_code_path_names_a_model() -> None:
     assert offenders == []
 
 
-def test_predict_refuses_a_hybrid_model_instead_of_modelling_it_as_mla() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "kimi_runbooks.cli", "plan", "--platform", "b300", "--model", "kimi-k3"]
-        + ["--predict", "in=1000,out=1000,c=1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 2 and "hybrid model" in proc.stderr and "Traceback" not in proc.stderr
-
-
 def test_cell_flags_sglang_0523_does_not_know_are_warned() -> None:
     # the cells use --cuda-graph-max-bs, which SGLang 0.5.23's argparse refuses as ambiguous
     # (--cuda-graph-max-bs-decode / -prefill): the cells target the cookbook's dev image

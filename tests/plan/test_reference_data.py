@@ -418,7 +418,7 @@ def test_matrix_scenarios_cover_every_decode_cell():
 
 def test_accuracy_references():
     refs = {r["id"]: r for r in _references("accuracy")}
-    assert set(refs) == {"accuracy-cookbook-k26-h200", "accuracy-cookbook-k2-b200"}
+    assert set(refs) == {"accuracy-cookbook-k26-h200", "accuracy-cookbook-k2-b200", "accuracy-kvv-k3"}
     suites = {}
     for ref in refs.values():
         for res in ref["results"]:
@@ -445,6 +445,10 @@ def test_accuracy_references():
         "note": suites[(k26, "gpqa-diamond")]["accuracy"]["note"],
     }
     assert suites[("accuracy-cookbook-k2-b200", "gsm8k")]["accuracy"]["value"] == 0.960
+    # the Kimi Vendor Verifier's K3 set: for kimi-k3 only, published on Moonshot's endpoint (no platform)
+    assert refs["accuracy-kvv-k3"]["model_only"] is True and refs["accuracy-kvv-k3"]["platform"] == "any"
+    assert suites[("accuracy-kvv-k3", "ocrbench")]["accuracy"]["value"] == 0.89
+    assert suites[("accuracy-kvv-k3", "mmmu-pro")]["accuracy"]["value"] == 0.82
 
 
 # --------------------------------------------------------------------------- seed commands

@@ -23,8 +23,11 @@ def test_reference_frame_covers_every_reference(refs):
         "cookbook-k2-b200",
         "llmib-rtx-pro-6000-k26-nvfp4",
         "ascend-a3-targets",
+        "cookbook-k3-gb300",  # a compare-only table; fitted tables are compared in the perfmodel's validation
     }
     assert (refs["label"] == "reference").all() and refs["source"].notna().all()
+    k3 = refs[refs["reference_id"] == "cookbook-k3-gb300"].iloc[0]
+    assert k3["devices"] == 8 and k3["total_tok_s_per_gpu"] == pytest.approx(856.9)  # 2 nodes x 4 GB300
     h200 = refs[(refs["reference_id"] == "cookbook-k26-h200") & (refs["scenario"] == "chat-1k1k-c1")].iloc[0]
     assert h200["devices"] == 8
     assert h200["output_tok_s_per_gpu"] == pytest.approx(106.10 / 8)
@@ -131,3 +134,15 @@ def test_heatmap_marks_over_capacity(refs):
     grid = fig2.data[1]
     assert list(grid.y) == ["8K", "64K"] and "emulated" in fig2.layout.title.text
     assert fig2.data[0].z[1][1] == 1 and math.isclose(grid.z[0][0], 40.0)
+
+
+def test_a_run_of_the_k3_scenario_compares_with_the_published_k3_figure():
+    refs = speed.reference_frame("gb300")
+    run = pd.DataFrame(
+        [{"scenario": "k3-8k1k-c32", "status": "ok", "label": "measured", "devices": 8, "total_throughput": 6000.0}]
+    )
+    run = speed.results.add_derived(run)
+    out = speed.compare(run, refs, metrics=["total_tok_s_per_gpu"])
+    row = out.iloc[0]
+    assert row["reference_id"] == "cookbook-k3-gb300" and row["reference_value"] == pytest.approx(856.9)
+    assert row["ratio"] == pytest.approx(750.0 / 856.9) and bool(row["regression"])

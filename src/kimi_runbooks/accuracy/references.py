@@ -1,6 +1,7 @@
 """Published accuracy (params/references, kind: accuracy) next to a run's rows.
 
-Joined on (suite, metric). A smoke run's metric may differ from the published one only by its
+Joined on (suite, metric), among the references that apply to the served model (``for_model``: its
+own, else those not marked ``model_only``). A smoke run's metric may differ from the published one only by its
 sample count (``pass_at_1_avg1`` vs ``pass_at_1_avg32``): those join on the metric family and are
 flagged ``k_differs``. Counts are turned into rates over their n before comparing; Wilson 95%
 intervals are given where n is known. Every row says whether the run was emulated.
@@ -37,6 +38,7 @@ def reference_results(catalog: Any | None = None) -> list[dict[str, Any]]:
                     "reference_id": ref.id,
                     "platform": ref.platform,
                     "model": ref.model,
+                    "model_only": bool(getattr(ref, "model_only", False)),
                     "reference_source": ref.source,
                     "fail_drop": getattr(ref, "fail_drop", None),
                 }
@@ -44,11 +46,38 @@ def reference_results(catalog: Any | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def reference_entry(suite: str, reference_id: str | None = None, catalog: Any | None = None) -> dict[str, Any]:
-    """The published entry for ``suite`` (first match, or the one in ``reference_id``)."""
-    for entry in reference_results(catalog):
-        if entry["suite"] == suite and (reference_id is None or entry["reference_id"] == reference_id):
-            return entry
+def model_id(name: str | None, catalog: Any | None = None) -> str | None:
+    """The params/models id of a served name, checkpoint or id (None when no entry is that model)."""
+    if not name:
+        return None
+    catalog = catalog or load_catalog()
+    for model in catalog.models.values():
+        if name in (model.id, model.hf_id, model.served_name):
+            return str(model.id)
+    return None
+
+
+def for_model(entries: list[dict[str, Any]], model: str | None, catalog: Any | None = None) -> list[dict[str, Any]]:
+    """The entries that apply to ``model`` (a served name or id): its own when it has any, else those
+    of the references not marked ``model_only`` (a parameter set published for one model, such as the
+    Kimi Vendor Verifier's Kimi-K3 set, never stands in for another model's)."""
+    mid = model_id(model, catalog)
+    own = [e for e in entries if mid is not None and e["model"] == mid]
+    return own or [e for e in entries if not e.get("model_only")]
+
+
+def reference_entry(
+    suite: str, reference_id: str | None = None, catalog: Any | None = None, model: str | None = None
+) -> dict[str, Any]:
+    """The published entry for ``suite``: the one in ``reference_id``, else the served ``model``'s own
+    (for_model), else the first that applies to any model."""
+    entries = [e for e in reference_results(catalog) if e["suite"] == suite]
+    if reference_id is not None:
+        entries = [e for e in entries if e["reference_id"] == reference_id]
+    else:
+        entries = for_model(entries, model, catalog)
+    if entries:
+        return entries[0]
     raise KeyError(f"no published accuracy result for suite {suite!r} in params/references")
 
 
@@ -74,9 +103,23 @@ def reference_frame(catalog: Any | None = None) -> pd.DataFrame:
                     "tool": entry.get("tool"),
                     "source": f"reference: {entry['reference_source']}",
                     "fail_drop": entry.get("fail_drop"),
+                    "model": entry["model"],
+                    "model_only": entry["model_only"],
                 }
             )
     return pd.DataFrame(rows)
+
+
+def _refs_for(refs: pd.DataFrame, suite: str, model: str | None) -> pd.DataFrame:
+    """The reference rows of ``suite`` that apply to the served ``model`` (for_model's rule)."""
+    rows = refs[refs.suite == suite]
+    if rows.empty or "model" not in rows.columns:
+        return rows
+    mid = model_id(model)
+    own = rows[rows["model"] == mid] if mid is not None else rows.iloc[0:0]
+    if not own.empty:
+        return own
+    return rows[~rows["model_only"].fillna(False).astype(bool)] if "model_only" in rows.columns else rows
 
 
 def wilson(p: float | None, n: int | None, z: float = 1.96) -> tuple[float | None, float | None]:
@@ -116,11 +159,12 @@ def compare(rows: Sequence[EvalRow] | Iterable[dict[str, Any]], references: pd.D
         if r.status != "ok":
             continue
         ref_suite = (r.settings or {}).get("reference_suite", r.suite)
-        match = refs[(refs.suite == ref_suite) & (refs.metric == r.metric)] if len(refs) else refs
+        suite_refs = _refs_for(refs, ref_suite, (r.settings or {}).get("model")) if len(refs) else refs
+        match = suite_refs[suite_refs.metric == r.metric] if len(suite_refs) else suite_refs
         k_differs = False
-        if len(refs) and match.empty:
+        if len(suite_refs) and match.empty:
             fam = metric_family(r.metric)
-            match = refs[(refs.suite == ref_suite) & (refs.metric.map(metric_family) == fam)]
+            match = suite_refs[suite_refs.metric.map(metric_family) == fam]
             k_differs = not match.empty
         rate = _rate(r.value, r.n, r.kind)
         lo, hi = wilson(rate, r.n) if r.kind in ("rate", "count") else (None, None)

@@ -106,14 +106,17 @@ def checkout_python(checkout: Path, fallback: str | Path | None) -> str:
     return str(fallback)
 
 
-def published_argv(suite: str, replace: dict[str, str | None], positional: list[str] | None = None) -> list[str]:
-    """The published command of ``suite`` split into words, its flags and positionals replaced.
+def published_argv(
+    suite: str, replace: dict[str, str | None], positional: list[str] | None = None, model: str | None = None
+) -> list[str]:
+    """The published command of ``suite`` (the served ``model``'s own parameter set when params/references
+    has one, accuracy.references.for_model) split into words, its flags and positionals replaced.
 
     ``replace`` maps a flag to its new value (None drops the flag and its value); leading
     ``VAR=value`` words are dropped (the driver sets the environment itself); the interpreter
     word is dropped (the caller prefixes its own).
     """
-    words = shlex.split(reference_entry(suite)["command"])
+    words = shlex.split(reference_entry(suite, model=model)["command"])
     while words and "=" in words[0] and not words[0].startswith("-"):
         words.pop(0)
     if words and Path(words[0]).name.startswith("python"):
@@ -240,7 +243,7 @@ def run_kvv(
     replace: dict[str, str | None] = {"--model": f"openai/{model}"}
     for key, value in (overrides or {}).items():
         replace["--" + key.replace("_", "-")] = None if value is None else str(value)
-    argv = [python, *published_argv(suite, replace)]
+    argv = [python, *published_argv(suite, replace, model=model)]
     if limit is not None:
         if limit < 1:
             raise ValueError(f"limit must be at least 1 (got {limit}). Fix: pass a positive limit, or none for all.")

@@ -34,6 +34,9 @@ class ModelCapabilities:
     effort_default: str | None = None
     images: bool = True
     video: bool = False
+    model_type: str = "kimi_k25"
+    architectures: tuple[str, ...] = ("KimiK25ForConditionalGeneration",)
+    """What /model_info reports from the checkpoint's config (params/models hf_model_type, hf_architectures)."""
 
     @classmethod
     def from_model(cls, model: Model) -> ModelCapabilities:
@@ -44,6 +47,8 @@ class ModelCapabilities:
             effort_default=effort.default if effort else None,
             images=model.multimodal,
             video=model.video,
+            model_type=model.hf_model_type,
+            architectures=tuple(model.hf_architectures),
         )
 
     def model_thinks(self, thinking_requested: bool) -> bool:

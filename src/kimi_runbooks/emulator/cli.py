@@ -21,6 +21,7 @@ from .capabilities import ModelCapabilities, model_entry
 from .latency import DEFAULT_PROFILE, LatencyProfile, profile_from_references
 from .settings import FAULT_KINDS, EmulatorSettings, parse_fault
 from .startup import BANNER, log_line
+from .state_cap import capped_profile
 
 log = logging.getLogger("kimi_runbooks.emulator")
 
@@ -89,6 +90,10 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
             launch_args.setdefault("reasoning_parser", entry.default_reasoning_parser)
     if args.context_length:
         launch_args["context_length"] = args.context_length
+    try:  # a hybrid model runs at most what its state pool admits (state_cap.py)
+        profile, args.state_cap_line = capped_profile(profile, entry, launch_args, args.max_running_requests)
+    except ValueError as exc:
+        parser.error(str(exc))
     try:
         settings = EmulatorSettings(
             host=args.host,
@@ -275,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .limits import bind_warning, bounded_protocol, connection_budget, install_throttle
 
     log.warning("latency profile: %s", settings.profile)
+    if args.state_cap_line:
+        log_line(args.state_cap_line)  # SGLang's warning, as its scheduler logs it at start-up
     warning = bind_warning(settings)
     if warning:
         log.warning(warning)

@@ -11,7 +11,8 @@ behaves like that platform's prediction. The profile carries the prediction itse
   prefix hit), so a cache hit in a rehearsal saves what the prediction's prefix= saves;
 * ITL(running, context per request): the predicted decode step per output token on the grid
   TABLE_RUNNING x TABLE_CONTEXTS (speculative decoding: per accepted token);
-* KV capacity = the planner's pool (all DP-attention ranks), running limit = the plan's;
+* KV capacity = the planner's pool (all DP-attention ranks), running limit = the plan's (a hybrid
+  model's state pool lowers it where it admits fewer, as SGLang does);
 * prefill lanes = the prefill pool's DP-attention ranks x replicas; decode stalls for prefill
   unless the deployment is PD-disaggregated (the emulator schedules prefill first, as SGLang
   does and as perfmodel.queueing assumes).
@@ -75,6 +76,8 @@ def latency_profile(plan: LaunchPlan, predictor: Predictor | None = None) -> Lat
     )
     capacity = decode.kv_pool_tokens * decode.attention_ranks * decode.replicas
     running = decode.max_running * decode.replicas if decode.max_running else DEFAULT_PROFILE.max_running_requests
+    if decode.state_requests is not None:  # a hybrid model's state pool caps the batch (SGLang resolve_max_num_reqs)
+        running = min(running, decode.state_requests * decode.replicas)
     where = f"{plan.platform.id}/{plan.model.id}" + (f"/{plan.deployment.id}" if plan.deployment else "")
     return LatencyProfile(
         ttft_base_ms=max(float(base), MIN_MS),

@@ -149,8 +149,9 @@ def model_info(settings: EmulatorSettings) -> dict[str, Any]:
         "reasoning_parser": args.get("reasoning_parser"),
         "tool_call_parser": args.get("tool_call_parser"),
         "disaggregation_mode": args.get("disaggregation_mode", "null"),
-        "has_image_understanding": True,
+        "has_image_understanding": settings.capabilities.images,
         "has_audio_understanding": False,
-        "model_type": "kimi_k25",
-        "architectures": ["KimiK25ForConditionalGeneration"],
+        # hf_config.model_type / architectures: the served checkpoint's (its params/models entry)
+        "model_type": settings.capabilities.model_type,
+        "architectures": list(settings.capabilities.architectures),
     }

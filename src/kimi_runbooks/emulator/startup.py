@@ -36,7 +36,7 @@ def phase_lines(settings: EmulatorSettings) -> list[tuple[float, str]]:
         (0.08, "Load weight begin. avail mem=139.02 GB"),
         (
             0.60,
-            "Load weight end. type=KimiK25ForConditionalGeneration, dtype=torch.bfloat16, "
+            f"Load weight end. type={settings.capabilities.architectures[0]}, dtype=torch.bfloat16, "
             "avail mem=67.61 GB, mem usage=71.41 GB.",
         ),
         (0.65, f"KV Cache is allocated. #tokens: {capacity}, KV size: {kv_gb:.2f} GB"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..perfmodel import PredictSpecError, format_predictions, parse_predict_spec, predict
+from ..perfmodel import PredictSpecError, format_predictions, parse_predict_spec, predict, published_for_plan_text
 from ..plan import Catalog, PlanConfig, load_catalog, plan, plan_text
 from ..plan.view import readable_error
 
@@ -30,7 +30,7 @@ def predicted_text(config: dict[str, Any] | PlanConfig, spec: str = DEFAULT_PRED
     if not launch.ok:
         return "## predicted speed: not predicted, the plan is invalid"
     try:
-        return format_predictions(predict(launch, scenarios))
+        return format_predictions(predict(launch, scenarios)) + published_for_plan_text(launch)
     except ValueError as exc:  # perfmodel.geometry.NoPerformanceModelError: e.g. a hybrid model
         return f"## predicted speed: not predicted: {exc}"
 

@@ -8,7 +8,14 @@ validated leaving one document or one run out (validation.py). Predictions are m
 estimates: never a measurement.
 """
 
-from .beside_measured import PREDICTION_SOURCE, compare_to_prediction, plan_of_run, predicted_beside_measured
+from .beside_measured import (
+    PREDICTION_SOURCE,
+    compare_to_prediction,
+    plan_of_run,
+    predicted_beside_measured,
+    predicted_beside_references,
+    published_for_plan_text,
+)
 from .predict import Prediction, Predictor, Scenario, predict
 from .spec import PredictSpecError, format_predictions, parse_predict_spec
 
@@ -24,4 +31,6 @@ __all__ = [
     "plan_of_run",
     "predict",
     "predicted_beside_measured",
+    "predicted_beside_references",
+    "published_for_plan_text",
 ]

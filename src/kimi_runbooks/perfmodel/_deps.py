@@ -18,6 +18,7 @@ from ..plan.catalog import (
 )
 from ..plan.knobs import canonical_flag, resolve_knobs
 from ..plan.memory import MemoryPlan, kv_bytes_per_token, plan_memory
+from ..plan.state_pool import StateSettings, state_bytes_per_slot
 
 __all__ = [
     "GB",
@@ -36,4 +37,6 @@ __all__ = [
     "plan",
     "plan_memory",
     "resolve_knobs",
+    "state_bytes_per_slot",
+    "StateSettings",
 ]

@@ -5,6 +5,8 @@ speed.references.reference_frame shape: scenario, max_concurrency, completed, to
 total_output_tokens or input_len/output_len, and the metrics) and returns one row per
 scenario and metric with the measured value, the prediction, its band and whether the
 measurement falls outside it: a misconfigured server, or a model that needs recalibrating.
+`predicted_beside_references()` does the same for the published figures that are never fitted
+(params/references with `compare_only: true`, e.g. the one Kimi-K3 figure).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._deps import LaunchPlan, PlanConfig
+from ._deps import Catalog, LaunchPlan, PlanConfig, load_catalog
 from ._deps import plan as make_plan
 from .predict import Predictor, Scenario
 
@@ -26,6 +28,10 @@ EMULATED_NOTE = (
     "HTTP and the client, which rescaling magnifies (mostly in TTFT): it checks the pipeline, it does "
     "not validate the model, and an emulated result outside the band says where the emulator's "
     "profile departs from the model"
+)
+
+FIRST_PRINCIPLES_NOTE = (
+    "FIRST-PRINCIPLES: no measured result of a model with this architecture was fitted or validates it (widened band)"
 )
 
 COMPARED = ("median_ttft_ms", "median_tpot_ms", "output_throughput")
@@ -164,6 +170,8 @@ def predicted_beside_measured(
     if predictor is None and not reason:
         reason = "no plan"
     label = "predicted (model estimate, " + PREDICTION_SOURCE + ")"
+    if predictor is not None and predictor.basis == "first-principles":
+        label += "; " + FIRST_PRINCIPLES_NOTE
     if emulated:
         label += "; " + EMULATED_NOTE
     for _, row in ok.iterrows():
@@ -195,3 +203,124 @@ def predicted_beside_measured(
         rec["prediction"] = f"no prediction: {why}"
         records.append(rec)
     return pd.DataFrame.from_records(records, columns=BESIDE_COLUMNS)
+
+
+REFERENCE_METRICS = {
+    # published metric -> (Prediction attribute, divide by the prediction's devices)
+    "median_ttft_ms": ("median_ttft_ms", False),
+    "median_tpot_ms": ("median_tpot_ms", False),
+    "output_throughput": ("output_throughput", False),
+    "output_tok_s_per_gpu": ("output_throughput", True),
+    "total_tok_s_per_gpu": ("total_throughput", True),
+}
+REFERENCE_COLUMNS = [
+    "reference_id",
+    "scenario",
+    "metric",
+    "published",
+    "predicted",
+    "low",
+    "high",
+    "ratio",
+    "outside_band",
+    "calibration_basis",
+    "label",
+    "source",
+    "assumed",
+]
+
+
+def predicted_beside_references(
+    catalog: Catalog | None = None, model: str | None = None, for_plan: LaunchPlan | None = None
+) -> pd.DataFrame:
+    """Every `compare_only` published figure (params/references, never fitted) beside the prediction for
+    its plan and scenario: published, predicted, the band, published / predicted and whether the figure
+    falls outside the band. This is what, if anything, checks a model the calibration never saw (the
+    Kimi-K3 GB300 figure); `model` keeps one model's references, `for_plan` those published for a plan
+    that launches the same server (platform, model and SGLang flags)."""
+    catalog = catalog or load_catalog()
+    records: list[dict[str, Any]] = []
+    for ref in catalog.references.values():
+        if not getattr(ref, "compare_only", False) or (model is not None and ref.model != model):
+            continue
+        if for_plan is not None and (ref.platform, ref.model) != (for_plan.platform.id, for_plan.model.id):
+            continue
+        launch_args = dict(getattr(ref, "launch", None) or {})
+        for row in getattr(ref, "rows", None) or []:
+            config = {"platform": ref.platform, "model": ref.model, **launch_args, **(row.get("launch") or {})}
+            launch = make_plan(PlanConfig(**config), catalog)
+            if for_plan is not None and _server_flags(launch) != _server_flags(for_plan):
+                continue
+            scenario = Scenario(
+                int(row["input_len"]),
+                int(row["output_len"]),
+                concurrency=int(row["concurrency"]),
+                num_prompts=row.get("num_prompts"),
+                fixed_lengths=bool(row.get("fixed_lengths")),
+            )
+            p = Predictor(launch).predict(scenario)
+            for metric, published in (row.get("metrics") or {}).items():
+                if metric not in REFERENCE_METRICS:
+                    raise ValueError(
+                        f"reference {ref.id}: metric {metric!r} cannot be compared with a prediction. "
+                        f"Fix: use one of {sorted(REFERENCE_METRICS)}"
+                    )
+                attr, per_device = REFERENCE_METRICS[metric]
+                scale = 1.0 / p.devices if per_device else 1.0
+                predicted, low, high = (v * scale for v in (getattr(p, attr), p.low[attr], p.high[attr]))
+                records.append(
+                    {
+                        "reference_id": ref.id,
+                        "scenario": row["scenario"],
+                        "metric": metric,
+                        "published": float(published),
+                        "predicted": predicted,
+                        "low": low,
+                        "high": high,
+                        "ratio": float(published) / predicted if predicted > 0 else math.nan,
+                        "outside_band": bool(not (low <= float(published) <= high)),
+                        "calibration_basis": p.calibration_basis,
+                        "label": "published reference vs predicted (model estimate, never fitted to it)",
+                        "source": ref.source,
+                        "assumed": row.get("assumed", ""),
+                    }
+                )
+    return pd.DataFrame.from_records(records, columns=REFERENCE_COLUMNS)
+
+
+def _server_flags(launch: LaunchPlan) -> list[str]:
+    """The plan's SGLang flags without where it listens (host, port) and node wiring."""
+    skip = {"--host", "--port", "--node-rank", "--dist-init-addr", "--nnodes"}
+    out, argv, i = [], list(launch.argv), 0
+    while i < len(argv):
+        if argv[i] in skip:
+            i += 2 if i + 1 < len(argv) and not argv[i + 1].startswith("--") else 1
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
+def format_reference_checks(table: pd.DataFrame) -> str:
+    """The compare-only references as text: published beside PREDICTED, with the band and its basis."""
+    if table.empty:
+        return "no compare-only published references\n"
+    lines = ["## published references (never fitted) beside the PREDICTED value (kimi_runbooks.perfmodel)"]
+    for _, r in table.iterrows():
+        verdict = "OUTSIDE the band" if r["outside_band"] else "inside the band"
+        lines.append(
+            f"{r['reference_id']} {r['scenario']} {r['metric']}: published {r['published']:,.1f}, "
+            f"predicted {r['predicted']:,.1f} [{r['low']:,.1f}-{r['high']:,.1f}] ({r['calibration_basis']}), "
+            f"published/predicted {r['ratio']:.2f}: {verdict}"
+        )
+        if r["assumed"]:
+            lines.append(f"  assumed: {r['assumed']}")
+        lines.append(f"  source: {r['source']}")
+    return "\n".join(lines) + "\n"
+
+
+def published_for_plan_text(launch: LaunchPlan) -> str:
+    """The compare-only published figures of this very server (same platform, model and flags) beside
+    their predictions, as text for `plan --predict` and the command generator; "" when there are none."""
+    table = predicted_beside_references(for_plan=launch)
+    return "" if table.empty else format_reference_checks(table)

@@ -12,6 +12,8 @@
   fixed_lengths (1.0 / true: every request exactly those lengths, which keeps a closed loop in
   lock-step waves, queueing.synchronized_waves), the medians, and its own `launch` where it
   differs from the reference's.
+* `compare_only: true` (any kind): a published figure a prediction is compared with and never
+  fitted (the only Kimi-K3 figure): left out here, see beside_measured.predicted_beside_references.
 * `kind: targets` (Ascend): SLO ceilings, not measurements. They are listed for the record;
   those at concurrency >= TIGHT_TARGET_CONCURRENCY (where the published configuration was
   sized to sit at the ceiling) also enter the fit at half weight.
@@ -226,6 +228,8 @@ def observations(catalog: Catalog) -> list[Observation]:
     """Every published speed result (and target) in params/references, in file order."""
     out: list[Observation] = []
     for ref in catalog.references.values():
+        if ref.kind == "accuracy" or getattr(ref, "compare_only", False):
+            continue  # not speed; or compared with predictions (beside_measured.predicted_beside_references)
         family = catalog.platform(ref.platform).hardware.perf_family
         rows: list[Observation] = []
         if ref.kind == "speed":

@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ._deps import LaunchPlan, load_catalog
+from ._deps import LaunchPlan, Model, load_catalog
 from .factors import Factors
 from .hardware import dense_dtype, expert_dtype, hardware_spec
 from .queueing import Outcome, Timing, closed_loop, open_loop, steady_decode
@@ -22,8 +22,14 @@ from .step import Dtypes, PoolShape, decode_step, prefill_time
 from .store import Calibration, load_calibration
 
 DEFAULT_ACCEPT_LENGTH = 2.5
-"""Tokens per speculative (EAGLE3) iteration when the scenario gives none: an assumption,
-no published accept length exists for these recipes; pass accept= to override."""
+"""Tokens per speculative (EAGLE3 or DSPARK) iteration when the scenario gives none: an assumption,
+no published accept length exists for these recipes (the SGLang cookbook's Kimi-K3 DSPARK cells are
+unverified and publish none); pass accept= to override."""
+
+FIRST_PRINCIPLES_BAND_WIDENING = 2.0
+"""A model whose architecture no fitted reference has (a hybrid linear-attention model, while every
+published result is of pure-MLA Kimi-K2 models) takes the new-family band widened this much (in log
+space): a judgement, since nothing measured on such a model exists to size it."""
 
 STEADY_DECODE_EXTRA_CONTEXT = 1000
 """A fixed-duration decode test has generated about this many tokens past its prompt on
@@ -89,7 +95,7 @@ class Prediction:
     tok_s_per_user: float
     running_requests: float
     kv_capacity_requests: int
-    """Requests that run at once (KV pool and --max-running-requests together)."""
+    """Requests that run at once (KV pool, --max-running-requests and a hybrid model's state pool together)."""
     kv_limited: bool
     saturated: bool
     bound: str
@@ -99,10 +105,13 @@ class Prediction:
     """Fitted to measured results of this family and weight format: the run-out band applies."""
     calibration_basis: str = "measured"
     """measured | slo-targets-only (Ascend: fitted to published ceilings, never to a
-    measurement, so it takes a new family's band) | borrowed (no results of its own)."""
+    measurement, so it takes a new family's band) | borrowed (no results of its own) |
+    first-principles (no fitted result of a model with this architecture: geometry and
+    hardware only, efficiency factors borrowed from another architecture, the widest band)."""
     fixed_lengths: bool = False
     capacity_limit: str = "kv-pool"
-    """What sets kv_capacity_requests: kv-pool or max-running-requests."""
+    """What sets kv_capacity_requests: kv-pool, max-running-requests or state-pool (a hybrid model's
+    recurrent-state pool, SGLang's resolve_max_num_reqs)."""
     low: dict[str, float] = field(default_factory=dict)
     high: dict[str, float] = field(default_factory=dict)
     label: str = "predicted"
@@ -137,9 +146,21 @@ class Predictor:
             calibration = load_calibration(load_catalog().root)
         self.calibration = calibration
         self.factors = factors or calibration.factors(self.family, plan.model.weight_format)
-        self.dtypes = Dtypes(
-            dense=dense_dtype(plan.model, plan.platform), expert=expert_dtype(plan.model, plan.platform)
-        )
+        expert = "bf16" if self.serving.decode_pool.weight_only_experts else expert_dtype(plan.model, plan.platform)
+        self.dtypes = Dtypes(dense=dense_dtype(plan.model, plan.platform), expert=expert)
+        self.first_principles = _architecture_unfitted(plan.model, calibration)
+
+    @property
+    def calibrated_family(self) -> bool:
+        if self.first_principles:
+            return False
+        return self.calibration.validated(self.family, self.plan.model.weight_format)
+
+    @property
+    def basis(self) -> str:
+        if self.first_principles:
+            return "first-principles"
+        return self.calibration.basis(self.family, self.plan.model.weight_format)
 
     # ---------------------------------------------------------------- pieces
     def shape(self, pool: Pool) -> PoolShape:
@@ -255,8 +276,8 @@ class Predictor:
             bound=step.bound if t.capacity else "kv-capacity",
             devices=devices,
             family=self.family,
-            calibrated_family=self.calibration.validated(self.family, self.plan.model.weight_format),
-            calibration_basis=self.calibration.basis(self.family, self.plan.model.weight_format),
+            calibrated_family=self.calibrated_family,
+            calibration_basis=self.basis,
             fixed_lengths=scenario.fixed_lengths,
             capacity_limit=decode.capacity_limit(scenario.input_len + scenario.output_len),
         )
@@ -281,13 +302,34 @@ def _apply_band(p: Prediction, cal: Calibration) -> None:
     """Published = predicted / exp(err): the err quantiles give where a measurement should
     fall. The band is widened to hold the estimate itself when validation found the model
     biased one way (TTFT of a never-calibrated family lands above it)."""
+    widen = FIRST_PRINCIPLES_BAND_WIDENING if p.calibration_basis == "first-principles" else 1.0
     for name, metric in {**LATENCY_BAND, **RATE_BAND}.items():
         value = getattr(p, name)
-        lo_err, hi_err = cal.band_for(metric, p.calibrated_family, p.family)
+        lo_err, hi_err = (widen * e for e in cal.band_for(metric, p.calibrated_family, p.family))
         if name == "tok_s_per_user":  # inverse of TPOT: the TPOT band flips
             lo_err, hi_err = -hi_err, -lo_err
         p.low[name] = min(value * math.exp(-hi_err), value)
         p.high[name] = max(value * math.exp(-lo_err), value)
+
+
+def architecture_kind(model: Model) -> str:
+    """What the calibration can transfer between models: pure MLA, or hybrid with a linear-attention kind."""
+    linear = model.architecture.linear_attention
+    return f"hybrid-{linear.kind}" if linear is not None else "mla"
+
+
+def _architecture_unfitted(model: Model, calibration: Calibration) -> bool:
+    """No reference the calibration was fitted on is of a model with this architecture (an empty
+    calibration, as during a fit, says nothing)."""
+    if not calibration.references:
+        return False
+    catalog = load_catalog()
+    fitted = {
+        architecture_kind(catalog.models[ref.model])
+        for ref_id, ref in catalog.references.items()
+        if ref_id in calibration.references and ref.model in catalog.models
+    }
+    return bool(fitted) and architecture_kind(model) not in fitted
 
 
 def predict(plan: LaunchPlan, scenarios: list[Scenario], calibration: Calibration | None = None) -> list[Prediction]:

@@ -12,6 +12,8 @@ Parallelism, as SGLang lays it out:
 * dp without DP attention: N independent replicas of tp devices each.
 * MLA latent KV is not split by heads: every device of an attention rank reads all of its
   requests' latent KV in each decode step.
+* a hybrid model's state pool (plan/state_pool.py) admits a fixed number of requests per
+  attention rank: SGLang caps the running batch there.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ above (python/sglang/srt/arg_groups/memory_hook.py, _handle_gpu_memory_settings)
 
 EAGLE3_DEFAULT = (3, 4)
 """(--speculative-num-steps, --speculative-num-draft-tokens) of recipes.EAGLE3_ARGS."""
+BLOCK_DRAFT_STEPS = 1
+"""DSPARK drafts a whole block per iteration: assumed one draft forward pass (unverified)."""
+WEIGHT_ONLY_RUNNERS = ("marlin",)
+"""--moe-runner-backend values that dequantize 4-bit experts to bf16 inside the GEMM (Marlin W4A16:
+SGLang cookbook Kimi-K3, 2. Configuration Tips)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,10 @@ class Pool:
     chunked_prefill: int
     speculative: Speculative | None
     geometry: Geometry
+    state_requests: int | None = None
+    """A hybrid model's state-pool ceiling per replica, all attention ranks (plan/state_pool.py)."""
+    weight_only_experts: bool = False
+    """The MoE runner computes in bf16 (W4A16) whatever the checkpoint's 4-bit format."""
 
     @property
     def devices(self) -> int:
@@ -75,13 +86,20 @@ class Pool:
         per_replica = self._kv_requests(tokens_per_request)
         if self.max_running is not None:
             per_replica = min(per_replica, self.max_running)
+        if self.state_requests is not None:
+            per_replica = min(per_replica, self.state_requests)
         return int(per_replica * self.replicas)
 
     def capacity_limit(self, tokens_per_request: int) -> str:
-        """What caps running requests: "max-running-requests" when SGLang's
+        """What caps running requests: "state-pool" when a hybrid model's recurrent-state pool
+        admits fewer requests than anything else, "max-running-requests" when SGLang's
         --max-running-requests (a total SGLang splits over DP-attention ranks) binds before
         the KV pool fills, else "kv-pool"."""
-        if self.max_running is not None and self.max_running < self._kv_requests(tokens_per_request):
+        kv = self._kv_requests(tokens_per_request)
+        running = self.max_running if self.max_running is not None else kv
+        if self.state_requests is not None and self.state_requests < min(kv, running):
+            return "state-pool"
+        if self.max_running is not None and self.max_running < kv:
             return "max-running-requests"
         return "kv-pool"
 
@@ -134,6 +152,9 @@ def _default_chunk(platform: Platform) -> int:
 def _speculative(args: dict[str, Any]) -> Speculative | None:
     if "--speculative-algorithm" not in args:
         return None
+    block = _int(args, "--speculative-dspark-block-size")
+    if block is not None:  # SGLang's _handle_dspark: verify window = block size + 1
+        return Speculative(num_steps=BLOCK_DRAFT_STEPS, draft_tokens=block + 1)
     steps = _int(args, "--speculative-num-steps") or EAGLE3_DEFAULT[0]
     drafts = _int(args, "--speculative-num-draft-tokens") or EAGLE3_DEFAULT[1]
     return Speculative(num_steps=steps, draft_tokens=drafts)
@@ -145,6 +166,9 @@ def _pool(role: str, args: dict[str, Any], nodes: int, memory: MemoryPlan, platf
     dp_attention = bool(args.get("--enable-dp-attention"))
     ep = _int(args, "--ep") or (tp if args.get("--moe-a2a-backend") else 1)
     kv_dtype = memory.kv_cache_dtype
+    ranks = dp if dp_attention else 1
+    state = memory.state_pool
+    ssm_dtype = state.ssm_dtype if state is not None else "float32"
     return Pool(
         role=role,
         tp=tp,
@@ -156,7 +180,10 @@ def _pool(role: str, args: dict[str, Any], nodes: int, memory: MemoryPlan, platf
         max_running=_int(args, "--max-running-requests"),
         chunked_prefill=_int(args, "--chunked-prefill-size") or _default_chunk(platform),
         speculative=_speculative(args),
-        geometry=geometry(model, kv_dtype),
+        geometry=geometry(model, kv_dtype, ssm_dtype),
+        # SGLang caps running requests by the state pool (resolve_max_num_reqs), per DP-attention rank
+        state_requests=state.state_requests * ranks if state is not None else None,
+        weight_only_experts=str(args.get("--moe-runner-backend")) in WEIGHT_ONLY_RUNNERS,
     )
 
 

@@ -103,6 +103,11 @@ BAND_TEXT = {
         "no measurement has validated it"
     ),
     "borrowed": "leave-one-document-out band: no published results of this family with this weight format",
+    "first-principles": (
+        "FIRST-PRINCIPLES estimate: no measured result of a model with this architecture was fitted or "
+        "validates it (efficiency factors borrowed from pure-MLA Kimi-K2 fits); band = the new-family "
+        "band widened x2, a judgement"
+    ),
 }
 
 
@@ -123,6 +128,8 @@ def format_predictions(preds: list[Prediction], source: str = "") -> str:
         notes = []
         if p.kv_capacity_requests < 1:
             notes.append("does not fit the KV pool")
+        elif p.kv_limited and p.capacity_limit == "state-pool":
+            notes.append(f"the state pool admits {p.kv_capacity_requests}: the rest queue")
         elif p.kv_limited and p.capacity_limit == "max-running-requests":
             notes.append(f"--max-running-requests lets {p.kv_capacity_requests} run: the rest queue")
         elif p.kv_limited:

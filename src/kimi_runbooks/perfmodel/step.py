@@ -6,7 +6,9 @@ First principles per device, then the family's efficiency factors:
   and lm_head (split over tp), and the routed experts the step's tokens touch
   (Geometry.distinct_experts), split over tp;
 * latent KV read: every running request's whole context, on each device of its attention rank,
-  or, when one request alone cannot fill the device, its context at a per-token latency;
+  or, when one request alone cannot fill the device, its context at a per-token latency (MLA
+  layers only); a hybrid model's linear-attention layers add each request's recurrent state,
+  read and written once per step, and FLOPs per token that do not grow with the context;
 * FLOPs: 2 per weight per token (attention projections per rank, FFN/experts over tp), plus
   attention scores: decode reads the latent per context token, prefill is causal MHA
   (n x prefix + n^2 / 2 query-key pairs);
@@ -97,7 +99,7 @@ def _comm(g: Geometry, hw: HardwareSpec, shape: PoolShape, tokens: float) -> flo
     total = g.layers * per_layer
     if shape.ep > 1:
         # expert dispatch (fp8-ish, 1 byte) and combine (bf16) of each token's k copies
-        per_device = tokens / shape.tp * g.experts_per_token * g.hidden * 3.0
+        per_device = tokens / shape.tp * g.experts_per_token * g.dispatch_hidden * 3.0
         total += g.moe_layers * alltoall_s(per_device, shape.ep, link)
     return total
 
@@ -135,9 +137,13 @@ def decode_step(
     expert_flops = tokens * g.expert_flops_per_token / shape.tp
     gemm = (attn_proj_flops + ffn_flops) / hw.peak(dt.dense) + expert_flops / hw.peak(dt.expert)
     kv_bytes = per_rank * mean_context * g.kv_bytes_per_token
-    score_flops = rank_tokens * mean_context * g.decode_attn_flops_per_ctx_token / shape.attention_tp
-    batch_bound = max(kv_bytes / hw.hbm_bytes_per_s, score_flops / hw.peak("bf16")) / f.eta_attn
-    one_request = mean_context * g.layers * f.attn_ns_per_token * 1e-9
+    # a linear-attention layer reads and writes each request's state once per step, whatever the context
+    state_bytes = per_rank * 2.0 * g.linear_state_bytes / shape.attention_tp
+    score_flops = (
+        rank_tokens * (mean_context * g.decode_attn_flops_per_ctx_token + g.linear_flops_per_token) / shape.attention_tp
+    )
+    batch_bound = max((kv_bytes + state_bytes) / hw.hbm_bytes_per_s, score_flops / hw.peak("bf16")) / f.eta_attn
+    one_request = mean_context * g.context_layers * f.attn_ns_per_token * 1e-9
     return StepTime(
         overhead=g.layers * f.overhead_us * 1e-6,
         weight_read=(dense_w / f.eta_bw + expert_w / f.eta_moe) / hw.hbm_bytes_per_s,
@@ -158,7 +164,7 @@ def prefill_chunk(
     expert_flops = n * g.expert_flops_per_token / shape.tp
     gemm = (attn_proj_flops + ffn_flops) / hw.peak(dt.dense) + expert_flops / hw.peak(dt.expert)
     pairs = n * context_before + n * n / 2.0
-    score_flops = pairs * g.prefill_attn_flops_per_pair / shape.attention_tp
+    score_flops = (pairs * g.prefill_attn_flops_per_pair + n * g.linear_flops_per_token) / shape.attention_tp
     return StepTime(
         overhead=g.layers * f.overhead_us * 1e-6,
         weight_read=(dense_w + expert_w) / (hw.hbm_bytes_per_s * f.eta_bw),

@@ -160,6 +160,16 @@ class LinearAttention(Strict):
     source: str
 
 
+class ParameterCounts(Strict):
+    """Published parameter totals (billions). The performance model reads them where the per-projection
+    dimensions are unpublished (a hybrid model): every weight that is not a routed expert is then
+    `active_b` minus the active routed experts."""
+
+    total_b: float = Field(gt=0)
+    active_b: float = Field(gt=0)
+    source: str
+
+
 class Architecture(Strict):
     """Text-model geometry. A field is None only where no public source gives it (the model
     file's `sources` says why); the memory planner needs only the MLA and linear-attention
@@ -183,6 +193,11 @@ class Architecture(Strict):
     n_shared_experts: int
     linear_attention: LinearAttention | None = None
     """Set for a hybrid model; every other layer is MLA."""
+    routed_expert_hidden_size: int | None = None
+    """Width routed experts run at when it is not hidden_size (a latent MoE projects tokens down
+    before dispatch); None: hidden_size."""
+    parameter_counts: ParameterCounts | None = None
+    """Published total / active parameters, for the performance model (see ParameterCounts)."""
 
     @property
     def mla_layers(self) -> int:
@@ -282,6 +297,10 @@ class Model(Strict):
     """The model's earlier reasoning is kept in the conversation it is sent back (K2.7-Code)."""
     requirements: list[str] = Field(default_factory=list)
     """Python packages the checkpoint's remote code needs (e.g. transformers>=4.57.1,<5)."""
+    hf_model_type: str = "kimi_k25"
+    hf_architectures: list[str] = Field(default_factory=lambda: ["KimiK25ForConditionalGeneration"])
+    """The checkpoint config's model_type / architectures, as SGLang's /model_info reports them
+    (defaults: the Kimi-K2.5/K2.6 wrapper)."""
     sources: dict[str, str] = Field(default_factory=dict)
     """Field name -> its public source, or 'unverified: <why>'."""
     draft_model: DraftModel | None = None

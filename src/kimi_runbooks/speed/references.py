@@ -5,7 +5,8 @@ the RTX PRO 6000 `matrix` (llm-inference-bench cells, mapped onto the matrix sce
 context x concurrency; its sustained decode tok/s is put in `output_throughput` and its
 per-request tok/s in `tok_s_per_user`, not like-for-like with bench_serving: see
 params/scenarios/rtx-pro-6000-matrix.yaml) and Ascend `targets` (SLOs: median TPOT/TTFT
-ceilings, mapped via each deployment's benchmark scenario).
+ceilings, mapped via each deployment's benchmark scenario), and the `table` references marked
+`compare_only` (never fitted: the Kimi-K3 GB300 figure, a per-GPU total throughput).
 
 Regressions are direction-aware: a throughput below the reference by more than the
 tolerance, or a latency above it by more than the tolerance, is flagged.
@@ -142,7 +143,41 @@ def _target_rows(ref: Any, catalog: Catalog) -> list[dict[str, Any]]:
     return rows
 
 
-_ROWS = {"speed": _speed_rows, "matrix": _matrix_rows, "targets": _target_rows}
+PER_GPU = {"total_tok_s_per_gpu": "total_throughput", "output_tok_s_per_gpu": "output_throughput"}
+
+
+def _compare_only_rows(ref: Any, catalog: Catalog) -> list[dict[str, Any]]:
+    """A never-fitted `table` (compare_only, e.g. the Kimi-K3 GB300 figure): one row per published run.
+    A per-GPU figure is carried as the whole server's throughput (x devices), which add_derived divides
+    back, so a run of the same scenario compares with it like any other reference."""
+    if not getattr(ref, "compare_only", False):
+        return []  # fitted tables are compared in the performance model's validation
+    launch = getattr(ref, "launch", None) or {}
+    platform = catalog.platforms.get(ref.platform)
+    devices = _devices(ref, catalog)
+    if not launch.get("tp") and platform is not None:
+        devices = platform.devices_per_node * int(launch.get("nnodes") or 1)
+    rows = []
+    for row in getattr(ref, "rows", None) or []:
+        metrics = dict(row.get("metrics") or {})
+        for per_gpu, whole in PER_GPU.items():
+            if per_gpu in metrics and devices:
+                metrics[whole] = float(metrics.pop(per_gpu)) * devices
+        rows.append(
+            {
+                **metrics,
+                "scenario": row["scenario"],
+                "status": "ok",
+                "devices": devices,
+                "max_concurrency": row.get("concurrency"),
+                "input_len": row.get("input_len"),
+                "output_len": row.get("output_len"),
+            }
+        )
+    return rows
+
+
+_ROWS = {"speed": _speed_rows, "matrix": _matrix_rows, "targets": _target_rows, "table": _compare_only_rows}
 
 
 def reference_frame(platforms: Iterable[str] | str | None = None, catalog: Catalog | None = None) -> pd.DataFrame:

@@ -96,6 +96,11 @@ def emulator_argv(
     if plan.memory.kv_pool_tokens > 0:
         # the emulated KV pool is the planner's estimate, so capacity skips follow the plan
         argv += ["--max-total-num-tokens", str(plan.memory.kv_pool_tokens)]
+    state = plan.memory.state_pool
+    if state is not None and state.slots > 0:
+        # a hybrid model's state pool, the planner's too: the emulator caps running requests by it as
+        # SGLang does (emulator/state_cap.py); a --max-mamba-cache-size in the plan's flags comes later and wins
+        argv += ["--max-mamba-cache-size", str(state.slots)]
     if opts.fault:
         argv += ["--fault", opts.fault]
     if plan.config.api_key_env:
