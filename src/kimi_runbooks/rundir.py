@@ -98,6 +98,16 @@ class _RedactingWriter:
         self._fh.flush()
 
 
+class _Named:
+    """A file of the run folder named by a class constant, read as its path (`folder.manifest`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, folder: RunFolder, owner: type[RunFolder] | None = None) -> Path:
+        return folder.path / self.name
+
+
 class RunFolder:
     """One run's folder. File names are class constants; writes are methods that redact."""
 
@@ -120,6 +130,34 @@ class RunFolder:
     FINGERPRINT = "fingerprint.json"
     LOCK = ".lock"
     LOCK_HOLDER = ".lock.json"
+    # under logs/: the helpers' own logs
+    WATCHDOG_LOG = "watchdog.log"
+    BENCH_WORKER_LOG = "bench-worker.log"
+    TOKEN_PROBE_LOG = "token-probe.log"
+    ROUTER_LOG = "router.log"
+    BENCH_WORKER = "bench-worker.json"  # the shared bench worker's socket and pid
+    # in an accuracy suite's folder: what the tools write there
+    TOOL_LOGS = "logs"  # inspect's .eval logs
+    TOOL_RESULTS, TOOL_SUMMARY = "results.jsonl", "summary.json"
+    K2VV_RESULTS, K2VV_SUMMARY = "k2vv-results.jsonl", "k2vv-summary.json"
+    SAMPLES, EXPECTED = "samples.jsonl", "expected_results.jsonl"
+
+    # the folder's files as paths: folder.manifest is folder.path / MANIFEST
+    handle = _Named(HANDLE)
+    manifest = _Named(MANIFEST)
+    plan = _Named(PLAN)
+    plan_errors = _Named(PLAN_ERRORS)
+    runbook = _Named(RUNBOOK)
+    stages = _Named(STAGES)
+    process = _Named(PROCESS)
+    preflight = _Named(PREFLIGHT)
+    server_log = _Named(SERVER_LOG)
+    invoke = _Named(INVOKE)
+    bench = _Named(BENCH)
+    accuracy = _Named(ACCURACY)
+    report = _Named(REPORT)
+    sbatch = _Named(SBATCH)
+    steps = _Named(STEPS)
 
     def __init__(self, path: str | Path, secret_envs: Iterable[str | None] = ()) -> None:
         self.path = Path(path)
@@ -168,58 +206,6 @@ class RunFolder:
         return self.path / name
 
     @property
-    def handle(self) -> Path:
-        return self.path / self.HANDLE
-
-    @property
-    def manifest(self) -> Path:
-        return self.path / self.MANIFEST
-
-    @property
-    def plan(self) -> Path:
-        return self.path / self.PLAN
-
-    @property
-    def plan_errors(self) -> Path:
-        return self.path / self.PLAN_ERRORS
-
-    @property
-    def runbook(self) -> Path:
-        return self.path / self.RUNBOOK
-
-    @property
-    def stages(self) -> Path:
-        return self.path / self.STAGES
-
-    @property
-    def process(self) -> Path:
-        return self.path / self.PROCESS
-
-    @property
-    def preflight(self) -> Path:
-        return self.path / self.PREFLIGHT
-
-    @property
-    def server_log(self) -> Path:
-        return self.path / self.SERVER_LOG
-
-    @property
-    def invoke(self) -> Path:
-        return self.path / self.INVOKE
-
-    @property
-    def bench(self) -> Path:
-        return self.path / self.BENCH
-
-    @property
-    def accuracy(self) -> Path:
-        return self.path / self.ACCURACY
-
-    @property
-    def report(self) -> Path:
-        return self.path / self.REPORT
-
-    @property
     def notebooks(self) -> Path:
         return self.path / "notebooks"
 
@@ -257,19 +243,24 @@ class RunFolder:
         return self.path / f"node-{role}-{rank}.sh"
 
     def node_log(self, role: str, rank: int) -> Path:
-        return self.path / f"server-{role}-{rank}.log"
+        return self.path / self.node_log_name(role, rank)
+
+    @staticmethod
+    def node_log_name(role: str, rank: int) -> str:
+        return f"server-{role}-{rank}.log"
+
+    @staticmethod
+    def tool_log(work_dir: Path, tool: str) -> Path:
+        """An accuracy tool's log in its suite's folder (`tool`: inspect, k2vv, sgl-eval-<bench>, ...)."""
+        return work_dir / f"{tool}.log"
+
+    @staticmethod
+    def first_samples(work_dir: Path, limit: int) -> Path:
+        return work_dir / f"samples.first{limit}.jsonl"
 
     @property
     def router_script(self) -> Path:
         return self.path / "router.sh"
-
-    @property
-    def sbatch(self) -> Path:
-        return self.path / self.SBATCH
-
-    @property
-    def steps(self) -> Path:
-        return self.path / self.STEPS
 
     def notebook(self, name: str) -> Path:
         return self.notebooks / name

@@ -54,7 +54,7 @@ class Watchdog:
         env = {k: v for k, v in os.environ.items() if k != RUN_TOKEN_ENV}  # the sweep must not find it
         argv = [sys.executable, "-m", MODULE, "--run-dir", str(folder.path), "--owner", str(os.getpid())]
         argv += ["--token", token]
-        with folder.open_log(folder.logs / "watchdog.log", "a") as log:
+        with folder.open_log(folder.logs / RunFolder.WATCHDOG_LOG, "a") as log:
             process = subprocess.Popen(
                 argv,
                 stdin=theirs.fileno(),
@@ -80,7 +80,7 @@ class Watchdog:
             self.process.kill()
             self.process.wait()
         if self.folder is not None:  # it wrote its log after open_log's close: redact what it wrote
-            self.folder.redact_file(self.folder.logs / "watchdog.log")
+            self.folder.redact_file(self.folder.logs / RunFolder.WATCHDOG_LOG)
 
     @property
     def pid(self) -> int:

@@ -127,7 +127,7 @@ class BenchWorker:
 
     def _spawn(self) -> _Channel:
         self.folder.mkdir(self.folder.logs)
-        with self.folder.open_log(self.folder.logs / "bench-worker.log", mode="a") as err:
+        with self.folder.open_log(self.folder.logs / RunFolder.BENCH_WORKER_LOG, mode="a") as err:
             proc = start_session(
                 [self.python, str(WORKER_SCRIPT)],
                 stdin=subprocess.PIPE,
@@ -217,7 +217,7 @@ class BenchWorker:
         try:
             self._close(channel)
         finally:
-            log = self.folder.logs / "bench-worker.log"
+            log = self.folder.logs / RunFolder.BENCH_WORKER_LOG
             if log.exists():
                 self.folder.redact_file(log)  # the worker wrote it after open_log closed
 
