@@ -76,12 +76,11 @@ def _run_folder_names() -> tuple[set[str], set[str]]:
     """(file names and templates, directory names) as rundir.py spells them."""
     tree = ast.parse((SRC / RUNDIR).read_text())
     files = {t for _, t in _strings(tree) if FILE_NAME.match(t)}
-    dirs = {
-        t
-        for n in ast.walk(tree)
-        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and (t := _template(n.right))
-        if re.fullmatch(r"[\w-]+", t)
-    }
+    joined = [n.right for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
+    named = [
+        n.args[0] for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "_Named" and n.args
+    ]
+    dirs = {t for node in joined + named if (t := _template(node)) and re.fullmatch(r"[\w-]+", t)}
     return files, dirs
 
 

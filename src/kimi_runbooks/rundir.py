@@ -15,6 +15,8 @@ import json
 import os
 import re
 import shutil
+import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .paths import OUTPUTS_DIR
-from .secrets import redact, redact_html, redact_notebook, require_redactable
+from .secrets import LineRedactor, pump_fd, redact, redact_html, redact_notebook, require_redactable
 
 OUTPUTS_ENV = "KIMI_RUNBOOKS_OUTPUTS"
 SECRET_NAMES_FILE = ".secret-env-names"
@@ -89,17 +91,13 @@ def write_redacted(path: str | Path, text: str, secret_envs: Iterable[str | None
     return out
 
 
-class _RedactingWriter:
-    def __init__(self, fh: IO[str], secret_envs: list[str]) -> None:
-        self._fh, self._names = fh, secret_envs
-
-    def write(self, text: str) -> None:
-        self._fh.write(redact(text, self._names))
-        self._fh.flush()
+def _pump_and_close(read_fd: int, writer: LineRedactor, out: IO[str]) -> None:
+    with out:
+        pump_fd(read_fd, writer)
 
 
 class _Named:
-    """A file of the run folder named by a class constant, read as its path (`folder.manifest`)."""
+    """A file or folder of the run folder, read as its path (`folder.manifest`, `folder.logs`)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -141,6 +139,7 @@ class RunFolder:
     TOOL_RESULTS, TOOL_SUMMARY = "results.jsonl", "summary.json"
     K2VV_RESULTS, K2VV_SUMMARY = "k2vv-results.jsonl", "k2vv-summary.json"
     SAMPLES, EXPECTED = "samples.jsonl", "expected_results.jsonl"
+    FIRST_SAMPLES = "samples.first{limit}.jsonl"  # the first `limit` of a tool's samples
 
     # the folder's files as paths: folder.manifest is folder.path / MANIFEST
     handle = _Named(HANDLE)
@@ -158,6 +157,12 @@ class RunFolder:
     report = _Named(REPORT)
     sbatch = _Named(SBATCH)
     steps = _Named(STEPS)
+    router_script = _Named("router.sh")
+    notebooks = _Named("notebooks")
+    logs = _Named("logs")
+    bench_raw = _Named("bench_raw")
+    accuracy_work = _Named("accuracy")
+    tokenizer = _Named("tokenizer")
 
     def __init__(self, path: str | Path, secret_envs: Iterable[str | None] = ()) -> None:
         self.path = Path(path)
@@ -205,26 +210,6 @@ class RunFolder:
     def file(self, name: str) -> Path:
         return self.path / name
 
-    @property
-    def notebooks(self) -> Path:
-        return self.path / "notebooks"
-
-    @property
-    def logs(self) -> Path:
-        return self.path / "logs"
-
-    @property
-    def bench_raw(self) -> Path:
-        return self.path / "bench_raw"
-
-    @property
-    def accuracy_work(self) -> Path:
-        return self.path / "accuracy"
-
-    @property
-    def tokenizer(self) -> Path:
-        return self.path / "tokenizer"
-
     def bench_output(self, scenario_id: str) -> Path:
         return self.bench_raw / f"{scenario_id}.jsonl"
 
@@ -251,16 +236,7 @@ class RunFolder:
 
     @staticmethod
     def tool_log(work_dir: Path, tool: str) -> Path:
-        """An accuracy tool's log in its suite's folder (`tool`: inspect, k2vv, sgl-eval-<bench>, ...)."""
         return work_dir / f"{tool}.log"
-
-    @staticmethod
-    def first_samples(work_dir: Path, limit: int) -> Path:
-        return work_dir / f"samples.first{limit}.jsonl"
-
-    @property
-    def router_script(self) -> Path:
-        return self.path / "router.sh"
 
     def notebook(self, name: str) -> Path:
         return self.notebooks / name
@@ -374,19 +350,53 @@ class RunFolder:
         return target
 
     @contextmanager
-    def open_log(self, path: str | Path, mode: str = "w") -> Iterator[IO[str]]:
-        """A text handle for a child process's output; the file is redacted when it closes."""
-        p = self._inside(path)
-        with p.open(mode, encoding="utf-8") as fh:
-            yield fh
-        self.redact_file(p)
+    def open_log(self, path: str | Path, mode: str = "w", drain_s: float = 30.0) -> Iterator[IO[str]]:
+        """A handle for a child's output: a pipe whose lines a thread here writes to the file redacted, so
+        no key lands in it even if the child or this process is killed mid-write (unredacted bytes are
+        lost, never written). On close: drained, for up to drain_s while a child still holds it."""
+        read_fd, write_fd = os.pipe()
+        with self._pumped(path, mode, read_fd, drain_s):
+            with os.fdopen(write_fd, "w", encoding="utf-8", buffering=1) as fh:
+                yield fh
 
     @contextmanager
-    def redacting_writer(self, path: str | Path) -> Iterator[_RedactingWriter]:
-        """Append-mode writer that redacts every chunk before it reaches the file (live logs)."""
-        p = self._inside(path)
-        with p.open("a", encoding="utf-8") as fh:
-            yield _RedactingWriter(fh, self.secret_envs)
+    def log_channel(self, path: str | Path, mode: str = "a", drain_s: float = 30.0) -> Iterator[Path]:
+        """A FIFO (outside the folder) for a process that opens its log by path (the bench worker):
+        what it writes there reaches `path` redacted, as through open_log."""
+        fifo = Path(tempfile.mkdtemp(prefix="kimi-log-")) / "log"
+        os.mkfifo(fifo, 0o600)
+        read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        os.set_blocking(read_fd, True)
+        hold = os.open(fifo, os.O_WRONLY)  # ours: no EOF before the writer has come and gone
+        try:
+            with self._pumped(path, mode, read_fd, drain_s):
+                try:
+                    yield fifo
+                finally:
+                    os.close(hold)
+        finally:
+            shutil.rmtree(fifo.parent, ignore_errors=True)
+
+    @contextmanager
+    def _pumped(self, path: str | Path, mode: str, read_fd: int, drain_s: float) -> Iterator[None]:
+        out = self._inside(path).open(mode, encoding="utf-8")
+        writer = LineRedactor(out, self.secret_envs)
+        thread = threading.Thread(target=_pump_and_close, args=(read_fd, writer, out), daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            thread.join(drain_s)
+
+    @contextmanager
+    def redacting_writer(self, path: str | Path) -> Iterator[LineRedactor]:
+        """Append-mode writer that redacts every line before it reaches the file (live logs)."""
+        with self._inside(path).open("a", encoding="utf-8") as fh:
+            writer = LineRedactor(fh, self.secret_envs)
+            try:
+                yield writer
+            finally:
+                writer.close()
 
     @contextmanager
     def lock(self, holder: dict[str, Any]) -> Iterator[int]:

@@ -158,7 +158,9 @@ def _run_k2vv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     )
     if limit is not None and samples.is_file():
         # tool_calls_eval.py has no limit flag: it runs on the first `limit` requests, copied here
-        samples = vendor_verifier.first_lines(samples, RunFolder.first_samples(out_dir, limit), limit, ctx.folder)
+        samples = vendor_verifier.first_lines(
+            samples, out_dir / RunFolder.FIRST_SAMPLES.format(limit=limit), limit, ctx.folder
+        )
         settings["samples_run"] = str(samples)
     run, results_path, summary_path = vendor_verifier.run_k2vv(
         folder=ctx.folder,
