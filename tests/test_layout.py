@@ -30,8 +30,8 @@ WRITE_FUNCTIONS = {
     ("os", "rename"),
     ("os", "replace"),
 }
-WRITERS = {PACKAGE / "rundir.py"}
-"""The one module allowed to write files (every other module goes through RunFolder)."""
+WRITERS = {PACKAGE / "rundir" / "__init__.py", PACKAGE / "rundir" / "logs.py"}
+"""The one package allowed to write files (every other module goes through RunFolder)."""
 
 
 def _modules() -> dict[str, Path]:

@@ -20,13 +20,14 @@ must still parse.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import html
 import json
 import os
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import IO, Any
 
 REDACTED = "<redacted>"
 REDACTED_HTML = html.escape(REDACTED)
@@ -164,3 +165,44 @@ def _redact_html_lines(lines: list[Any], secrets: list[str]) -> list[str]:
     """An HTML output stored as a list of lines: redacted as one document, split back into lines."""
     joined = _redact_html("".join(str(x) for x in lines), secrets)
     return joined.splitlines(keepends=True)
+
+
+_LINE_END = re.compile(r"(?<=[\r\n])")
+
+
+class LineRedactor:
+    """Text in, redacted text out to the file `out`, one whole line at a time (a line ends at \\n or \\r, so
+    a progress bar still shows): a key split across two writes is still one line, and a writer
+    killed mid-line leaves only redacted text behind (its unfinished line is lost, never written)."""
+
+    def __init__(self, out: IO[str], extra_env_names: Iterable[str | None] = ()) -> None:
+        self._out, self._names, self._pending = out, list(extra_env_names), ""
+
+    def _write(self, text: str) -> None:
+        self._out.write(text)
+        self._out.flush()
+
+    def write(self, text: str) -> int:
+        *lines, self._pending = _LINE_END.split(self._pending + text)
+        if lines:
+            self._write(redact("".join(lines), self._names))
+        return len(text)
+
+    def flush(self) -> None:
+        """Whole lines are out already; the unfinished one waits for its end (or close)."""
+
+    def close(self) -> None:
+        """The writer is done: its last, unfinished line goes out too (redacted)."""
+        if self._pending:
+            self._write(redact(self._pending, self._names))
+            self._pending = ""
+
+
+def pump_fd(read_fd: int, out: LineRedactor) -> None:
+    """Copy what arrives on a pipe or FIFO into `out` until every writer has closed it."""
+    with os.fdopen(read_fd, "rb", buffering=0) as src:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        while chunk := src.read(65536):
+            out.write(decoder.decode(chunk))
+        out.write(decoder.decode(b"", final=True))
+    out.close()

@@ -195,7 +195,7 @@ def run(
     """Run the task in the inspect env, then read the newest .eval log it wrote."""
     folder = folder or RunFolder.create(work_dir)
     folder.mkdir(work_dir)
-    log_dir = work_dir / "logs"
+    log_dir = work_dir / RunFolder.TOOL_LOGS
     task, env = task_args(cfg, work_dir, folder)
     argv = [
         str(python),
@@ -211,7 +211,12 @@ def run(
         "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "0"),
     }
     tool_run = run_tool(
-        argv, folder=folder, log_path=work_dir / "inspect.log", desc="inspect gpqa_diamond", env=env, timeout=timeout
+        argv,
+        folder=folder,
+        log_path=RunFolder.tool_log(work_dir, "inspect"),
+        desc="inspect gpqa_diamond",
+        env=env,
+        timeout=timeout,
     )
     if tool_run.returncode != 0:
         hint = ""

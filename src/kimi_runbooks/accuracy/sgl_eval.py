@@ -237,7 +237,7 @@ def run(
     tool_run = run_tool(
         argv,
         folder=folder,
-        log_path=out_dir / f"sgl-eval-{cfg.benchmark}.log",
+        log_path=RunFolder.tool_log(out_dir, f"sgl-eval-{cfg.benchmark}"),
         desc=f"sgl-eval {cfg.benchmark}",
         env=child_env,
         timeout=timeout,

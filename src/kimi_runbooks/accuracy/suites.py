@@ -77,12 +77,12 @@ def _toolcall_samples(ctx: SuiteContext) -> tuple[Path, Path | None, str]:
         ref = Path(ctx.cfg.toolcall_reference) if ctx.cfg.toolcall_reference else None
         return Path(ctx.cfg.toolcall_samples), ref, "given"
     if ctx.cfg.k2vv_path:
-        official = Path(ctx.cfg.k2vv_path) / "tool-calls" / "samples.jsonl"
+        official = Path(ctx.cfg.k2vv_path) / vendor_verifier.K2VV_SAMPLES
         if official.is_file():
             ref = Path(ctx.cfg.toolcall_reference) if ctx.cfg.toolcall_reference else None
             return official, ref, "official"
-    path = ctx.work / "toolcall-ci" / "samples.jsonl"
-    expected = ctx.work / "toolcall-ci" / "expected_results.jsonl"
+    path = ctx.work / "toolcall-ci" / RunFolder.SAMPLES
+    expected = ctx.work / "toolcall-ci" / RunFolder.EXPECTED
     write_ci_samples(path, expected, model=ctx.model, folder=ctx.folder)
     return path, Path(ctx.cfg.toolcall_reference) if ctx.cfg.toolcall_reference else expected, "ci-generated"
 
@@ -109,8 +109,8 @@ def _run_toolcall_builtin(ctx: SuiteContext, suite: str) -> list[EvalRow]:
         base_url=ctx.base,
         model=ctx.model,
         folder=ctx.folder,
-        results_path=out / "results.jsonl",
-        summary_path=out / "summary.json",
+        results_path=out / RunFolder.TOOL_RESULTS,
+        summary_path=out / RunFolder.TOOL_SUMMARY,
         api_key=ctx.api_key,
         concurrency=settings["concurrency"],
         temperature=settings["temperature"],
@@ -133,7 +133,7 @@ def _run_toolcall_builtin(ctx: SuiteContext, suite: str) -> list[EvalRow]:
 def _run_k2vv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     checkout = vendor_verifier.ensure_checkout(ctx.cfg.k2vv_path, vendor_verifier.K2VV, clone=ctx.cfg.clone)
     python = vendor_verifier.checkout_python(checkout, None)
-    samples = Path(ctx.cfg.toolcall_samples) if ctx.cfg.toolcall_samples else checkout / "tool-calls" / "samples.jsonl"
+    samples = Path(ctx.cfg.toolcall_samples) if ctx.cfg.toolcall_samples else checkout / vendor_verifier.K2VV_SAMPLES
     ref = reference_entry("k2vv-toolcall").get("settings") or {}
     conc = ctx.cfg.concurrency or (ref.get("concurrency") if ctx.cfg.published else 8)
     max_tokens = ref.get("max_tokens") if ctx.cfg.published else SMOKE_TOOLCALL_MAX_TOKENS
@@ -152,7 +152,9 @@ def _run_k2vv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     )
     if limit is not None and samples.is_file():
         # tool_calls_eval.py has no limit flag: it runs on the first `limit` requests, copied here
-        samples = vendor_verifier.first_lines(samples, out_dir / f"samples.first{limit}.jsonl", limit, ctx.folder)
+        samples = vendor_verifier.first_lines(
+            samples, out_dir / RunFolder.FIRST_SAMPLES.format(limit=limit), limit, ctx.folder
+        )
         settings["samples_run"] = str(samples)
     run, results_path, summary_path = vendor_verifier.run_k2vv(
         folder=ctx.folder,

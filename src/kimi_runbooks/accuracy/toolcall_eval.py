@@ -334,7 +334,7 @@ def run_toolcall_eval(
 
     results_path = Path(results_path)
     folder = folder or RunFolder(results_path.parent, [api_key_env])
-    summary_path = Path(summary_path) if summary_path else results_path.with_name("summary.json")
+    summary_path = Path(summary_path) if summary_path else results_path.with_name(RunFolder.TOOL_SUMMARY)
     samples = load_samples(samples_path, model=model, limit=limit)
     for s in samples:
         if temperature is not None:

@@ -25,6 +25,9 @@ from ..tools.scripts import script
 from .common import StageMissing, SuiteFailed, ToolRun, fail_message, run_tool
 from .references import reference_entry
 
+K2VV_SAMPLES = "tool-calls/samples.jsonl"
+"""K2-Vendor-Verifier's own samples file, in its checkout (not the run folder's)."""
+
 K2VV_URL = "https://github.com/MoonshotAI/K2-Vendor-Verifier.git"
 KVV_URL = "https://github.com/MoonshotAI/Kimi-Vendor-Verifier.git"
 K2VV_MARKER = "tool_calls_eval.py"
@@ -191,7 +194,7 @@ def run_k2vv(
         )
     folder = folder or RunFolder.create(out_dir)
     folder.mkdir(out_dir)
-    results, summary = out_dir / "k2vv-results.jsonl", out_dir / "k2vv-summary.json"
+    results, summary = out_dir / RunFolder.K2VV_RESULTS, out_dir / RunFolder.K2VV_SUMMARY
     replace: dict[str, str | None] = {
         "--model": model,
         "--base-url": base_url,
@@ -209,7 +212,7 @@ def run_k2vv(
     run = run_tool(
         argv,
         folder=folder,
-        log_path=out_dir / "k2vv.log",
+        log_path=RunFolder.tool_log(out_dir, "k2vv"),
         desc="K2-Vendor-Verifier",
         cwd=checkout,
         env={"OPENAI_API_KEY": api_key},
@@ -239,7 +242,7 @@ def run_kvv(
     limit: only the first N samples (passed to inspect's eval() through tools/scripts/kvv_limit.py)."""
     folder = folder or RunFolder.create(out_dir)
     folder.mkdir(out_dir)
-    log_dir = out_dir / "logs"
+    log_dir = out_dir / RunFolder.TOOL_LOGS
     replace: dict[str, str | None] = {"--model": f"openai/{model}"}
     for key, value in (overrides or {}).items():
         replace["--" + key.replace("_", "-")] = None if value is None else str(value)
@@ -252,7 +255,7 @@ def run_kvv(
     run = run_tool(
         argv,
         folder=folder,
-        log_path=out_dir / f"kvv-{suite}.log",
+        log_path=RunFolder.tool_log(out_dir, f"kvv-{suite}"),
         desc=f"Kimi-Vendor-Verifier {suite}",
         cwd=checkout,
         env=env,

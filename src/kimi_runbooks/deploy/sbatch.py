@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..plan import NodeCommand
 from ..plan.shell import assignment, script_text, shell_join
+from ..rundir import RunFolder
 from .logpump import pump_command
 
 ACTIVE_STATES = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"}
@@ -55,7 +56,7 @@ def sbatch_script(
     """One task on one node: export the plan's env, `srun` the (pumped) server command."""
     header = _header(job_name, run_dir, 1, partition, time_limit, extra_sbatch)
     lines = ["set -uo pipefail", *(f"export {assignment(k, v)}" for k, v in (env or {}).items())]
-    pumped = pump_command(command, run_dir / "server.log", secret_env)
+    pumped = pump_command(command, run_dir / RunFolder.SERVER_LOG, secret_env)
     lines.append("srun --nodes=1 --ntasks=1 --kill-on-bad-exit=1 " + _quote(pumped))
     return script_text(lines, header)
 
@@ -93,11 +94,11 @@ def multinode_sbatch_script(
     for name, index in addresses:  # assigned, then exported: `export X="$(...)"` would hide a failure
         lines += [f'{name}="$(ip_of "${{HOSTS[{index}]}}")"', f"export {name}"]
     for i, (node, script) in enumerate(zip(nodes, scripts)):
-        log = run_dir / f"server-{node.role}-{node.node_rank}.log"
+        log = run_dir / RunFolder.node_log_name(node.role, node.node_rank)
         pumped = pump_command(["bash", str(script)], log, secret_env)
         lines.append(f"srun --nodes=1 --ntasks=1 --relative={i} --kill-on-bad-exit=1 {_quote(pumped)} &")
     if router_script is not None:
-        pumped = pump_command(["bash", str(router_script)], run_dir / "router.log", secret_env)
+        pumped = pump_command(["bash", str(router_script)], run_dir / RunFolder.ROUTER_LOG, secret_env)
         lines.append(f"srun --overlap --nodes=1 --ntasks=1 --relative=0 {_quote(pumped)} &")
     lines.append("wait")
     return script_text(lines, header)

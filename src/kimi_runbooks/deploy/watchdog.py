@@ -54,16 +54,15 @@ class Watchdog:
         env = {k: v for k, v in os.environ.items() if k != RUN_TOKEN_ENV}  # the sweep must not find it
         argv = [sys.executable, "-m", MODULE, "--run-dir", str(folder.path), "--owner", str(os.getpid())]
         argv += ["--token", token]
-        with folder.open_log(folder.logs / "watchdog.log", "a") as log:
-            process = subprocess.Popen(
-                argv,
-                stdin=theirs.fileno(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,  # a signal to the runbook's process group must not reach it
-                pass_fds=tuple(keep_fds),
-            )
+        process = subprocess.Popen(
+            argv,
+            stdin=theirs.fileno(),
+            stdout=subprocess.DEVNULL,  # it writes its own log, redacted line by line (main)
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,  # a signal to the runbook's process group must not reach it
+            pass_fds=tuple(keep_fds),
+        )
         theirs.close()
         return cls(process, ours, folder)
 
@@ -79,8 +78,6 @@ class Watchdog:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        if self.folder is not None:  # it wrote its log after open_log's close: redact what it wrote
-            self.folder.redact_file(self.folder.logs / "watchdog.log")
 
     @property
     def pid(self) -> int:
@@ -138,9 +135,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # a terminal's Ctrl-C is for the runbook, not for us
-    if wait_for_owner() == RELEASE:
-        return 0
-    act(RunFolder(args.run_dir), args.owner, args.token)
+    folder = RunFolder(args.run_dir)
+    # it outlives the runbook, so nothing can redact its log after it: every line is redacted before
+    # it is written (a SIGKILL mid-line loses that line, never leaks it); a child's own output is dropped
+    with folder.redacting_writer(folder.logs / RunFolder.WATCHDOG_LOG) as log:
+        sys.stdout = sys.stderr = log
+        try:
+            if wait_for_owner() != RELEASE:
+                act(folder, args.owner, args.token)
+        finally:
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     return 0
 
 

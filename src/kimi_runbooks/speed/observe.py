@@ -157,6 +157,13 @@ class ScenarioObserver:
                 found["slo"] = dict(slo)
                 found["time_scale"] = cfg.time_scale
                 found["sglang_request_goodput"] = _number(bench.get("request_goodput"))
+                found["sglang_slo_attainment"] = _number(bench.get("slo_attainment"))
+                sglang_by_metric = bench.get("slo_attainment_by_metric")
+                if isinstance(sglang_by_metric, dict):  # SGLang's keys (ttft, tpot, e2el) -> ours
+                    ours = {v: k for k, v in goodput.SGLANG_SLO_KEYS.items()}
+                    found["sglang_slo_attainment_by_metric"] = {
+                        ours.get(k, k): _number(v) for k, v in sglang_by_metric.items()
+                    }
                 out["goodput"] = found
         origin = "emulated" if emulated else "measured"
         eff = {

@@ -409,5 +409,5 @@ def token_checks(todo: Sequence[Scenario], run: SpeedRun, verify: bool, progress
         python=default_bench_python(),
         env=run.child_env,
         worker=run.worker,
-        log_path=run.folder.logs / "token-probe.log",
+        log_path=run.folder.logs / RunFolder.TOKEN_PROBE_LOG,
     )

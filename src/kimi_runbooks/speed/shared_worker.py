@@ -26,7 +26,7 @@ from ..rundir import RunFolder
 from ..tools.envs import OFFLINE_ENV, ToolEnvError, tool_env
 from .worker import WORKER_SCRIPT
 
-SHARED_FILE = "bench-worker.json"
+SHARED_FILE = RunFolder.BENCH_WORKER
 
 
 @dataclass
@@ -37,7 +37,6 @@ class SharedWorker:
 
     def stop(self) -> None:
         stop_group(self.proc, grace_s=0)
-        self.folder.redact_file(self.folder.logs / "bench-worker.log")  # written after open_log closed
         Path(str(self.description["socket"])).unlink(missing_ok=True)
         self.folder.file(SHARED_FILE).unlink(missing_ok=True)
 
@@ -52,7 +51,7 @@ def start(folder: RunFolder, offline: bool = True) -> SharedWorker | None:
     path = os.path.join(tempfile.gettempdir(), f"kimi-runbooks-bench-{digest}-{os.getpid()}.sock")
     environ = {**os.environ, "PYTHONUNBUFFERED": "1", **(OFFLINE_ENV if offline else {})}
     folder.mkdir(folder.logs)
-    with folder.open_log(folder.logs / "bench-worker.log", mode="a") as err:
+    with folder.open_log(folder.logs / RunFolder.BENCH_WORKER_LOG, "a", drain_s=0) as err:  # pumped while it runs
         proc = start_session(
             [str(env.python), str(WORKER_SCRIPT), "--listen", path],
             stdin=subprocess.DEVNULL,

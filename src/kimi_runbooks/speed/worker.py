@@ -127,7 +127,7 @@ class BenchWorker:
 
     def _spawn(self) -> _Channel:
         self.folder.mkdir(self.folder.logs)
-        with self.folder.open_log(self.folder.logs / "bench-worker.log", mode="a") as err:
+        with self.folder.open_log(self.folder.logs / RunFolder.BENCH_WORKER_LOG, "a", drain_s=0) as err:
             proc = start_session(
                 [self.python, str(WORKER_SCRIPT)],
                 stdin=subprocess.PIPE,
@@ -167,15 +167,15 @@ class BenchWorker:
         """(returncode, timed_out) of one benchmark with the CLI's `args`; output in log_path."""
         channel = self._channel()
         deadline = time.monotonic() + timeout
-        try:
-            self._send(channel, {"args": args, "log": str(log_path)})
-            line = _read_line(channel, deadline, poll)
+        try:  # the worker writes through a FIFO: only redacted lines reach log_path, even if it is killed
+            with self.folder.log_channel(log_path, mode="w") as fifo:
+                self._send(channel, {"args": args, "log": str(fifo)})
+                line = _read_line(channel, deadline, poll)
+                if line is None:  # still running at the deadline: stopped, so its FIFO end closes
+                    self._discard()
         except BaseException:
             self._discard()
             raise
-        finally:
-            if log_path.exists():
-                self.folder.redact_file(log_path)  # bench_serving may print /server_info
         if line is None:  # still running at the deadline
             self._discard()
             return None, True
@@ -196,8 +196,11 @@ class BenchWorker:
         """token_probe.run_all(request) inside the worker (tokens.py); WorkerUnavailable or
         TimeoutError when it cannot answer (the caller then runs the probe as its own process)."""
         channel = self._channel()
-        self._send(channel, {"probe": request, "script": str(script), "log": str(log_path)})
-        line = _read_line(channel, time.monotonic() + timeout, None)
+        with self.folder.log_channel(log_path) as fifo:
+            self._send(channel, {"probe": request, "script": str(script), "log": str(fifo)})
+            line = _read_line(channel, time.monotonic() + timeout, None)
+            if line is None:
+                self._discard()
         answer = _json(line) if line else None
         if answer is None or not isinstance(answer.get("results"), list):
             self._discard()
@@ -217,7 +220,7 @@ class BenchWorker:
         try:
             self._close(channel)
         finally:
-            log = self.folder.logs / "bench-worker.log"
+            log = self.folder.logs / RunFolder.BENCH_WORKER_LOG
             if log.exists():
                 self.folder.redact_file(log)  # the worker wrote it after open_log closed
 

@@ -19,10 +19,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from .paths import OUTPUTS_DIR
-from .secrets import redact, redact_html, redact_notebook, require_redactable
+from ..paths import OUTPUTS_DIR
+from ..secrets import redact, redact_html, redact_notebook, require_redactable
+from .logs import LogPipes
 
 OUTPUTS_ENV = "KIMI_RUNBOOKS_OUTPUTS"
 SECRET_NAMES_FILE = ".secret-env-names"
@@ -89,18 +90,8 @@ def write_redacted(path: str | Path, text: str, secret_envs: Iterable[str | None
     return out
 
 
-class _RedactingWriter:
-    def __init__(self, fh: IO[str], secret_envs: list[str]) -> None:
-        self._fh, self._names = fh, secret_envs
-
-    def write(self, text: str) -> None:
-        self._fh.write(redact(text, self._names))
-        self._fh.flush()
-
-
 class _Named:
-    """A file of the run folder named by one of RunFolder's constants: `folder.plan` is
-    `folder.path / RunFolder.PLAN` (each name is written once, as the constant)."""
+    """A file or folder of the run folder, read as its path (`folder.manifest`, `folder.logs`)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -109,7 +100,7 @@ class _Named:
         return folder.path / self.name
 
 
-class RunFolder:
+class RunFolder(LogPipes):
     """One run's folder. File names are class constants; writes are methods that redact."""
 
     RUNBOOK = "runbook.json"
@@ -131,6 +122,41 @@ class RunFolder:
     FINGERPRINT = "fingerprint.json"
     LOCK = ".lock"
     LOCK_HOLDER = ".lock.json"
+    # under logs/: the helpers' own logs
+    WATCHDOG_LOG = "watchdog.log"
+    BENCH_WORKER_LOG = "bench-worker.log"
+    TOKEN_PROBE_LOG = "token-probe.log"
+    ROUTER_LOG = "router.log"
+    BENCH_WORKER = "bench-worker.json"  # the shared bench worker's socket and pid
+    # in an accuracy suite's folder: what the tools write there
+    TOOL_LOGS = "logs"  # inspect's .eval logs
+    TOOL_RESULTS, TOOL_SUMMARY = "results.jsonl", "summary.json"
+    K2VV_RESULTS, K2VV_SUMMARY = "k2vv-results.jsonl", "k2vv-summary.json"
+    SAMPLES, EXPECTED = "samples.jsonl", "expected_results.jsonl"
+    FIRST_SAMPLES = "samples.first{limit}.jsonl"  # the first `limit` of a tool's samples
+
+    # the folder's files as paths: folder.manifest is folder.path / MANIFEST
+    handle = _Named(HANDLE)
+    manifest = _Named(MANIFEST)
+    plan = _Named(PLAN)
+    plan_errors = _Named(PLAN_ERRORS)
+    runbook = _Named(RUNBOOK)
+    stages = _Named(STAGES)
+    process = _Named(PROCESS)
+    preflight = _Named(PREFLIGHT)
+    server_log = _Named(SERVER_LOG)
+    invoke = _Named(INVOKE)
+    bench = _Named(BENCH)
+    accuracy = _Named(ACCURACY)
+    report = _Named(REPORT)
+    sbatch = _Named(SBATCH)
+    steps = _Named(STEPS)
+    router_script = _Named("router.sh")
+    notebooks = _Named("notebooks")
+    logs = _Named("logs")
+    bench_raw = _Named("bench_raw")
+    accuracy_work = _Named("accuracy")
+    tokenizer = _Named("tokenizer")
 
     def __init__(self, path: str | Path, secret_envs: Iterable[str | None] = ()) -> None:
         self.path = Path(path)
@@ -198,27 +224,6 @@ class RunFolder:
     def file(self, name: str) -> Path:
         return self.path / name
 
-    handle = _Named(HANDLE)
-    manifest = _Named(MANIFEST)
-    plan = _Named(PLAN)
-    plan_errors = _Named(PLAN_ERRORS)
-    runbook = _Named(RUNBOOK)
-    stages = _Named(STAGES)
-    process = _Named(PROCESS)
-    preflight = _Named(PREFLIGHT)
-    server_log = _Named(SERVER_LOG)
-    invoke = _Named(INVOKE)
-    bench = _Named(BENCH)
-    accuracy = _Named(ACCURACY)
-    report = _Named(REPORT)
-
-    # sub-folders: executed stage notebooks, tool logs, bench_serving's raw output, the eval tools' work
-    notebooks = _Named("notebooks")
-    logs = _Named("logs")
-    bench_raw = _Named("bench_raw")
-    accuracy_work = _Named("accuracy")
-    tokenizer = _Named("tokenizer")
-
     def bench_output(self, scenario_id: str) -> Path:
         return self.bench_raw / f"{scenario_id}.jsonl"
 
@@ -237,11 +242,15 @@ class RunFolder:
         return self.path / f"node-{role}-{rank}.sh"
 
     def node_log(self, role: str, rank: int) -> Path:
-        return self.path / f"server-{role}-{rank}.log"
+        return self.path / self.node_log_name(role, rank)
 
-    router_script = _Named("router.sh")
-    sbatch = _Named(SBATCH)
-    steps = _Named(STEPS)
+    @staticmethod
+    def node_log_name(role: str, rank: int) -> str:
+        return f"server-{role}-{rank}.log"
+
+    @staticmethod
+    def tool_log(work_dir: Path, tool: str) -> Path:
+        return work_dir / f"{tool}.log"
 
     def notebook(self, name: str) -> Path:
         return self.notebooks / name
@@ -353,21 +362,6 @@ class RunFolder:
         target = self._inside(dest)
         shutil.copytree(source, target, dirs_exist_ok=True)
         return target
-
-    @contextmanager
-    def open_log(self, path: str | Path, mode: str = "w") -> Iterator[IO[str]]:
-        """A text handle for a child process's output; the file is redacted when it closes."""
-        p = self._inside(path)
-        with p.open(mode, encoding="utf-8") as fh:
-            yield fh
-        self.redact_file(p)
-
-    @contextmanager
-    def redacting_writer(self, path: str | Path) -> Iterator[_RedactingWriter]:
-        """Append-mode writer that redacts every chunk before it reaches the file (live logs)."""
-        p = self._inside(path)
-        with p.open("a", encoding="utf-8") as fh:
-            yield _RedactingWriter(fh, self.secret_envs)
 
     @contextmanager
     def lock(self, holder: dict[str, Any]) -> Iterator[int]:
