@@ -47,6 +47,15 @@ def test_mi355x_tp8_on_0523_is_valid() -> None:
     assert p.device_env == {} and "devices-idle" not in warnings(p)  # the whole node: nothing to pin
 
 
+@pytest.mark.parametrize(
+    ("model", "tps"), [("kimi-k2.6", "--tp 1, 2 or 4 for kimi-k2.6"), ("kimi-k3", "--tp 1, 2, 3 or 6 for kimi-k3")]
+)
+def test_the_aiter_fix_names_the_tps_of_the_models_own_head_count(model: str, tps: str) -> None:
+    """The fix once said "use --tp 4" whatever the model: K3's 96 heads give 24 per GPU at tp 4."""
+    (rule,) = [e for e in plan({"platform": "mi355x", "model": model, "tp": 8}).errors if e.id == "amd-aiter-mla-heads"]
+    assert tps in str(rule) and "--tp 4 (16" not in str(rule)
+
+
 def test_mi355x_tp8_on_the_default_version_is_refused_by_the_aiter_rule_only() -> None:
     p = plan({"platform": "mi355x", "tp": 8})
     assert errors(p) == {"amd-aiter-mla-heads"}

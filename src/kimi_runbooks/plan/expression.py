@@ -37,6 +37,8 @@ FACT_NAMES = frozenset(
         "weight_only_runner",
         "num_attention_heads",
         "heads_per_rank",
+        "aiter_tps",
+        "aiter_padded_tps",
         "max_context_length",
         "has_draft_model",
         "published",

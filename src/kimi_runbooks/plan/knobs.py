@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -82,6 +83,13 @@ VISIBLE_DEVICES_ENV = {
     "huawei": "ASCEND_RT_VISIBLE_DEVICES",
 }
 """The variable that pins a process to some accelerators, per vendor (CUDA, ROCm HIP, Ascend CANN)."""
+
+
+def _tp_choices(heads: int, devices: int, accepts: Callable[[int], bool]) -> str:
+    """The tp values up to the plan's devices whose heads per GPU a kernel accepts, as a fix names
+    them ("1, 2 or 4"): the model's head count decides, not the Kimi-K2 family's 64."""
+    tps = [str(tp) for tp in range(1, max(devices, 1) + 1) if heads % tp == 0 and accepts(heads // tp)]
+    return ", ".join(tps[:-1]) + f" or {tps[-1]}" if len(tps) > 1 else (tps[0] if tps else "none")
 
 
 def pinned_devices(config: PlanConfig, platform: Platform, knobs: ResolvedKnobs) -> dict[str, str]:
@@ -303,6 +311,8 @@ def rule_facts(
         "weight_only_runner": model.weight_only_runner or "",
         "num_attention_heads": heads,
         "heads_per_rank": heads / tp if heads % tp else heads // tp,
+        "aiter_tps": _tp_choices(heads, devices, lambda per: per % 16 == 0),
+        "aiter_padded_tps": _tp_choices(heads, devices, lambda per: per in (4, 8) or (per % 16 == 0 and per <= 128)),
         "max_context_length": model.max_context_length,
         "has_draft_model": model.draft_model is not None or bool(config.draft_model_path),
         "published": model.id in platform.published_models,
