@@ -1,7 +1,8 @@
 """Run with the bench env's python: does SGLang 0.5.23 know each (model_type, architectures) pair the
 emulator reports on /model_info? Reads SGLang's source with ast (no model code is imported, no GPU):
-a config class in srt/configs/ declaring that model_type, and an EntryClass in srt/models/ naming each
-architecture. argv: <pairs.json> <report.json>; exit 1 when something is unknown."""
+a config class declaring that model_type (in srt/configs/, or an alias in
+srt/utils/hf_transformers/common.py), and an EntryClass in srt/models/ naming each architecture.
+argv: <pairs.json> <report.json>; exit 1 when something is unknown."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ def sglang_root() -> Path:
 
 def config_model_types(root: Path) -> dict[str, str]:
     found: dict[str, str] = {}
-    for path in sorted((root / "srt" / "configs").glob("*.py")):
+    # srt/configs/ holds the config classes; hf_transformers/common.py the aliases (kimi_k2 -> DeepSeek-V3's)
+    files = [*sorted((root / "srt" / "configs").glob("*.py")), root / "srt" / "utils" / "hf_transformers" / "common.py"]
+    for path in files:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.ClassDef):
                 continue
@@ -30,7 +33,7 @@ def config_model_types(root: Path) -> dict[str, str]:
                     and any(isinstance(t, ast.Name) and t.id == "model_type" for t in stmt.targets)
                     and isinstance(stmt.value, ast.Constant)
                 ):
-                    found[str(stmt.value.value)] = f"srt/configs/{path.name}:{node.name}"
+                    found[str(stmt.value.value)] = f"{path.relative_to(root).as_posix()}:{node.name}"
     return found
 
 
