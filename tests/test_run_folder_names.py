@@ -81,7 +81,10 @@ def _run_folder_names() -> tuple[set[str], set[str]]:
     named = [
         n.args[0] for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "_Named" and n.args
     ]
-    dirs = {t for node in joined + named if (t := _template(node)) and re.fullmatch(r"[\w-]+", t)}
+    # RunFolder's own constants without a suffix name folders too (TOOL_LOGS, CI_TOOLCALL_SAMPLES)
+    (folder_class,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "RunFolder"]
+    constants = [n.value for n in folder_class.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)]
+    dirs = {t for node in joined + named + constants if (t := _template(node)) and re.fullmatch(r"[\w-]+", t)}
     return files, dirs
 
 
@@ -118,7 +121,7 @@ def test_the_names_found_are_run_folders_own() -> None:
     files, dirs = _run_folder_names()
     assert {RunFolder.SERVER_LOG, RunFolder.MANIFEST, RunFolder.BENCH, RunFolder.WATCHDOG_LOG} <= files
     assert "bench-{}.log" in files and "server-{}-{}.log" in files
-    assert {"logs", "metrics", "telemetry", "bench_raw"} <= dirs
+    assert {"logs", "metrics", "telemetry", "bench_raw", RunFolder.CI_TOOLCALL_SAMPLES} <= dirs
 
 
 @pytest.mark.parametrize(
@@ -131,6 +134,7 @@ def test_the_names_found_are_run_folders_own() -> None:
             'run.folder.path / "logs" / "probe.log"',
         ),  # a new one
         ("deploy/sbatch.py", "RunFolder.SERVER_LOG", '"server.log"'),
+        ("accuracy/suites.py", "ctx.work / RunFolder.CI_TOOLCALL_SAMPLES", 'ctx.work / "toolcall-ci"'),  # a folder
     ],
 )
 def test_the_check_catches_a_literal_put_back(tmp_path: Path, module: str, old: str, new: str) -> None:

@@ -81,8 +81,8 @@ def _toolcall_samples(ctx: SuiteContext) -> tuple[Path, Path | None, str]:
         if official.is_file():
             ref = Path(ctx.cfg.toolcall_reference) if ctx.cfg.toolcall_reference else None
             return official, ref, "official"
-    path = ctx.work / "toolcall-ci" / RunFolder.SAMPLES
-    expected = ctx.work / "toolcall-ci" / RunFolder.EXPECTED
+    path = ctx.work / RunFolder.CI_TOOLCALL_SAMPLES / RunFolder.SAMPLES
+    expected = ctx.work / RunFolder.CI_TOOLCALL_SAMPLES / RunFolder.EXPECTED
     write_ci_samples(path, expected, model=ctx.model, folder=ctx.folder)
     return path, Path(ctx.cfg.toolcall_reference) if ctx.cfg.toolcall_reference else expected, "ci-generated"
 

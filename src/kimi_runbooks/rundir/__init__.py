@@ -133,6 +133,7 @@ class RunFolder(LogPipes):
     TOOL_RESULTS, TOOL_SUMMARY = "results.jsonl", "summary.json"
     K2VV_RESULTS, K2VV_SUMMARY = "k2vv-results.jsonl", "k2vv-summary.json"
     SAMPLES, EXPECTED = "samples.jsonl", "expected_results.jsonl"
+    CI_TOOLCALL_SAMPLES = "toolcall-ci"  # the tool-call samples generated when no dataset is given
     FIRST_SAMPLES = "samples.first{limit}.jsonl"  # the first `limit` of a tool's samples
 
     # the folder's files as paths: folder.manifest is folder.path / MANIFEST
