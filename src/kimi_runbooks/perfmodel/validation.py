@@ -146,6 +146,39 @@ def summary(checks: list[Check]) -> dict[str, Any]:
     }
 
 
+def band_coverage(
+    checks: list[Check], cal: Calibration, ev: Evaluator, by: str = "page"
+) -> dict[str, dict[str, tuple[int, int]]]:
+    """How many held-out results fall inside the band a user is shown: per metric of HEADLINE,
+    (inside, rows), overall ("all") and per family. A row's band is the one `plan --predict`
+    displays (Calibration.band_for): its family's run-out band when the family keeps other fitted
+    documents after `by` leaves this row's out, else the new-family band. A 10th-90th percentile
+    band that holds contains about 80% of them."""
+    key = LEAVE_OUT[by]
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for c in measured(checks):
+        if c.obs.metric not in HEADLINE:
+            continue
+        fam = c.obs.family
+        others = any(o.family == fam and o.fit and key(o) != key(c.obs) for o in ev.obs)
+        lo, hi = cal.band_for(c.obs.metric, calibrated=others and cal.validated(fam), family=fam)
+        inside = int(lo <= c.log_error <= hi)
+        for group in ("all", fam):
+            row = out.setdefault(group, {})
+            got, n = row.get(c.obs.metric, (0, 0))
+            row[c.obs.metric] = (got + inside, n + 1)
+    return out
+
+
+def format_coverage(coverage: dict[str, dict[str, tuple[int, int]]], title: str) -> str:
+    """One line per group: inside/rows (share) for each metric; about 80% is what the band claims."""
+    lines = [f"{title}: results inside the 10th-90th percentile band shown to users (a band that holds: ~80%)"]
+    for group in ["all", *sorted(g for g in coverage if g != "all")]:
+        cells = [f"{m} {i}/{n} ({i / n:.0%})" for m, (i, n) in sorted(coverage.get(group, {}).items()) if n]
+        lines.append(f"  {group:22} " + ", ".join(cells))
+    return "\n".join(lines)
+
+
 def calibrate(ev: Evaluator) -> tuple[Calibration, list[Check], list[Check]]:
     """The fit, both validations, and the calibration carrying both bands."""
     cal, params = fit_all(ev, ev.obs)
