@@ -4,13 +4,15 @@ A rehearsal runs the emulator at a time scale (0.05: every simulated duration is
 shorter), so its latencies are time_scale x and its throughputs 1/time_scale x what the emulator's
 latency model describes. Compared with a hardware reference as they are, a 20x-fast rehearsal
 would look 20x faster than the hardware. `rescale` divides latencies and multiplies throughputs
-back and marks every row it touched; what the client itself adds (HTTP, parsing: well under a
+back and marks every row it touched (a trace scenario's per-turn figures, `turns`, with the
+rest: its TTFTs divided, its tok/s per user multiplied); what the client itself adds (HTTP, parsing: well under a
 millisecond per request here) is scaled up with the rest, so rescaled latencies slightly overstate.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pandas as pd
 
@@ -29,6 +31,30 @@ THROUGHPUT_COLUMNS = (
 )
 DURATION_COLUMNS = ("duration", "usd_per_million_output_tokens")  # cost: price x time per token
 DERIVED = ("output_tok_s_per_gpu", "total_tok_s_per_gpu", "tok_s_per_user")
+TURN_THROUGHPUTS = ("tok_s_per_user",)
+"""In a row's per-turn figures (speed.traces.per_turn), what is multiplied; every `*_ms` key is divided."""
+
+
+def rescale_turns(turns: Any, scale: float) -> Any:
+    """A trace scenario's per-turn figures on the same clock as its row (a new list); anything but
+    a list of turns (a missing value) is returned as it is."""
+    if not isinstance(turns, list):
+        return turns
+    out = []
+    for turn in turns:
+        if not isinstance(turn, dict):
+            out.append(turn)
+            continue
+        new = dict(turn)
+        for key, value in turn.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            if key.endswith("_ms"):
+                new[key] = value / scale
+            elif key in TURN_THROUGHPUTS:
+                new[key] = value * scale
+        out.append(new)
+    return out
 
 
 def rescale(df: pd.DataFrame, time_scale: float | None) -> pd.DataFrame:
@@ -47,6 +73,10 @@ def rescale(df: pd.DataFrame, time_scale: float | None) -> pd.DataFrame:
             out.loc[mask, col] = pd.to_numeric(out.loc[mask, col], errors="coerce") / scale
         elif col in THROUGHPUT_COLUMNS:
             out.loc[mask, col] = pd.to_numeric(out.loc[mask, col], errors="coerce") * scale
+    if "turns" in out.columns:
+        out["turns"] = out["turns"].astype(object)
+        for index in out.index[mask]:
+            out.at[index, "turns"] = rescale_turns(out.at[index, "turns"], scale)
     out.loc[mask, "rescaled"] = True
     recomputed = add_derived(out.drop(columns=[c for c in DERIVED if c in out.columns]))
     return recomputed
