@@ -83,3 +83,29 @@ def test_rows_without_turns_or_not_ok_give_nothing() -> None:
     figures, notes = turn_figures(mixed, emulated=True, run_id="r")
     assert len(figures) == 1 and notes == []
     assert turn_figures(None, emulated=True, run_id="r") == ([], [])
+
+
+def test_a_bench_jsonl_row_reaches_the_report_rescaled(tmp_path) -> None:
+    """turns and the first-answer probe survive bench.jsonl, the rescale and the speed section."""
+    from kimi_runbooks.report import sections
+    from kimi_runbooks.report.collect import RunData
+    from kimi_runbooks.speed.results import RESULTS_FILE, load_results
+    from tests.support import append_jsonl
+
+    row = {
+        "scenario": "agentic",
+        "status": "ok",
+        "emulated": True,
+        "metrics": {"median_ttft_ms": 2.0, "completed": 12},
+        "turns": _turns(4),
+        "first_answer": {"median_first_answer_ms": 4.0, "median_first_reasoning_ms": 1.0, "requests": 3},
+        "median_first_answer_ms": 4.0,
+        "median_first_reasoning_ms": 1.0,
+    }
+    append_jsonl(tmp_path / RESULTS_FILE, row)
+    speed = rescale(load_results(tmp_path), 0.05)
+    data = RunData(tmp_path, "e1", {}, None, [], None, {"emulated": True}, None, speed, None, {})
+    html = sections.speed_section(data)
+    assert "first answer token p50 (ms, probe)" in html and "80" in html  # 4 ms at time scale 0.05
+    figures, _ = turn_figures(data.speed, data.emulated, data.run_id)
+    assert list(figures[0].data[0].y) == [(20.0 + 3 * k) / 0.05 for k in range(4)]
