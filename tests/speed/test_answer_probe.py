@@ -33,9 +33,12 @@ def test_without_a_reasoning_parser_the_first_answer_is_the_first_token() -> Non
 
 def test_reasoning_that_uses_up_max_tokens_leaves_no_answer_time() -> None:
     with emulator_server(time_scale=0.02, log_startup=False) as url:
-        out = answer_results(_chat(output_len=4), url, None, None, 2)
-    assert "median_first_answer_ms" not in out  # not averaged in as zero
-    assert out["first_answer"]["no_answer"] == 2 and out["median_first_reasoning_ms"] > 0
+        found = probe(url, None, requests=2, max_tokens=4)
+        short = answer_results(_chat(output_len=24), url, None, None, 1)
+    assert found["median_first_answer_ms"] is None  # not averaged in as zero
+    assert found["no_answer"] == 2 and found["median_first_reasoning_ms"] > 0
+    # a scenario's short output still gets room for the answer to start
+    assert short["first_answer"]["max_tokens"] == 256 and short["median_first_answer_ms"] > 0
 
 
 def test_off_for_other_backends_no_probes_or_no_url_and_a_dead_server_is_an_error_not_a_raise() -> None:

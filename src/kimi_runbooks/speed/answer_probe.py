@@ -6,7 +6,8 @@ what a user waits for before the answer starts is longer. The probe sends `reque
 completions with ``stream=True`` one after another and times, from the moment each is sent, the
 first reasoning token and the first answer (``delta.content``) token. Times are wall clock as
 received here (on the emulator: at its time scale; speed.timescale.rescale puts them on time
-scale 1 with the row's other ``*_ms`` columns). A stream whose reasoning used up max_tokens has no
+scale 1 with the row's other ``*_ms`` columns). The stream is closed at the first answer token.
+A stream whose reasoning used up max_tokens has no
 answer time and is counted, not averaged in.
 """
 
@@ -28,8 +29,10 @@ CHAT_BACKENDS = ("sglang-oai-chat",)
 
 
 def _max_tokens(scenario: Scenario) -> int:
+    """The scenario's output length, at least DEFAULT_MAX_TOKENS: a short agentic turn's 24 tokens
+    are all reasoning on a thinking model, and the probe is there to see the answer start."""
     output = scenario.output_len or (scenario.trace.output_len if scenario.trace else None)
-    return max(int(output or DEFAULT_MAX_TOKENS), 16)
+    return max(int(output or 0), DEFAULT_MAX_TOKENS)  # room for the reasoning before the answer
 
 
 def _one(client: httpx.Client, url: str, body: dict[str, Any]) -> dict[str, float | None]:
