@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -109,3 +110,19 @@ def test_a_bench_jsonl_row_reaches_the_report_rescaled(tmp_path) -> None:
     assert "first answer token p50 (ms, probe)" in html and "80" in html  # 4 ms at time scale 0.05
     figures, _ = turn_figures(data.speed, data.emulated, data.run_id)
     assert list(figures[0].data[0].y) == [(20.0 + 3 * k) / 0.05 for k in range(4)]
+
+
+def test_show_speed_shows_the_per_turn_figure_and_the_notes(monkeypatch) -> None:
+    import plotly.graph_objects as go
+
+    from kimi_runbooks.report import show
+    from kimi_runbooks.report.collect import RunData
+
+    shown: list[str] = []
+    monkeypatch.setattr(go.Figure, "show", lambda self, *a, **k: shown.append(self.layout.title.text))
+    monkeypatch.setattr(show, "_show_html", lambda body: shown.append(body))
+    speed = _rows(agentic=_turns(5), short=_turns(1))
+    data = RunData(Path("."), "e1", {}, None, [], None, {"emulated": True}, None, speed, None, {})
+    show.show_speed(data)
+    assert any("agentic, per turn of the trace replay: EMULATED" in s for s in shown)
+    assert any("Per turn: short: per-turn figure not drawn" in s for s in shown)
