@@ -141,8 +141,15 @@ def test_agentic_set_through_the_real_client_hits_the_designed_rate(require_tool
     turns = agentic["turns"]
     assert [t["turn"] for t in turns] == list(range(12))
     assert turns[-1]["mean_context_tokens"] > 2.5 * turns[0]["mean_context_tokens"]
-    assert turns[0]["cache_hit_rate"] < 0.5 < turns[-1]["cache_hit_rate"]
-    print(json.dumps({k: agentic.get(k) for k in ("cache_hit_rate", "designed_hit_rate", "turns")}))
+    # turn 0: the first conversation misses the shared system prompt, the two after the first wave
+    # find it; the second one finds it or not depending on whether the first's prefill finished
+    # before it arrived (a race: 0 or 1500 of ~1800 tokens), so up to 3 of 4 hit (about 0.62)
+    assert turns[0]["cache_hit_rate"] < 0.7 and turns[0]["cache_hit_rate"] < turns[-1]["cache_hit_rate"]
+    assert turns[-1]["cache_hit_rate"] > 0.5
+    probe = agentic["first_answer"]  # the streaming probe after the chat scenario (speed.answer_probe)
+    assert probe["thinking"] and probe["errors"] == []
+    assert agentic["median_first_answer_ms"] > agentic["median_first_reasoning_ms"] > 0
+    print(json.dumps({k: agentic.get(k) for k in ("cache_hit_rate", "designed_hit_rate", "turns", "first_answer")}))
     moon = rows["agentic-mooncake-c2"]
     assert moon["status"] == "ok", moon.get("error")
     assert moon["cache_hit_rate"] > 0.3  # the shared hash-id prefix is served from the cache

@@ -44,3 +44,46 @@ def test_real_time_and_measured_rows_are_left_alone() -> None:
     measured = _rows().assign(emulated=False)
     row = rescale(measured, 0.05).iloc[0]
     assert row["median_tpot_ms"] == 1.0 and not bool(row["rescaled"])
+
+
+def _with_turns(emulated: bool = True) -> pd.DataFrame:
+    turns = [
+        {
+            "turn": 0,
+            "requests": 3,
+            "mean_context_tokens": 1200.0,
+            "median_ttft_ms": 5.0,
+            "cache_hit_rate": 0.1,
+            "tok_s_per_user": 1000.0,
+        },
+        {
+            "turn": 1,
+            "requests": 3,
+            "mean_context_tokens": 1500.0,
+            "median_ttft_ms": 2.5,
+            "cache_hit_rate": None,
+            "tok_s_per_user": None,
+        },
+    ]
+    return _rows().assign(emulated=emulated, turns=[turns])
+
+
+def test_per_turn_figures_follow_the_row_onto_time_scale_one() -> None:
+    row = rescale(_with_turns(), 0.05).iloc[0]
+    first, second = row["turns"]
+    assert first["median_ttft_ms"] == pytest.approx(100.0) and second["median_ttft_ms"] == pytest.approx(50.0)
+    assert first["tok_s_per_user"] == pytest.approx(50.0) and second["tok_s_per_user"] is None
+    # what is not a time stays as it was
+    assert first["mean_context_tokens"] == 1200.0 and first["cache_hit_rate"] == 0.1 and first["turn"] == 0
+    # the turn TTFT and the row's TTFT moved by the same factor
+    assert first["median_ttft_ms"] / 5.0 == pytest.approx(row["median_ttft_ms"] / 10.0)
+
+
+def test_measured_turns_and_the_input_frame_are_left_alone() -> None:
+    measured = _with_turns(emulated=False)
+    assert rescale(measured, 0.05).iloc[0]["turns"][0]["median_ttft_ms"] == 5.0
+    emulated = _with_turns()
+    rescale(emulated, 0.05)
+    assert emulated.iloc[0]["turns"][0]["median_ttft_ms"] == 5.0  # a copy, not the caller's rows
+    no_turns = _rows().assign(turns=[float("nan")])
+    assert pd.isna(rescale(no_turns, 0.05).iloc[0]["turns"])

@@ -42,6 +42,8 @@ SPEED_COLUMNS = [
     Column("tok_s_per_user", "tok/s/user", "num"),
     Column("median_ttft_ms", "TTFT p50 (ms)", "num"),
     Column("p99_ttft_ms", "TTFT p99 (ms)", "num"),
+    Column("median_first_reasoning_ms", "first reasoning token p50 (ms, probe)", "num"),
+    Column("median_first_answer_ms", "first answer token p50 (ms, probe)", "num"),
     Column("median_tpot_ms", "TPOT p50 (ms)", "num"),
     Column("p99_tpot_ms", "TPOT p99 (ms)", "num"),
     Column("goodput_tok_s", "goodput tok/s (SLO)", "num"),

@@ -25,6 +25,7 @@ from .sections import (
     stages_section,
 )
 from .tables import summary_text
+from .turns import turn_figures
 from .verdict import accuracy_comparison
 
 
@@ -86,6 +87,11 @@ def show_speed(data: RunData) -> None:
         refs = reference_frame(data.platform)
         sources = list(refs["source"]) if "source" in refs.columns else []
         _show_html(f'<p class="note">{esc(caption(sources))}</p>')
+    per_turn, not_drawn = turn_figures(data.speed, data.emulated, data.run_id)
+    for fig in per_turn:
+        fig.show()
+    if not_drawn:
+        _show_html(f'<p class="note">Per turn: {esc("; ".join(not_drawn))}</p>')
     inside = server_timeseries(data.run_dir, data.speed) if data.speed is not None else None
     skipped = undrawn_series(data.run_dir, data.speed) if data.speed is not None else {}
     if skipped:

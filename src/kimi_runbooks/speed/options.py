@@ -54,6 +54,9 @@ class SpeedOptions:
     price_source: str | None = None
     stop_when_saturated: bool = False
     """Skip the rest of a concurrency sweep once the server queues and throughput stops growing."""
+    answer_probe: int = 3
+    """Streamed chat requests after each ok chat scenario timing the first reasoning and the first
+    answer token (answer_probe.py); 0: none."""
     worker: bool = True
     """One long-lived bench_serving process (worker.py) instead of one process per scenario."""
 

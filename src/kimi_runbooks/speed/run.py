@@ -32,6 +32,7 @@ from ..target.health import check_server
 from ..target.locate import RunHandle
 from ..tools.envs import OFFLINE_ENV
 from . import shared_worker
+from .answer_probe import answer_results
 from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
 from .bench_failure import classify, details_of, raw_result
 from .benchenv import default_bench_python
@@ -213,6 +214,8 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
             row["tokens"] = check.as_dict()
             if check.verified is False:
                 row.update(status="not comparable", error=check.reason)
+        probes = int(run.extra.get("answer_probe") or 0)  # time to first answer token (chat scenarios)
+        row.update(answer_results(scenario, run.target.url, run.target.model, run.api_key, probes))
     return run.record(row)
 
 
@@ -313,6 +316,7 @@ def run_scenarios(
         dataset_path=o.dataset_path,
         timeout_s=o.timeout_s,
         health_check=o.health_check,
+        extra={"answer_probe": o.answer_probe},
     )
     run.observe = observe_for_run(
         run, target, scenarios, o.sample_metrics, o.launcher, o.smi, o.price_per_device_hour, o.price_source

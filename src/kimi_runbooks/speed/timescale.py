@@ -4,19 +4,24 @@ A rehearsal runs the emulator at a time scale (0.05: every simulated duration is
 shorter), so its latencies are time_scale x and its throughputs 1/time_scale x what the emulator's
 latency model describes. Compared with a hardware reference as they are, a 20x-fast rehearsal
 would look 20x faster than the hardware. `rescale` divides latencies and multiplies throughputs
-back and marks every row it touched; what the client itself adds (HTTP, parsing: well under a
+back and marks every row it touched (a trace scenario's per-turn figures, `turns`, with the
+rest: its TTFTs divided, its tok/s per user multiplied; so are the streaming probe's times to the
+first reasoning and answer token); what the client itself adds (HTTP, parsing: well under a
 millisecond per request here) is scaled up with the rest, so rescaled latencies slightly overstate.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pandas as pd
 
 from .results import add_derived
 
-LATENCY_COLUMN = re.compile(r"^(mean|median|std|p\d+(_\d+)?|max|min)_(ttft|tpot|itl|e2e_latency)_ms$")
+LATENCY_COLUMN = re.compile(
+    r"^(mean|median|std|p\d+(_\d+)?|max|min)_(ttft|tpot|itl|e2e_latency|first_answer|first_reasoning)_ms$"
+)
 THROUGHPUT_COLUMNS = (
     "request_throughput",
     "input_throughput",
@@ -29,6 +34,29 @@ THROUGHPUT_COLUMNS = (
 )
 DURATION_COLUMNS = ("duration", "usd_per_million_output_tokens")  # cost: price x time per token
 DERIVED = ("output_tok_s_per_gpu", "total_tok_s_per_gpu", "tok_s_per_user")
+TURN_THROUGHPUTS = ("tok_s_per_user",)
+"""In a row's per-turn figures (speed.traces.per_turn), what is multiplied; every `*_ms` key is divided."""
+NESTED_TIMES = ("turns", "first_answer")
+"""Columns holding records with times: per-turn figures and the streaming probe's (speed.answer_probe)."""
+
+
+def rescale_turns(turns: Any, scale: float) -> Any:
+    """Per-turn figures (a list of dicts) or one record (a dict, the streaming probe's) on the same
+    clock as their row (new objects): `*_ms` values divided, TURN_THROUGHPUTS multiplied; anything
+    else (a missing value) is returned as it is."""
+    if isinstance(turns, list):
+        return [rescale_turns(turn, scale) for turn in turns]
+    if not isinstance(turns, dict):
+        return turns
+    new = dict(turns)
+    for key, value in turns.items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        if key.endswith("_ms"):
+            new[key] = value / scale
+        elif key in TURN_THROUGHPUTS:
+            new[key] = value * scale
+    return new
 
 
 def rescale(df: pd.DataFrame, time_scale: float | None) -> pd.DataFrame:
@@ -47,6 +75,11 @@ def rescale(df: pd.DataFrame, time_scale: float | None) -> pd.DataFrame:
             out.loc[mask, col] = pd.to_numeric(out.loc[mask, col], errors="coerce") / scale
         elif col in THROUGHPUT_COLUMNS:
             out.loc[mask, col] = pd.to_numeric(out.loc[mask, col], errors="coerce") * scale
+    for nested in NESTED_TIMES:
+        if nested in out.columns:
+            out[nested] = out[nested].astype(object)
+            for index in out.index[mask]:
+                out.at[index, nested] = rescale_turns(out.at[index, nested], scale)
     out.loc[mask, "rescaled"] = True
     recomputed = add_derived(out.drop(columns=[c for c in DERIVED if c in out.columns]))
     return recomputed
