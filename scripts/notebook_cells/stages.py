@@ -81,10 +81,11 @@ deploy.require_valid(plan)  # stops here, before anything starts, when the plan 
     (
         "code",
         """
-import pandas as pd
 from IPython.display import display
 
-if launcher != "external":
+if launcher != "external":  # pandas only here and after a launch: a failing external run skips its import
+    import pandas as pd
+
     display(pd.DataFrame([{k: v for k, v in plan.memory.as_dict().items() if k != "notes"}]).T.rename(columns={0: "estimate"}))
 """,
     ),
@@ -114,6 +115,8 @@ print(f"run folder: {handle.run_dir}")
     (
         "code",
         """
+import pandas as pd
+
 summary = handle.summary()
 if summary["emulated"]:
     print("EMULATED server: numbers below come from the emulator, not from hardware")

@@ -144,3 +144,37 @@ def test_a_server_without_sglangs_native_api_is_said_once_and_its_native_scenari
     assert by_id.loc["smoke-chat-random-ids-c4", "status"] == "ok"
     progress = (folder / "progress.jsonl").read_text()
     assert progress.count("this server has no SGLang native API") == 1
+
+
+def test_a_failed_external_run_renders_without_figure_machinery(tmp_path):
+    """Issue 25 item 7: the report of a failed external run, rendered with the figure renderer left
+    unstarted (nothing to draw), still says the cause, the fix and the verdict."""
+    folder = RunFolder.create(tmp_path / "run")
+    folder.save_json(folder.plan, make_plan({"platform": "h200", "served_model_name": "served-x"}).as_dict())
+    folder.save_json(folder.runbook, {"launcher": "external", "stages": ["deploy", "report"]})
+    detail = (
+        "DeployTimeout: the server at http://127.0.0.1:9 was not ready after 5s; last check: connect: "
+        "connection refused at 127.0.0.1:9: nothing is listening there. Fix: start the server, or correct the port"
+    )
+    folder.append_jsonl(folder.stages, {"stage": "deploy", "status": "failed", "detail": detail})
+    html = report.render(folder.path).read_text()
+    assert "nothing is listening there" in html and "start the server, or correct the port" in html
+    assert "verdict: FAIL" in html or ">FAIL<" in html
+    assert "window.Plotly = Plotly" not in html and "plotly-graph-div" not in html  # nothing drawn, no bundle
+
+
+def test_the_report_kernel_imports_only_what_a_report_reads():
+    """Issue 25 item 7 (every readiness failure ends the runbook within 20 s under load): the report
+    kernel of a run with nothing to draw started plotly's notebook renderer (1.1-1.5 s here, ~3 s
+    with two CPU hogs) and imported the openai client, the emulator's web app and jupyter_client,
+    none of which a report reads. The renderer now starts with the first figure."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from kimi_runbooks import report; report.setup_notebook(); "
+        "print(sorted(m for m in ('openai', 'kimi_runbooks.emulator', 'jupyter_client', 'papermill', "
+        "'plotly.io._renderers') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -171,6 +171,12 @@ def speed_card(data: RunData) -> str:
         body += bullet_list(items, escape=False)
     else:
         body += '<p class="note">no published reference covers these scenarios on this platform</p>'
+    failed = [
+        f"<b>{esc(causes.named(g, 'scenario'))}</b> failed: {esc(g.example[:200])}"
+        for g in causes.speed_failures(data.speed)
+    ]
+    if failed:
+        body += '<p class="bad">failed, by cause:</p>' + bullet_list(failed, escape=False)
     if _rescaled(data):
         body += f'<p class="note">emulated at time scale {_time_scale(data):g}; shown rescaled to time scale 1</p>'
     return card("Speed", body)
@@ -205,9 +211,14 @@ def accuracy_card(data: RunData) -> str:
                     for _, row in shown.drop_duplicates("metric", keep="last").iterrows()
                 )
             )
-    not_ok = [r for r in data.accuracy if r.get("status") != "ok"]
-    for r in not_ok:
-        items.append(f'<b>{esc(r.get("suite"))}</b>: <span class="meh">{esc(r.get("status"))}</span>')
+    for g in causes.accuracy_failures(data.accuracy):  # one line per cause, not one per suite
+        items.append(
+            f'<b>{esc(causes.named(g, "suite"))}</b>: <span class="bad">errored</span>: {esc(g.example[:200])}'
+        )
+    errored = {n for g in causes.accuracy_failures(data.accuracy) for n in g.names}
+    for r in data.accuracy:
+        if r.get("status") not in ("ok", "error") and str(r.get("suite")) not in errored:
+            items.append(f'<b>{esc(r.get("suite"))}</b>: <span class="meh">{esc(r.get("status"))}</span>')
     return card("Accuracy", _status_line(data, "accuracy") + bullet_list(items[:8], escape=False))
 
 

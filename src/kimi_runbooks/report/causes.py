@@ -9,7 +9,8 @@ produces.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,3 +65,55 @@ def groups(results: Sequence[Any] | None) -> list[Group]:
         group = found.setdefault(family, Group(family, [], str(r.reason)[:200]))
         group.names.append(r.name)
     return list(found.values())
+
+
+VARYING = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # uuids
+    r"|\b(?=[0-9a-f]*\d)[0-9a-f]{8,}\b"  # hex ids (request ids, run tokens)
+    r"|0x[0-9a-f]+"
+    r"|\d+(?:\.\d+)?",
+    re.IGNORECASE,
+)
+
+
+def cause_key(error: str) -> str:
+    """An error's cause for grouping: its first line with numbers and ids made alike (a port, a
+    request id or a duration differs between scenarios failing for the same reason)."""
+    first = next((line.strip() for line in str(error or "").splitlines() if line.strip()), "")
+    return VARYING.sub("#", first).lower()
+
+
+def by_cause(failures: Iterable[tuple[str, str]]) -> list[Group]:
+    """(name, error) pairs of a stage's failed units (speed scenarios, accuracy suites) as one group
+    per cause, in first-seen order; a group's example is the first such error's first line."""
+    found: dict[str, Group] = {}
+    for name, error in failures:
+        first = next((line.strip() for line in str(error or "").splitlines() if line.strip()), "")
+        group = found.setdefault(cause_key(error), Group(first[:300] or "no error recorded", [], first[:300]))
+        group.names.append(name)
+    return list(found.values())
+
+
+def speed_failures(frame: Any) -> list[Group]:
+    """The speed stage's failed scenarios grouped by cause (bench error after normalising)."""
+    if frame is None or "status" not in frame.columns:
+        return []
+    rows = frame[frame["status"] == "failed"]
+    errors = rows["error"] if "error" in rows.columns else [""] * len(rows)
+    return by_cause(
+        (str(s), "" if not isinstance(e, str) else e) for s, e in zip(rows["scenario"], errors, strict=True)
+    )
+
+
+def accuracy_failures(rows: Sequence[dict[str, Any]] | None) -> list[Group]:
+    """The accuracy stage's errored suites grouped by cause (the tool's error after normalising)."""
+    latest = {str(r.get("suite")): r for r in rows or []}  # a suite rerun: its last row counts
+    return by_cause((s, str(r.get("detail") or "")) for s, r in latest.items() if r.get("status") == "error")
+
+
+def named(group: Group, unit: str, shown: int = 6) -> str:
+    """'3 scenarios: a, b, c' / 'scenario a' for a group."""
+    if len(group.names) == 1:
+        return f"{unit} {group.names[0]}"
+    more = f" and {len(group.names) - shown} more" if len(group.names) > shown else ""
+    return f"{len(group.names)} {unit}s ({', '.join(group.names[:shown])}{more})"

@@ -8,7 +8,6 @@ import json
 import re
 from pathlib import Path
 
-from ..execution.notebook import execute_notebook
 from ..paths import NOTEBOOKS_DIR
 from ..rundir import RunFolder
 
@@ -107,6 +106,8 @@ def render(
     source = Path(notebook) if notebook else NOTEBOOKS_DIR / REPORT_NOTEBOOK
     executed = folder.notebook(REPORT_NOTEBOOK)
     folder.mkdir(folder.notebooks)
+    from ..execution.notebook import execute_notebook  # not at import: the report kernel never runs one
+
     execute_notebook(
         str(source),
         str(executed),

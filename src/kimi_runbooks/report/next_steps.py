@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from ..accuracy.judgement import NEXT_STEP as ACCURACY_NEXT_STEP
-from .causes import NOT_KIMI_FIX, REASONING, TOOLS, diagnosis
+from .causes import NOT_KIMI_FIX, REASONING, TOOLS, accuracy_failures, diagnosis, named, speed_failures
 from .collect import RunData
 from .verdict import accuracy_judgements, warnings
 
@@ -50,6 +50,9 @@ def next_steps(data: RunData) -> list[Step]:
         what, fix = _split_fix(error, "change the parameter the rule names")
         steps.append(Step(what, fix, "failure"))
     for state in data.stages.values():
+        derived = data.outcomes.get(state.name)
+        if state.name in ("speed", "accuracy") and derived is not None and state.detail == derived.reason:
+            continue  # the failed scenarios / suites follow, one step per cause
         if state.status == "failed":
             notebook = f" (run folder: {state.notebook})" if state.notebook else ""
             what, fix = _split_fix(
@@ -65,26 +68,24 @@ def next_steps(data: RunData) -> list[Step]:
             steps.append(
                 Step(f"invoke check {r.name}: {r.reason[:300]}", CHECK_FIXES.get(r.name, "read server.log"), "failure")
             )
-    if data.speed is not None and "status" in data.speed.columns:
-        for _, row in data.speed[data.speed["status"] == "failed"].iterrows():
-            lines = str(row.get("error") or "").strip().splitlines()
-            steps.append(
-                Step(
-                    f"speed scenario {row['scenario']} failed: {lines[0][:300] if lines else ''}",
-                    "read its log in logs/ and rerun the speed stage (finished scenarios are kept)",
-                    "failure",
-                )
+    for g in speed_failures(data.speed):  # one step per cause, naming every scenario it stopped
+        steps.append(
+            Step(
+                f"{named(g, 'speed scenario')} failed: {g.example[:300]}",
+                "read its log in logs/ and rerun the speed stage (finished scenarios are kept)",
+                "failure",
             )
+        )
+    for g in accuracy_failures(data.accuracy):
+        steps.append(
+            Step(
+                f"{named(g, 'accuracy suite')} errored",
+                g.example[:300] or "read the tool's log under accuracy/",
+                "failure",
+            )
+        )
     for r in data.accuracy or []:
-        if r.get("status") == "error":
-            steps.append(
-                Step(
-                    f"accuracy suite {r.get('suite')} errored",
-                    str(r.get("detail") or "read the tool's log under accuracy/").splitlines()[0][:300],
-                    "failure",
-                )
-            )
-        elif r.get("status") == "skipped":
+        if r.get("status") == "skipped":
             what, fix = _split_fix(str(r.get("detail") or ""), "stage what the suite needs")
             steps.append(Step(f"accuracy suite {r.get('suite')} skipped: {what[:200]}", fix, "warning"))
     for j in accuracy_judgements(data):
@@ -93,8 +94,8 @@ def next_steps(data: RunData) -> list[Step]:
     for w in warnings(data):
         if w.kind in ("emulated",) or (w.kind == "prediction" and data.emulated):
             continue  # an emulated result off the prediction is about the emulator's profile, not a server
-        if w.kind == "skipped" and (w.text.startswith("speed scenario") and "failed" in w.text):
-            continue
+        if w.kind in ("failed", "skipped") and (w.text.startswith("speed scenario") and "failed" in w.text):
+            continue  # failed scenarios are above, one step per cause
         default = {
             "accuracy": ACCURACY_NEXT_STEP,
             "regression": "compare the launch flags with the reference's; check clocks and that nothing else "

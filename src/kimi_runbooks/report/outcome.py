@@ -21,6 +21,8 @@ from typing import Any
 
 import pandas as pd
 
+from . import causes
+
 TOOLCALL_SUITES = ("toolcall-builtin", "k2vv-toolcall")
 SHOWN = 4
 """Failures named in a stage's one-line reason (all of them are in the verdict's reasons)."""
@@ -34,10 +36,12 @@ class Outcome:
     partial: list[str] = field(default_factory=list)
 
 
-def _outcome(failures: list[str], partial: list[str], units: int, unit: str) -> Outcome:
+def _outcome(failures: list[str], partial: list[str], units: int, unit: str, count: int | None = None) -> Outcome:
+    """`failures` one per cause (count: the failed units they cover, when fewer lines than units)."""
     if failures:
         named = "; ".join(failures[:SHOWN]) + (f"; and {len(failures) - SHOWN} more" if len(failures) > SHOWN else "")
-        return Outcome("failed", f"{len(failures)} of {units} {unit} failed: {named}", failures, partial)
+        failed = len(failures) if count is None else count
+        return Outcome("failed", f"{failed} of {units} {unit} failed: {named}", failures, partial)
     if partial:
         return Outcome("degraded", "; ".join(partial[:SHOWN]), failures, partial)
     return Outcome("ok")
@@ -55,11 +59,11 @@ def speed_outcome(frame: pd.DataFrame | None) -> Outcome | None:
     """Any failed scenario fails the stage (over-capacity and skipped ones are reported, not failed)."""
     if frame is None or frame.empty or "status" not in frame.columns:
         return None
-    failures = []
-    for _, row in frame[frame["status"] == "failed"].iterrows():
-        error = str(row.get("error") or "").strip().splitlines()
-        failures.append(f"speed scenario {row['scenario']} failed" + (f": {error[0][:200]}" if error else ""))
-    return _outcome(failures, [], len(frame), "scenarios")
+    groups = causes.speed_failures(frame)  # one line per cause, naming its scenarios
+    failures = [
+        f"{causes.named(g, 'speed scenario')} failed" + (f": {g.example[:200]}" if g.example else "") for g in groups
+    ]
+    return _outcome(failures, [], len(frame), "scenarios", sum(len(g.names) for g in groups))
 
 
 def _latest_per_suite(rows: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -121,11 +125,17 @@ def accuracy_outcome(rows: Sequence[dict[str, Any]] | None) -> Outcome | None:
     suites = _latest_per_suite(rows)
     failures: list[str] = []
     partial: list[str] = []
+    alike: dict[str, tuple[str, str, list[str]]] = {}  # cause -> (first text, its suite, suites)
     for suite, suite_rows in suites.items():
         f, p = suite_problems(suite, suite_rows)
-        failures += f
+        for text in f:  # suites failing alike (same error, numbers aside) read as one line
+            first = alike.setdefault(causes.cause_key(text.replace(suite, "\0")), (text, suite, []))
+            first[2].append(suite)
         partial += p
-    return _outcome(failures, partial, len(suites), "suites")
+    for text, suite, names in alike.values():
+        label = causes.named(causes.Group("", names), "accuracy suite")
+        failures.append(text.replace(f"accuracy suite {suite}", label, 1))
+    return _outcome(failures, partial, len(suites), "suites", sum(len(v[2]) for v in alike.values()))
 
 
 def stage_outcomes(

@@ -8,7 +8,6 @@ from typing import Any
 import pandas as pd
 
 from ..accuracy.references import SOURCE_EMULATED
-from ..invoke import agentic_card
 from ..perfmodel.beside_measured import EMULATED_NOTE, PREDICTION_SOURCE
 from ..speed.inside import sweep_goodput
 from ..speed.saturation import concurrency_label
@@ -106,6 +105,10 @@ AGENTIC_COLUMNS = [
 
 def agentic_section(data: RunData) -> str:
     """The agentic tool-calling suite's card: counts, then one row per case with what was expected."""
+    if not any(getattr(r, "suite", "") == "agentic" for r in data.invoke or []):
+        return ""  # nothing to show; and no import of the suite (it brings the openai client, ~0.5 s)
+    from ..invoke.agentic import agentic_card
+
     card = agentic_card(data.invoke)
     if card is None:
         return ""

@@ -28,12 +28,24 @@ from .tables import summary_text
 from .turns import turn_figures
 from .verdict import accuracy_comparison
 
+_RENDERER = {"wanted": False, "active": False}
+
 
 def setup_notebook() -> None:
-    """Figures through plotly's `notebook` renderer: plotly.js inlined once, works offline."""
-    import plotly.io as pio
+    """Figures through plotly's `notebook` renderer: plotly.js inlined once, works offline. The
+    renderer starts with the first figure shown (_show_figure): activating it imports plotly and
+    inlines its ~4 MB bundle (1 s, 3 s under load), waste in a run with nothing to draw (a failed
+    external deployment must end within 20 s, issue 25 item 7)."""
+    _RENDERER["wanted"] = True
 
-    pio.renderers.default = "notebook"
+
+def _show_figure(fig: Any) -> None:
+    if _RENDERER["wanted"] and not _RENDERER["active"]:
+        import plotly.io as pio
+
+        pio.renderers.default = "notebook"
+        _RENDERER["active"] = True
+    fig.show()
 
 
 def _show(obj: Any) -> None:
@@ -82,7 +94,7 @@ def show_speed(data: RunData) -> None:
     _show_html(speed_section(data))
     figures = speed_figures(data)
     for fig in figures:
-        fig.show()
+        _show_figure(fig)
     if figures and data.platform:
         refs = reference_frame(data.platform)
         sources = list(refs["source"]) if "source" in refs.columns else []
@@ -99,7 +111,7 @@ def show_speed(data: RunData) -> None:
         _show_html(f'<p class="note">Inside the server, not drawn: {esc(notes)}</p>')
     if inside is not None:
         inside.update_layout(height=min(inside.layout.height or 600, 600))
-        inside.show()
+        _show_figure(inside)
 
 
 def speed_figures(data: RunData) -> list[Any]:
@@ -121,7 +133,7 @@ def show_accuracy(data: RunData) -> None:
     if table is not None and not table.empty and "ref_rate" in table.columns:
         with_reference = table[table["ref_rate"].notna()]
         if not with_reference.empty:
-            accuracy_chart(with_reference).show()
+            _show_figure(accuracy_chart(with_reference))
 
 
 def show_stages(data: RunData) -> None:

@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..emulator.tokenizer_files import make_offline_tokenizer
 from ..rundir import RunFolder
 from ..tools.scripts import script
 from .worker import BenchWorker, WorkerUnavailable
@@ -203,6 +202,8 @@ def stage_tokenizer(
         folder = RunFolder.of(run_dir)
         dest = folder.tokenizer
         if not (dest / "tokenizer.json").exists():
+            from ..emulator.tokenizer_files import make_offline_tokenizer  # the emulator's app: not at import
+
             make_offline_tokenizer(folder.mkdir(dest))
         chosen = dest
     print(f"tokenizer: {chosen or '(the served model name)'} ({source})")
