@@ -98,18 +98,24 @@ eval([a.bench], [a.model], max_tokens=a.max_tokens)
 """
 
 
-@pytest.mark.parametrize("limit", [2, None])
-def test_kvv_limit_reaches_inspects_eval_call(tmp_path, monkeypatch, limit):
-    """eval.py has no --limit; the driver hands the limit to its inspect_ai.eval() call."""
+@pytest.fixture
+def kvv_checkout(tmp_path, monkeypatch):
+    """A stand-in Vendor Verifier checkout whose eval.py records its inspect_ai.eval() call."""
     (tmp_path / "lib" / "inspect_ai").mkdir(parents=True)
     (tmp_path / "lib" / "inspect_ai" / "__init__.py").write_text(FAKE_INSPECT)
     checkout = tmp_path / "Kimi-Vendor-Verifier"
     checkout.mkdir()
     (checkout / vv.KVV_MARKER).write_text(KVV_STAND_IN)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "lib"))
+    return checkout
+
+
+@pytest.mark.parametrize("limit", [2, None])
+def test_kvv_limit_reaches_inspects_eval_call(tmp_path, kvv_checkout, limit):
+    """eval.py has no --limit; the driver hands the limit to its inspect_ai.eval() call."""
     run, log = vv.run_kvv(
         "ocrbench",
-        checkout=checkout,
+        checkout=kvv_checkout,
         python=sys.executable,
         base_url="http://127.0.0.1:1/v1",
         model=MODEL,
@@ -134,18 +140,12 @@ def test_first_lines_copies_a_prefix(tmp_path):
 
 
 @pytest.mark.parametrize(("model", "max_tokens"), [("moonshotai/Kimi-K3", 16384), ("moonshotai/Kimi-K2.6", 4096)])
-def test_kvv_runs_the_served_models_own_parameter_set(tmp_path, monkeypatch, model, max_tokens):
+def test_kvv_runs_the_served_models_own_parameter_set(tmp_path, kvv_checkout, model, max_tokens):
     """A Kimi-K3 server runs the Vendor Verifier's K3 parameter set (params/references/accuracy-kvv-k3.yaml);
     any other model keeps the K2.6 cookbook's command."""
-    (tmp_path / "lib" / "inspect_ai").mkdir(parents=True)
-    (tmp_path / "lib" / "inspect_ai" / "__init__.py").write_text(FAKE_INSPECT)
-    checkout = tmp_path / "Kimi-Vendor-Verifier"
-    checkout.mkdir()
-    (checkout / vv.KVV_MARKER).write_text(KVV_STAND_IN)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "lib"))
     run, log = vv.run_kvv(
         "ocrbench",
-        checkout=checkout,
+        checkout=kvv_checkout,
         python=sys.executable,
         base_url="http://127.0.0.1:1/v1",
         model=model,
