@@ -23,6 +23,7 @@ from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed.worker import BenchWorker, WorkerUnavailable
 from kimi_runbooks.target.locate import RunHandle
+from tests.support import tiny_scenario
 
 pytestmark = pytest.mark.heavy
 
@@ -30,19 +31,8 @@ PROFILE = ["--ttft-ms", "40", "--ttft-per-1k-ms", "0", "--itl-ms", "8", "--itl-p
 
 
 def _scenario(sid: str, prompts: int = 12, output_len: int = 16) -> Scenario:
-    return Scenario(
-        id=sid,
-        title=sid,
-        dataset="random-ids",
-        input_len=64,
-        output_len=output_len,
-        num_prompts=prompts,
-        max_concurrency=4,
-        request_rate="inf",
-        range_ratio=1.0,
-        seed=1,
-        warmup_requests=0,
-        backend="sglang",
+    return tiny_scenario(
+        sid, output_len, prompts, title=sid, max_concurrency=4, request_rate="inf", warmup_requests=0, backend="sglang"
     )
 
 

@@ -68,18 +68,10 @@ def clean_code_cells(notebook: object, max_lines: int = 15, first_checked: int =
 
 def tiny_scenario(sid: str, output_len: int = 16, num_prompts: int = 2, **fields: Any) -> Any:
     """A speed scenario small enough for a test: 64 random token ids in, one request at a time, fixed
-    lengths, seed 1, one warm-up request; `fields` set any other Scenario field (backend, extra_args)."""
+    lengths, seed 1, one warm-up request; `fields` set or override any other Scenario field (backend,
+    extra_args, max_concurrency)."""
     from kimi_runbooks.plan.catalog import Scenario
 
-    return Scenario(
-        id=sid,
-        dataset="random-ids",
-        input_len=64,
-        output_len=output_len,
-        num_prompts=num_prompts,
-        max_concurrency=1,
-        range_ratio=1.0,
-        seed=1,
-        warmup_requests=1,
-        **fields,
-    )
+    defaults: dict[str, Any] = {"dataset": "random-ids", "input_len": 64, "max_concurrency": 1, "range_ratio": 1.0}
+    defaults |= {"seed": 1, "warmup_requests": 1}
+    return Scenario(id=sid, output_len=output_len, num_prompts=num_prompts, **(defaults | fields))
