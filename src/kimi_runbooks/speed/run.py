@@ -40,6 +40,7 @@ from .capacity import capacity_plan, cell_fit, live_server_info
 from .goodput import goodput_argv
 from .native import NATIVE_BACKENDS, missing_native_api
 from .observe import ObserveConfig, ScenarioObserver, observe_for_run, sweep_key
+from .operating_point import run_search
 from .options import SpeedOptions
 from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .results import FINISHED, load_results
@@ -366,8 +367,8 @@ def _loop(
             report_progress(folder, "speed", f"{scenario.id}: skipped ({said})", milestone=True)
             continue
         report_progress(folder, "speed", f"scenario {index}/{len(scenarios)} {scenario.id}: started", milestone=True)
-        row = run_one(scenario, run)
-        if stop_when_saturated and row.get("status") == "ok":
+        row = run_search(scenario, run, run_one) if scenario.search else run_one(scenario, run)  # search: probes
+        if stop_when_saturated and row.get("status") == "ok" and not scenario.search:
             if should_stop(last_of_sweep.get(key), row):
                 stopped[key] = scenario.id
             last_of_sweep[key] = row
