@@ -183,3 +183,34 @@ def test_the_stage_runs_each_probe_as_a_row_and_resumes(server: str, tmp_path: P
     rerun = [json.loads(line)["argv"] for line in argv_log.read_text().splitlines()[runs:]]
     assert len(rerun) == 1 and "24" in rerun[0][rerun[0].index("--max-concurrency") + 1]
     assert op.summaries(read_jsonl(tmp_path / "run" / "bench.jsonl"))[0].best == 20
+
+
+def test_a_searched_rate_is_on_the_models_clock() -> None:
+    rate = tiny_scenario(
+        "r", slo={"ttft_ms": 500.0}, search={"over": "request_rate", "low": 0.5, "high": 4, "step": 0.5}
+    )
+    calls: list[float] = []
+    sent: list[float] = []
+
+    def run_probe(probe: Scenario, tag: dict[str, Any]) -> dict[str, Any]:
+        sent.append(float(probe.request_rate or 0))
+        return _fake_runner(2, calls)(probe, tag)
+
+    found = op.search(rate, run_probe, time_scale=0.05)
+    assert found.best == 2 and sent[:2] == [0.5 / 0.05, 4 / 0.05]  # 20x faster emulator, 20x the rate
+
+
+def test_rate_probes_without_a_concurrency_stay_out_of_the_per_sweep_goodput() -> None:
+    """A request-rate probe has an SLO attainment but no max_concurrency: the per-sweep table (the
+    highest concurrency meeting the SLO) skips it instead of failing on the missing number."""
+    import pandas as pd
+
+    rows = pd.DataFrame(
+        [
+            {"scenario": "op@r0.5", "max_concurrency": None, "slo_attainment": 1.0, "slo": "ttft_ms 1000"},
+            {"scenario": "op@c4", "max_concurrency": 4, "slo_attainment": 1.0, "slo": "tpot_ms 40"},
+            {"scenario": "op@c8", "max_concurrency": 8, "slo_attainment": 0.5, "slo": "tpot_ms 40"},
+        ]
+    )
+    table = speed.sweep_goodput(rows)
+    assert table["best concurrency meeting the SLO"].tolist() == [4]

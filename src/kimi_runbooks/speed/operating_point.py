@@ -97,11 +97,13 @@ def probe_id(base: str, over: str, value: float) -> str:
     return f"{base}@c{int(value)}" if over == "max_concurrency" else f"{base}@r{value:g}"
 
 
-def probe_scenario(scenario: Scenario, value: float) -> Scenario:
-    """The scenario at one value of the search (no search of its own)."""
+def probe_scenario(scenario: Scenario, value: float, time_scale: float = 1.0) -> Scenario:
+    """The scenario at one value of the search (no search of its own). A request rate is on the
+    latency model's clock: an emulator at time scale 0.05 serves 20x the rate in wall-clock time, so
+    the client is asked for value / time_scale (a concurrency needs no such change)."""
     spec = _spec(scenario)
     update: dict[str, Any] = {"id": probe_id(scenario.id, spec.over, value), "search": None}
-    update[spec.over] = int(value) if spec.over == "max_concurrency" else float(value)
+    update[spec.over] = int(value) if spec.over == "max_concurrency" else float(value) / time_scale
     if spec.prompts_per_value:
         update["num_prompts"] = max(scenario.num_prompts, math.ceil(spec.prompts_per_value * value))
     title = scenario.title or scenario.id
@@ -196,7 +198,7 @@ def search(
     result = SearchResult(scenario.id, spec.over, tag["slo"], spec.criterion, spec.step)
 
     def met(value: float) -> bool:
-        probe = probe_scenario(scenario, value)
+        probe = probe_scenario(scenario, value, time_scale)
         old = reuse.get(probe.id)
         reused = old is not None and old.get("status") in FINISHED
         row = old if reused and old is not None else run_probe(probe, {**tag, "value": value})
