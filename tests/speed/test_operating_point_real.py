@@ -6,7 +6,11 @@ runs a plane profile (TTFT 1 ms, ITL 10 ms + 6 ms per running request, set on it
 the test reads back the very profile those flags make (emulator.cli.parse_settings) and asks it for
 the TPOT of a decode batch of c requests (LatencyProfile.itl_ms). The SLO sits half-way between two
 batch sizes' TPOTs, so the largest batch meeting it is known; each probe sends 2 x c prompts at
-concurrency c (two full waves of c running requests).
+concurrency c (two full waves of c running requests). The emulator is served from this process on a
+port it binds itself (emulator.testing.run_in_thread): a subprocess started on a port picked free
+beforehand can lose that port to another emulator on a shared machine, and the search would then
+measure that one (seen once: every probe met the SLO, as the default profile's 10 ms + 0.3 ms per
+request would).
 """
 
 from __future__ import annotations
@@ -29,11 +33,12 @@ STEP = 2
 
 @pytest.mark.heavy
 def test_search_finds_the_emulators_known_slo_max_concurrency(require_tool_env, tmp_path: Path) -> None:
-    from kimi_runbooks.emulator.testing import start_subprocess
+    from kimi_runbooks.emulator.testing import run_in_thread
     from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
 
     env = require_tool_env("bench")
-    profile = parse_settings(EMULATOR_ARGS)[0].profile
+    settings = parse_settings([*EMULATOR_ARGS, "--enable-metrics"])[0]
+    profile = settings.profile
     assert not profile.itl_table and profile.itl_per_1k_kv_ms == 0  # TPOT depends on the batch size alone
     tpot = {c: profile.itl_ms(c) for c in range(1, 65)}
     slo = (tpot[13] + tpot[14]) / 2  # between the TPOTs of batches of 13 and 14
@@ -48,11 +53,14 @@ def test_search_finds_the_emulators_known_slo_max_concurrency(require_tool_env, 
         search={"over": "max_concurrency", "low": 1, "high": 32, "step": STEP, "prompts_per_value": 2},
     )
     tokenizer = make_offline_tokenizer(tmp_path / "tokenizer", env=env)
-    with start_subprocess([*EMULATOR_ARGS, "--enable-metrics"]) as emu:
-        handle = RunHandle(base_url=emu.base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", emulated=True)
+    base_url, stop = run_in_thread(settings)
+    try:
+        handle = RunHandle(base_url=base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", emulated=True)
         speed.run_scenarios(
             [scenario], handle, tmp_path / "run", tokenizer=tokenizer, offline=True, devices=8, timeout_s=600
         )
+    finally:
+        stop()
     rows = read_jsonl(tmp_path / "run" / "bench.jsonl")
     assert all(r["status"] == "ok" for r in rows), [(r["scenario"], r.get("error")) for r in rows]
     (found,) = op.summaries(rows)
