@@ -177,7 +177,10 @@ def test_the_stage_runs_each_probe_as_a_row_and_resumes(server: str, tmp_path: P
     assert {r["scenario"]: r["status"] for r in rows}["opt@c24"] == "failed"
     (summary,) = op.summaries(rows)
     assert summary.best == 20 and summary.above == 21
-    assert df.empty  # the searched scenario itself has no row: its probes are the rows
+    assert set(df["scenario"]) == {r["scenario"] for r in rows}  # the search's rows are its probes
+    with pytest.raises(speed.ScenariosFailed, match="opt@c24"):  # a failed probe fails the stage, as any scenario
+        speed.raise_if_failed(df)
+    assert op.base_of("opt@c24") == op.base_of("opt@r0.5") == "opt" and op.base_of("a@b") == "a@b"
     runs = len(argv_log.read_text().splitlines())
     speed.run_scenarios([scenario], handle, tmp_path / "run", env={"FAKE_BENCH_ARGV_LOG": str(argv_log)}, **settings)
     rerun = [json.loads(line)["argv"] for line in argv_log.read_text().splitlines()[runs:]]

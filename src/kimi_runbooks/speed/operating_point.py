@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -95,6 +96,15 @@ def grid(spec: SearchSpec) -> list[float]:
 
 def probe_id(base: str, over: str, value: float) -> str:
     return f"{base}@c{int(value)}" if over == "max_concurrency" else f"{base}@r{value:g}"
+
+
+PROBE_ID = re.compile(r"^(?P<base>.+)@(c\d+|r[0-9.e+-]+)$")
+
+
+def base_of(scenario_id: str) -> str:
+    """The searched scenario a probe row belongs to (op@c13 -> op); any other id as it is."""
+    found = PROBE_ID.match(str(scenario_id))
+    return found.group("base") if found else str(scenario_id)
 
 
 def probe_scenario(scenario: Scenario, value: float, time_scale: float = 1.0) -> Scenario:
