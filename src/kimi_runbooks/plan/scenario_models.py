@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .values import ArgValue, Strict
 
@@ -29,6 +30,30 @@ class TraceDesign(Strict):
     """Turns stop before the context passes this (the plan's context length when None and planned)."""
 
 
+SLO_KEYS = ("ttft_ms", "tpot_ms", "e2e_ms")
+
+
+class SearchSpec(Strict):
+    """The operating point: the highest max_concurrency (or request_rate) in [low, high] whose run
+    still meets the scenario's SLO, found by bisection (speed/operating_point.py), each probe a
+    real bench_serving run; it stops when the bracket is one step wide."""
+
+    over: Literal["max_concurrency", "request_rate"]
+    low: float = Field(gt=0)
+    high: float = Field(gt=0)
+    step: float = Field(gt=0)
+    """Probes sit on low + k x step; the answer is within one step of the true limit."""
+    criterion: Literal["attainment", "mean", "median", "p90", "p95", "p99"] = "attainment"
+    """attainment: at least `attainment` of the requests met every SLO (goodput.py); a statistic:
+    bench_serving's <stat>_{ttft,tpot,e2e_latency}_ms of the probe is at most each SLO."""
+    attainment: float = Field(default=0.9, gt=0, le=1)
+    metrics: list[Literal["ttft_ms", "tpot_ms", "e2e_ms"]] | None = None
+    """Which of the scenario's SLOs the search holds the probes to (None: all of them)."""
+    prompts_per_value: float | None = Field(default=None, gt=0)
+    """A probe's num_prompts = max(num_prompts, ceil(this x value)): prompts per concurrent request
+    over max_concurrency, seconds of arrivals over request_rate; None: num_prompts as given."""
+
+
 class Scenario(Strict):
     id: str
     title: str | None = None
@@ -51,6 +76,84 @@ class Scenario(Strict):
     trace: TraceDesign | None = None
     """agentic-trace / mooncake: the synthetic trace to generate (a dataset_path given to the speed stage
     replays the user's own file instead)."""
+    arrival: Literal["poisson", "constant"] | None = None
+    """How requests arrive at request_rate: poisson (bench_serving's own --request-rate: exponential
+    gaps), constant (evenly spaced: replayed as a generated mooncake trace, speed/arrivals.py);
+    None: bench_serving's default (all at once unless request_rate is set, then Poisson)."""
+    search: SearchSpec | None = None
+    """Search for the operating point instead of running the scenario once (speed/operating_point.py)."""
+
+    @model_validator(mode="after")
+    def _search_and_arrival(self) -> Scenario:
+        problems = [p for p in (*_search_problems(self), *_arrival_problems(self)) if p]
+        if problems:
+            raise ValueError(f"scenario {self.id}: " + "; ".join(problems))
+        return self
+
+
+def _finite_rate(value: float | str | None) -> bool:
+    try:
+        rate = float(value) if value is not None else math.nan
+    except ValueError:
+        return False
+    return math.isfinite(rate) and rate > 0
+
+
+def _search_problems(s: Scenario) -> list[str]:
+    spec = s.search
+    if spec is None:
+        return []
+    out = []
+    slo = {k: v for k, v in (s.slo or {}).items() if k in SLO_KEYS}
+    if not slo:
+        out.append(
+            "a search needs an SLO to meet (rule: operating-point-needs-slo). "
+            "Fix: add slo: {tpot_ms: 50} (any of ttft_ms, tpot_ms, e2e_ms, in ms)"
+        )
+    missing = [m for m in spec.metrics or [] if m not in slo]
+    if missing:
+        out.append(f"search.metrics {missing} are not in slo {sorted(slo)}. Fix: add them to slo or drop them")
+    if spec.low >= spec.high:
+        out.append(f"search.low {spec.low:g} is not below search.high {spec.high:g}. Fix: low < high")
+    elif spec.step > spec.high - spec.low:
+        out.append(
+            f"search.step {spec.step:g} is wider than the bracket [{spec.low:g}, {spec.high:g}]. Fix: a smaller step"
+        )
+    if spec.over == "max_concurrency":
+        if not all(float(v).is_integer() for v in (spec.low, spec.high, spec.step)):
+            out.append("a search over max_concurrency takes whole numbers. Fix: integer low, high and step")
+        if s.max_concurrency is not None:
+            out.append("max_concurrency is what the search sets. Fix: remove max_concurrency from the scenario")
+    elif s.request_rate is not None:
+        out.append("request_rate is what the search sets. Fix: remove request_rate from the scenario")
+    if s.matrix:
+        out.append("a search and a matrix both vary the scenario. Fix: keep one")
+    return out
+
+
+def _arrival_problems(s: Scenario) -> list[str]:
+    if s.arrival is None:
+        return []
+    searched = s.search is not None and s.search.over == "request_rate"
+    out = []
+    if not searched and not _finite_rate(s.request_rate):
+        out.append(
+            f"arrival: {s.arrival} paces requests at request_rate, which is {s.request_rate!r} "
+            "(rule: arrival-needs-rate). Fix: a finite request_rate in requests/s, or search over request_rate"
+        )
+    if s.arrival == "constant":
+        if s.dataset not in ("random", "random-ids") or not (s.input_len and s.output_len):
+            out.append(
+                "constant arrivals are replayed as a generated mooncake trace (SGLang 0.5.23's bench_serving "
+                "has no --burstiness; its --request-rate is Poisson only), which stands for a random "
+                "workload. Fix: dataset random or random-ids with input_len and output_len"
+            )
+        if s.backend != "sglang":
+            out.append(
+                "bench_serving schedules a mooncake trace by its timestamps only with the native backend. "
+                "Fix: backend: sglang (or arrival: poisson)"
+            )
+    return out
 
 
 class ScenarioSet(Strict):

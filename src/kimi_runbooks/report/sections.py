@@ -12,6 +12,7 @@ from ..perfmodel.beside_measured import EMULATED_NOTE, PREDICTION_SOURCE
 from ..speed.inside import sweep_goodput
 from ..speed.saturation import concurrency_label
 from .collect import RunData
+from .frontier import operating_point_lines
 from .html_parts import DASH, Column, details, esc, fmt_number, missing, pre, table, text_cell
 from .tables import external_table, stages_table
 from .verdict import accuracy_comparison, accuracy_judgements
@@ -197,8 +198,12 @@ def speed_section(data: RunData) -> str:
         for r in sweeps.to_dict("records")
     )
     goodput = f'<p class="note">Goodput, per sweep:</p><ul>{best}</ul>' if best else ""
+    found = "".join(
+        f"<li>{esc(line)}</li>" for line in operating_point_lines(data.run_dir, data.speed, data.emulated, data.run_id)
+    )
+    searched = f'<p class="note">Operating point, per search:</p><ul>{found}</ul>' if found else ""
     ran = f'<p class="note">{esc(note)}</p>' + table(shown, rows, "no scenario ran")
-    return ran + goodput + predicted_section(data)
+    return ran + goodput + searched + predicted_section(data)
 
 
 def accuracy_section(data: RunData) -> str:

@@ -15,6 +15,7 @@ from ..speed.inside import undrawn_series
 from .cards import diagnosis_card, speed_findings, top
 from .collect import RunData
 from .figures import caption, concurrency_figure, finding, pareto_figure
+from .frontier import operating_points
 from .html_parts import STYLE, esc, wrap
 from .sections import (
     accuracy_section,
@@ -104,6 +105,11 @@ def show_speed(data: RunData) -> None:
         fig.show()
     if not_drawn:
         _show_html(f'<p class="note">Per turn: {esc("; ".join(not_drawn))}</p>')
+    frontiers, undrawn = operating_points(data.run_dir, data.speed, data.emulated, data.run_id)
+    for fig in frontiers:
+        _show_figure(fig)
+    if undrawn:
+        _show_html(f'<p class="note">Operating point: {esc("; ".join(undrawn))}</p>')
     inside = server_timeseries(data.run_dir, data.speed) if data.speed is not None else None
     skipped = undrawn_series(data.run_dir, data.speed) if data.speed is not None else {}
     if skipped:

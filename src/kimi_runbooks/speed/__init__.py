@@ -3,6 +3,8 @@
 * scenarios  `select_scenarios`, `platform_capacity`: what to run and what the server can hold
 * argv       `build_argv(scenario, target, ...)`, BenchTarget, BenchConfigError
 * run        `run_scenarios(...)`: a loop over `run_one`, appended to run_dir/bench.jsonl, resumable
+* operating_point  a scenario's `search:` bisected (highest concurrency or rate meeting its SLO), probes as rows
+* arrivals   `arrival: poisson|constant`: bench_serving's --request-rate, or an evenly spaced mooncake trace
 * capacity   over-capacity matrix cells (planner estimate or live /server_info)
 * tokens     which tokenizer; one request per scenario checks the server's token counts
 * outcome    the error line of a failed run, per-request errors (--output-details)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..plan.catalog import Scenario
 from ..plan.shell import args_to_argv
+from .arrivals import arrival_argv, is_constant
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,10 @@ def _has_flag(extra: dict[str, Any], flag: str) -> bool:
 
 
 def dataset_name(scenario: Scenario, offline: bool) -> str:
-    """The --dataset-name to pass; `random` becomes `random-ids` offline (same token counts)."""
+    """The --dataset-name to pass; `random` becomes `random-ids` offline (same token counts); a
+    constant arrival is replayed as a mooncake trace (speed/arrivals.py)."""
+    if is_constant(scenario):
+        return "mooncake"
     if offline and scenario.dataset == "random":
         message = (
             f"scenario {scenario.id}: offline run, so --dataset-name random-ids replaces random "
@@ -120,6 +124,12 @@ def build_argv(
             "Fix: set both in params/scenarios."
         )
     _check_trace_backend(scenario, extra, dataset_path)
+    if is_constant(scenario) and not (dataset_path is not None or _has_flag(extra, "--dataset-path")):
+        raise BenchConfigError(
+            f"scenario {scenario.id}: arrival: constant replays a generated mooncake trace. Fix: run it "
+            "through the speed stage (which writes the trace), or pass dataset_path=<its arrivals file>."
+        )
+    lengths = not is_constant(scenario)  # a mooncake record carries its own lengths
     argv: list[str] = [*(command_prefix or []), python or DEFAULT_PYTHON, "-m", BENCH_MODULE]
     argv += ["--backend", scenario.backend]
     if tgt.base_url:
@@ -131,16 +141,16 @@ def build_argv(
     if tokenizer is not None:
         argv += ["--tokenizer", str(tokenizer)]
     argv += ["--dataset-name", dataset_name(scenario, offline)]
-    if scenario.input_len is not None:
+    if scenario.input_len is not None and lengths:
         argv += ["--random-input-len", str(scenario.input_len)]
-    if scenario.output_len is not None:
+    if scenario.output_len is not None and lengths:
         argv += ["--random-output-len", str(scenario.output_len)]
-    if scenario.range_ratio is not None:
+    if scenario.range_ratio is not None and lengths:
         argv += ["--random-range-ratio", _fmt(scenario.range_ratio)]
     argv += ["--num-prompts", str(scenario.num_prompts)]
     if scenario.max_concurrency is not None:
         argv += ["--max-concurrency", str(scenario.max_concurrency)]
-    if scenario.request_rate is not None:
+    if scenario.request_rate is not None and lengths:  # mooncake replays its timestamps instead
         argv += ["--request-rate", _fmt(scenario.request_rate)]
     run_seed = scenario.seed if scenario.seed is not None else seed
     if run_seed is not None:
@@ -148,6 +158,7 @@ def build_argv(
     if scenario.warmup_requests is not None:
         argv += ["--warmup-requests", str(scenario.warmup_requests)]
     argv += trace_argv(scenario, extra)
+    argv += arrival_argv(scenario, extra)
     argv += args_to_argv(list(extra.items()))
     argv += ["--output-details"]  # per-request lengths and errors in the result line
     argv += ["--output-file", str(output_file)]

@@ -57,7 +57,9 @@ def sweep_goodput(results: pd.DataFrame, attainment: float = DEFAULT_ATTAINMENT)
     if results is None or results.empty or "slo_attainment" not in results.columns:
         return pd.DataFrame(columns=columns)
     rows = []
-    done = results[results["slo_attainment"].notna()]
+    if "max_concurrency" not in results.columns:
+        return pd.DataFrame(columns=columns)
+    done = results[results["slo_attainment"].notna() & results["max_concurrency"].notna()]  # not rate-paced runs
     for name, part in done.groupby(done["scenario"].map(family), sort=False):
         part = part.sort_values("max_concurrency")
         met = part[part["slo_attainment"] >= attainment]

@@ -48,8 +48,9 @@ DEFAULT_METRICS = (
 
 
 def family(scenario_id: str) -> str:
-    """Scenario family: the id without its concurrency suffix (chat-1k1k-c16 -> chat-1k1k)."""
-    return re.sub(r"-c\d+$", "", str(scenario_id))
+    """Scenario family: the id without its concurrency suffix (chat-1k1k-c16 -> chat-1k1k; an
+    operating-point probe op-tpot@c13 -> op-tpot, speed/operating_point.py)."""
+    return re.sub(r"(-|@)c\d+$", "", str(scenario_id))
 
 
 def better_direction(metric: str) -> str:

@@ -40,6 +40,7 @@ from .capacity import capacity_plan, cell_fit, live_server_info
 from .goodput import goodput_argv
 from .native import NATIVE_BACKENDS, missing_native_api
 from .observe import ObserveConfig, ScenarioObserver, observe_for_run, sweep_key
+from .operating_point import base_of, run_search
 from .options import SpeedOptions
 from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .results import FINISHED, load_results
@@ -333,8 +334,8 @@ def run_scenarios(
         if run.worker is not None:
             run.worker.close()
     df = load_results(folder.bench, devices=o.devices)
-    ids = [s.id for s in scenarios]
-    return df[df["scenario"].isin(ids)].reset_index(drop=True) if "scenario" in df.columns else df
+    ids = [s.id for s in scenarios]  # a search's rows are its probes (op@c13), kept with it
+    return df[df["scenario"].map(base_of).isin(ids)].reset_index(drop=True) if "scenario" in df.columns else df
 
 
 def _loop(
@@ -366,8 +367,8 @@ def _loop(
             report_progress(folder, "speed", f"{scenario.id}: skipped ({said})", milestone=True)
             continue
         report_progress(folder, "speed", f"scenario {index}/{len(scenarios)} {scenario.id}: started", milestone=True)
-        row = run_one(scenario, run)
-        if stop_when_saturated and row.get("status") == "ok":
+        row = run_search(scenario, run, run_one) if scenario.search else run_one(scenario, run)  # search: probes
+        if stop_when_saturated and row.get("status") == "ok" and not scenario.search:
             if should_stop(last_of_sweep.get(key), row):
                 stopped[key] = scenario.id
             last_of_sweep[key] = row

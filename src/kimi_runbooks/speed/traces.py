@@ -32,6 +32,7 @@ from typing import Any
 
 from ..plan.params_models import Scenario, TraceDesign
 from ..rundir import RunFolder
+from .arrivals import is_constant, prepare_constant
 
 WORDS = (
     "the code file test function class value error return import module change line patch build run check "
@@ -234,6 +235,8 @@ TRACE_DATASETS = ("agentic-trace", "mooncake")
 def prepare_trace(scenario: Scenario, folder: RunFolder, dataset_path: str | Path | None) -> tuple[Path, Any] | None:
     """The trace file a trace scenario replays and its content: the user's own (dataset_path, checked)
     or one generated from the scenario's design into the run folder. None for other datasets."""
+    if is_constant(scenario):
+        return prepare_constant(scenario, folder)  # evenly spaced arrivals (speed/arrivals.py)
     if scenario.dataset not in TRACE_DATASETS:
         return None
     if dataset_path is not None:

@@ -1,0 +1,219 @@
+"""The operating-point search (speed/operating_point.py): bisection over a fake runner, the scenario's
+search block and its errors, resumption, failed probes, and the stage's own runner with the fake client."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from kimi_runbooks import speed
+from kimi_runbooks.emulator.latency import LatencyProfile
+from kimi_runbooks.emulator.settings import EmulatorSettings
+from kimi_runbooks.emulator.testing import run_in_thread
+from kimi_runbooks.plan.catalog import Scenario
+from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.speed import operating_point as op
+from kimi_runbooks.target.locate import RunHandle
+from tests.support import FAKE_BENCH, tiny_scenario
+
+
+def _searched(low: float = 1, high: float = 64, step: float = 1, **search: Any) -> Scenario:
+    spec = {"over": "max_concurrency", "low": low, "high": high, "step": step, **search}
+    return tiny_scenario("op", slo={"tpot_ms": 40.0}, max_concurrency=None, search=spec)
+
+
+def _fake_runner(limit: float, calls: list[float], fail: set[float] | None = None) -> Any:
+    """A runner whose probes meet the SLO up to `limit` (attainment 1.0, else 0.5); `fail` probes error."""
+
+    def run_probe(probe: Scenario, tag: dict[str, Any]) -> dict[str, Any]:
+        value = tag["value"]
+        calls.append(value)
+        row: dict[str, Any] = {"scenario": probe.id, "search": tag, "max_concurrency": probe.max_concurrency}
+        if fail and value in fail:
+            return {**row, "status": "failed", "error": "ConnectionError: server gone (fake)"}
+        return {**row, "status": "ok", "goodput": {"slo_attainment": 1.0 if value <= limit else 0.5}}
+
+    return run_probe
+
+
+def test_grid_ends_at_high_and_keeps_the_step() -> None:
+    assert op.grid(_searched(1, 10, 4).search) == [1, 5, 9, 10]  # type: ignore[arg-type]
+    assert op.grid(_searched(2, 8, 2).search) == [2, 4, 6, 8]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("step", [1, 2, 5])
+def test_bisection_finds_the_highest_value_meeting_the_slo_within_one_step(step: int) -> None:
+    for limit in range(1, 64):
+        calls: list[float] = []
+        found = op.search(_searched(1, 64, step), _fake_runner(limit, calls))
+        grid = op.grid(_searched(1, 64, step).search)  # type: ignore[arg-type]
+        expected = max(v for v in grid if v <= limit)
+        assert found.best == expected, (limit, step, found.probes)
+        assert limit - step < found.best <= limit
+        assert found.above is not None and found.above - found.best <= step
+        assert len(calls) == len(set(calls)) <= math.ceil(math.log2(len(grid))) + 2  # no value probed twice
+
+
+def test_the_edges_of_the_bracket_are_said() -> None:
+    calls: list[float] = []
+    none = op.search(_searched(4, 32, 4), _fake_runner(2, calls))
+    assert none.best is None and calls == [4] and "lowest value (4)" in none.note
+    calls.clear()
+    top = op.search(_searched(4, 32, 4), _fake_runner(100, calls))
+    assert top.best == 32 and top.above is None and calls == [4, 32] and "may be higher" in top.note
+
+
+def test_a_failed_probe_is_recorded_and_counts_as_not_met() -> None:
+    calls: list[float] = []
+    found = op.search(_searched(1, 16, 1), _fake_runner(12, calls, fail={8}))
+    failed = [p for p in found.probes if p.status == "failed"]
+    assert [p.value for p in failed] == [8] and "server gone" in failed[0].why
+    assert found.best is not None and found.best < 8  # the search went on below the failure
+
+
+def test_a_rerun_reuses_finished_probes_and_retries_failed_ones() -> None:
+    first: list[float] = []
+    rows: list[dict[str, Any]] = []
+
+    def recording(probe: Scenario, tag: dict[str, Any]) -> dict[str, Any]:
+        row: dict[str, Any] = _fake_runner(12, first, fail={8})(probe, tag)
+        rows.append(row)
+        return row
+
+    op.search(_searched(1, 16, 1), recording)
+    again: list[float] = []
+    second = op.search(_searched(1, 16, 1), _fake_runner(12, again), previous=rows)
+    assert again == [8, 12, 14, 13]  # only the failed probe is run again, then the bisection goes on
+    assert second.best == 12
+    assert [p.reused for p in second.probes[:2]] == [True, True]
+    other_slo = tiny_scenario("op", slo={"tpot_ms": 30.0}, max_concurrency=None, search=_searched().search)
+    fresh: list[float] = []
+    op.search(other_slo, _fake_runner(12, fresh), previous=rows)  # another SLO: nothing reused
+    assert fresh[:2] == [1, 64]
+
+
+def test_a_statistic_criterion_reads_bench_servings_metric_on_the_models_clock() -> None:
+    scenario = _searched(criterion="p99")
+    tag = op.search_tag(scenario, time_scale=0.5)
+    row = {"status": "ok", "search": tag, "metrics": {"p99_tpot_ms": 19.0}}  # 38 ms at time scale 1
+    assert op.judge(row) == (True, "p99 tpot_ms 38.0 <= 40")
+    assert op.judge({**row, "metrics": {"p99_tpot_ms": 21.0}})[0] is False
+    assert "no p99_tpot_ms" in op.judge({**row, "metrics": {}})[1]
+
+
+def test_probes_carry_the_value_and_enough_prompts() -> None:
+    scenario = _searched(prompts_per_value=3)
+    probe = op.probe_scenario(scenario, 8)
+    assert (probe.id, probe.max_concurrency, probe.num_prompts, probe.search) == ("op@c8", 8, 24, None)
+    rate = tiny_scenario(
+        "r", slo={"ttft_ms": 500.0}, search={"over": "request_rate", "low": 0.5, "high": 4, "step": 0.5}
+    )
+    assert op.probe_scenario(rate, 1.5).id == "r@r1.5" and op.probe_scenario(rate, 1.5).request_rate == 1.5
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"slo": None}, "operating-point-needs-slo"),
+        ({"search": {"over": "max_concurrency", "low": 8, "high": 4, "step": 1}}, "not below search.high"),
+        ({"search": {"over": "max_concurrency", "low": 1, "high": 4, "step": 8}}, "wider than the bracket"),
+        ({"search": {"over": "max_concurrency", "low": 1, "high": 4.5, "step": 1}}, "whole numbers"),
+        ({"max_concurrency": 4}, "remove max_concurrency"),
+        ({"search": {"over": "max_concurrency", "low": 1, "high": 4, "step": 1, "metrics": ["ttft_ms"]}}, "not in slo"),
+        ({"search": {"over": "max_concurrency", "low": 1, "high": 4, "step": 1, "criterion": "p50"}}, "criterion"),
+    ],
+)
+def test_a_bad_search_block_names_the_rule_and_the_fix(fields: dict[str, Any], says: str) -> None:
+    base = {"slo": {"tpot_ms": 40.0}, "max_concurrency": None, "search": _searched().search}
+    with pytest.raises(ValidationError, match=says):
+        tiny_scenario("bad", **(base | fields))
+
+
+def test_summaries_rebuild_the_outcome_from_the_rows_and_call_a_non_monotone_one() -> None:
+    rows: list[dict[str, Any]] = []
+    found = op.search(_searched(1, 32, 1), lambda p, t: rows.append(_fake_runner(9, [])(p, t)) or rows[-1])
+    (summary,) = op.summaries(rows)
+    assert (summary.best, summary.above, summary.note) == (found.best, found.above, "")
+    tag = rows[0]["search"]
+    odd = [
+        *rows,
+        {"scenario": "op@c3", "status": "ok", "search": {**tag, "value": 3}, "goodput": {"slo_attainment": 0}},
+    ]
+    assert "not monotone" in op.summaries(odd)[0].note
+
+
+# ------------------------------------------------------------------ through the stage's runner
+
+
+@pytest.fixture(scope="module")
+def server() -> Any:
+    base_url, stop = run_in_thread(EmulatorSettings(port=0, profile=LatencyProfile(), startup_seconds=0))
+    yield base_url
+    stop()
+
+
+def test_the_stage_runs_each_probe_as_a_row_and_resumes(server: str, tmp_path: Path) -> None:
+    """The fake client's median TPOT is 10 + 0.5 x concurrency: a median TPOT SLO of 20 ms holds up to
+    concurrency 20. Each probe is a bench.jsonl row; the failed one is kept; a rerun runs only it."""
+    argv_log = tmp_path / "argv.jsonl"
+    scenario = tiny_scenario(
+        "opt",
+        slo={"tpot_ms": 20.0},
+        max_concurrency=None,
+        search={"over": "max_concurrency", "low": 1, "high": 48, "step": 1, "criterion": "median"},
+    )
+    settings: dict[str, Any] = {"offline": True, "command_prefix": FAKE_BENCH, "progress": False, "devices": 8}
+    settings |= {"verify_tokens": False, "answer_probe": 0, "timeout_s": 60}
+    handle = RunHandle(base_url=server, model="moonshotai/Kimi-K2.6", launcher="emulator")
+    env = {"FAKE_BENCH_ARGV_LOG": str(argv_log), "FAKE_BENCH_FAIL": "opt@c24"}
+    df = speed.run_scenarios([scenario], handle, tmp_path / "run", env=env, **settings)
+    rows = read_jsonl(tmp_path / "run" / "bench.jsonl")
+    assert [r["scenario"] for r in rows][:3] == ["opt@c1", "opt@c48", "opt@c24"]
+    assert {r["scenario"]: r["status"] for r in rows}["opt@c24"] == "failed"
+    (summary,) = op.summaries(rows)
+    assert summary.best == 20 and summary.above == 21
+    assert set(df["scenario"]) == {r["scenario"] for r in rows}  # the search's rows are its probes
+    with pytest.raises(speed.ScenariosFailed, match="opt@c24"):  # a failed probe fails the stage, as any scenario
+        speed.raise_if_failed(df)
+    assert op.base_of("opt@c24") == op.base_of("opt@r0.5") == "opt" and op.base_of("a@b") == "a@b"
+    runs = len(argv_log.read_text().splitlines())
+    speed.run_scenarios([scenario], handle, tmp_path / "run", env={"FAKE_BENCH_ARGV_LOG": str(argv_log)}, **settings)
+    rerun = [json.loads(line)["argv"] for line in argv_log.read_text().splitlines()[runs:]]
+    assert len(rerun) == 1 and "24" in rerun[0][rerun[0].index("--max-concurrency") + 1]
+    assert op.summaries(read_jsonl(tmp_path / "run" / "bench.jsonl"))[0].best == 20
+
+
+def test_a_searched_rate_is_on_the_models_clock() -> None:
+    rate = tiny_scenario(
+        "r", slo={"ttft_ms": 500.0}, search={"over": "request_rate", "low": 0.5, "high": 4, "step": 0.5}
+    )
+    calls: list[float] = []
+    sent: list[float] = []
+
+    def run_probe(probe: Scenario, tag: dict[str, Any]) -> dict[str, Any]:
+        sent.append(float(probe.request_rate or 0))
+        return _fake_runner(2, calls)(probe, tag)
+
+    found = op.search(rate, run_probe, time_scale=0.05)
+    assert found.best == 2 and sent[:2] == [0.5 / 0.05, 4 / 0.05]  # 20x faster emulator, 20x the rate
+
+
+def test_rate_probes_without_a_concurrency_stay_out_of_the_per_sweep_goodput() -> None:
+    """A request-rate probe has an SLO attainment but no max_concurrency: the per-sweep table (the
+    highest concurrency meeting the SLO) skips it instead of failing on the missing number."""
+    import pandas as pd
+
+    rows = pd.DataFrame(
+        [
+            {"scenario": "op@r0.5", "max_concurrency": None, "slo_attainment": 1.0, "slo": "ttft_ms 1000"},
+            {"scenario": "op@c4", "max_concurrency": 4, "slo_attainment": 1.0, "slo": "tpot_ms 40"},
+            {"scenario": "op@c8", "max_concurrency": 8, "slo_attainment": 0.5, "slo": "tpot_ms 40"},
+        ]
+    )
+    table = speed.sweep_goodput(rows)
+    assert table["best concurrency meeting the SLO"].tolist() == [4]
