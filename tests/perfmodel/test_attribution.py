@@ -132,3 +132,10 @@ def test_what_the_model_waits_for_is_the_remainder():
     scaled = with_remainder("TTFT", {"compute": 3.0, "communication": 1.0}, 2.0, "queueing")
     assert scaled.share("queueing") == 0.0 and scaled.share("compute") == pytest.approx(0.75)
     assert scaled.seconds == pytest.approx(2.0)
+
+
+def test_the_command_generator_view_says_what_bounds_it():
+    from kimi_runbooks.generator import predicted_text
+
+    text = predicted_text({"platform": "h200"}, "in=1000,out=1000,c=1")
+    assert "## what bounds it" in text and "in=1000 out=1000 c=1: TPOT: " in text

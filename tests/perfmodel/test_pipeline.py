@@ -157,3 +157,19 @@ def test_the_two_node_plan_prints_its_basis_and_bounds(capsys):
     assert "nothing published validates this shape" in out
     assert "## what bounds it" in out and "pipeline bubbles" in out
     assert not math.isnan(float(out.split("c=512")[1].split()[0].replace(",", "")))
+
+
+def test_a_pipelined_run_without_a_node_count_still_names_itself_single_node_runs_do_not(monkeypatch):
+    runs = {
+        "pp-run": Reference(
+            id="pp-run", kind="speed", platform="rtx-pro-6000", model="kimi-k2.6", source="s1", stack={"pp": 2}
+        ),
+        "tp-run": Reference(id="tp-run", kind="speed", platform="rtx-pro-6000", model="kimi-k2.6", source="s2"),
+    }
+    catalog = CATALOG.model_copy(update={"references": {**CATALOG.references, **runs}})
+    monkeypatch.setattr(shape_basis_module, "load_catalog", lambda: catalog)
+    text = _pr(PP2).predict(Scenario(1000, 1000, concurrency=64)).shape_basis
+    assert "validated by pp-run" in text and "tp-run" not in text
+    tp16 = {"platform": "rtx-pro-6000", "model": "kimi-k2.6", "tp": 16, "nnodes": 2, "node_ips": ["10.0.0.1"]}
+    text16 = _pr(tp16).predict(Scenario(1000, 1000, concurrency=64)).shape_basis
+    assert "nothing published validates this shape" in text16 and "tp collectives across nodes" in text16

@@ -68,7 +68,11 @@ def shape_basis(plan: LaunchPlan, serving: Serving, calibration: Calibration) ->
             elif rows:
                 measured.append(ref)
             continue
-        if int(_field(ref, "pp", "pp_size") or 1) == pp and int(_field(ref, "nnodes", "nodes") or 1) == nodes:
+        ref_nodes = _field(ref, "nnodes", "nodes")
+        if int(_field(ref, "pp", "pp_size") or 1) != pp:
+            continue
+        # a pipelined run that does not record its node count still checks the pipeline terms
+        if (ref_nodes is None and pp > 1) or (ref_nodes is not None and int(ref_nodes) == nodes):
             measured.append(ref)
     terms = _terms(serving)
     shape = describe(serving)
