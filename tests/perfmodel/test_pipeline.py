@@ -173,3 +173,14 @@ def test_a_pipelined_run_without_a_node_count_still_names_itself_single_node_run
     tp16 = {"platform": "rtx-pro-6000", "model": "kimi-k2.6", "tp": 16, "nnodes": 2, "node_ips": ["10.0.0.1"]}
     text16 = _pr(tp16).predict(Scenario(1000, 1000, concurrency=64)).shape_basis
     assert "nothing published validates this shape" in text16 and "tp collectives across nodes" in text16
+
+
+def test_the_report_label_carries_the_shape_basis():
+    import pandas as pd
+
+    from kimi_runbooks.perfmodel import predicted_beside_measured
+
+    launch = plan(PlanConfig(**PP2))
+    row = {"scenario": "a", "status": "ok", "input_len": 1000, "output_len": 500, "max_concurrency": 8}
+    table = predicted_beside_measured(pd.DataFrame([{**row, "median_tpot_ms": 50.0}]), launch)
+    assert "nothing published validates this shape" in table.loc[0, "prediction"]

@@ -176,6 +176,8 @@ def predicted_beside_measured(
     label = "predicted (model estimate, " + PREDICTION_SOURCE + ")"
     if predictor is not None and predictor.basis == "first-principles":
         label += "; " + FIRST_PRINCIPLES_NOTE
+    if predictor is not None and predictor.shape_basis:
+        label += "; " + predictor.shape_basis
     if emulated:
         label += "; " + EMULATED_NOTE
     for _, row in ok.iterrows():

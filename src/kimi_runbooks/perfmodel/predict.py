@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ._deps import LaunchPlan, Model, load_catalog
@@ -169,6 +170,11 @@ class Predictor:
         if self.first_principles:
             return False
         return self.calibration.validated(self.family, self.plan.model.weight_format)
+
+    @cached_property
+    def shape_basis(self) -> str:
+        """What validates this plan's shape (shape_basis.shape_basis); "" for a single-node tp plan."""
+        return shape_basis(self.plan, self.serving, self.calibration)
 
     @property
     def basis(self) -> str:
@@ -374,7 +380,7 @@ class Predictor:
             capacity_limit=decode.capacity_limit(scenario.input_len + scenario.output_len),
             tpot_why=tpot_why,
             ttft_why=ttft_why,
-            shape_basis=shape_basis(self.plan, self.serving, self.calibration),
+            shape_basis=self.shape_basis,
         )
         _apply_band(p, self.calibration)
         return p
