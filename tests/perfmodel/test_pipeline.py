@@ -184,3 +184,25 @@ def test_the_report_label_carries_the_shape_basis():
     row = {"scenario": "a", "status": "ok", "input_len": 1000, "output_len": 500, "max_concurrency": 8}
     table = predicted_beside_measured(pd.DataFrame([{**row, "median_tpot_ms": 50.0}]), launch)
     assert "nothing published validates this shape" in table.loc[0, "prediction"]
+
+
+def test_an_nvlink_domain_across_trays_keeps_collectives_on_nvlink():
+    from kimi_runbooks.perfmodel.comm import group_link
+    from kimi_runbooks.perfmodel.hardware import hardware_spec
+
+    gb300 = hardware_spec(CATALOG.platform("gb300"))
+    assert gb300.scale_up_devices == 72
+    assert group_link(gb300, True, 8) == gb300.link_bytes_per_s  # 2 trays x 4 GPUs: NVLink (MNNVL)
+    assert group_link(gb300, True, 144) == gb300.inter_node_bytes_per_s  # beyond the rack: the NIC
+    h200 = hardware_spec(CATALOG.platform("h200"))
+    assert h200.scale_up_devices == 0 and group_link(h200, True, 8) == h200.inter_node_bytes_per_s
+
+
+def test_a_scale_up_domain_needs_a_source():
+    from pydantic import ValidationError
+
+    from kimi_runbooks.plan.params_models import Hardware
+
+    hw = CATALOG.platform("h200").hardware.model_dump()
+    with pytest.raises(ValidationError, match="scale_up_devices has no source"):
+        Hardware(**{**hw, "scale_up_devices": 16})

@@ -9,9 +9,12 @@ from __future__ import annotations
 from .hardware import HardwareSpec
 
 
-def group_link(hw: HardwareSpec, spans_nodes: bool) -> float:
-    """Bytes/s one device moves in a collective; a group across nodes is held to the NIC."""
-    return min(hw.link_bytes_per_s, hw.inter_node_bytes_per_s) if spans_nodes else hw.link_bytes_per_s
+def group_link(hw: HardwareSpec, spans_nodes: bool, devices: int = 0) -> float:
+    """Bytes/s one device moves in a collective; a group across nodes is held to the NIC unless all
+    its `devices` sit in one scale-up domain that crosses nodes (an NVL72 rack: NVLink between trays)."""
+    if not spans_nodes or (devices and devices <= hw.scale_up_devices):
+        return hw.link_bytes_per_s
+    return min(hw.link_bytes_per_s, hw.inter_node_bytes_per_s)
 
 
 def allreduce_s(message_bytes: float, devices: int, link_bytes_per_s: float) -> float:

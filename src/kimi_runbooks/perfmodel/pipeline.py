@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .attribution import add
-from .comm import allgather_s
+from .comm import allgather_s, group_link
 from .hardware import HardwareSpec
 from .step import ACT_BYTES, PoolShape
 
@@ -68,10 +68,10 @@ class Stages:
 
 def boundary_s(tokens: float, hidden: int, hw: HardwareSpec, shape: PoolShape) -> float:
     """One stage boundary for `tokens` tokens: send 1/attn_tp of the proxy tensors per rank over
-    the NIC (or the device link when both stages share a node), then all-gather them inside the
-    receiving stage."""
+    the NIC (the device link when both stages share a node or one NVLink domain), then all-gather
+    them inside the receiving stage."""
     message = tokens * hidden * ACT_BYTES * PROXY_TENSORS
-    across = hw.inter_node_bytes_per_s if shape.stage_crosses_nodes else hw.link_bytes_per_s
+    across = group_link(hw, shape.stage_crosses_nodes, shape.tp * shape.pp)
     ranks = shape.attention_tp
     return message / ranks / across + allgather_s(message, ranks, hw.link_bytes_per_s)
 

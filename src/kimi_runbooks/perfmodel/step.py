@@ -121,7 +121,7 @@ def _split(total: float, a: float, b: float) -> tuple[float, float]:
 
 def _comm(g: Geometry, hw: HardwareSpec, shape: PoolShape, tokens: float) -> float:
     """Per-step collectives for `tokens` tokens in the replica (all attention ranks)."""
-    link = group_link(hw, shape.spans_nodes)
+    link = group_link(hw, shape.spans_nodes, shape.tp)
     message = tokens * g.hidden * ACT_BYTES
     if shape.attention_ranks > 1:
         # gather before and scatter after the MoE (one all-reduce of volume) + in-rank TP
