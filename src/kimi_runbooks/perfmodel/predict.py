@@ -23,7 +23,7 @@ from .pipeline import Stages, decode_cycle, pipelined_prefill
 from .queueing import Outcome, Timing, closed_loop, open_loop, steady_decode
 from .serving import Pool, Serving, serving_from_plan
 from .shape_basis import shape_basis
-from .step import Dtypes, PoolShape, decode_step, prefill_chunks, prefill_time
+from .step import Dtypes, PoolShape, decode_step, prefill_chunks
 from .store import Calibration, load_calibration
 
 DEFAULT_ACCEPT_LENGTH = 2.5
@@ -211,19 +211,8 @@ class Predictor:
         return pipelined_prefill(stages, parts, tokens, pool.geometry.hidden, self.hw, shape)
 
     def prefill_seconds(self, pool: Pool, input_len: float, prefix_hit: float = 0.0) -> float:
-        if pool.pp > 1:
-            return sum(self.prefill_parts(pool, input_len, prefix_hit)[0].values())
-        cached = input_len * prefix_hit
-        return prefill_time(
-            pool.geometry,
-            self.hw,
-            self.dtypes,
-            self.factors,
-            self.shape(pool),
-            input_len - cached,
-            cached,
-            pool.chunked_prefill,
-        )
+        """One request's prefill alone (its latency: prefill_parts, summed)."""
+        return sum(self.prefill_parts(pool, input_len, prefix_hit)[0].values())
 
     def _pass_parts(self, pool: Pool, batch: float, mean_context: float) -> dict[str, float]:
         """One all-layer decode (or speculative verify + draft) pass of one replica at `batch`."""
@@ -261,27 +250,8 @@ class Predictor:
         )
 
     def iteration_seconds(self, pool: Pool, batch: float, mean_context: float) -> float:
-        """One decode iteration of the whole pool at `batch` running requests."""
-        if pool.pp > 1:
-            return sum(self.iteration_parts(pool, batch, mean_context).values())
-        per_replica = max(batch / pool.replicas, 1.0)
-        shape = self.shape(pool)
-        g, f = pool.geometry, self.factors
-        if pool.speculative is None:
-            return decode_step(g, self.hw, self.dtypes, f, shape, per_replica, mean_context).total
-        verify = decode_step(
-            g,
-            self.hw,
-            self.dtypes,
-            f,
-            shape,
-            per_replica,
-            mean_context,
-            tokens_per_request=pool.speculative.draft_tokens,
-        ).total
-        draft_bytes = self.plan.model.draft_model.size_gb * 1e9 if self.plan.model.draft_model else 0.0
-        draft_step = 2 * f.overhead_us * 1e-6 + draft_bytes / pool.tp / (self.hw.hbm_bytes_per_s * f.eta_bw)
-        return verify + pool.speculative.num_steps * draft_step
+        """One decode iteration of the whole pool at `batch` running requests (iteration_parts, summed)."""
+        return sum(self.iteration_parts(pool, batch, mean_context).values())
 
     @staticmethod
     def decode_context(scenario: Scenario) -> float:
