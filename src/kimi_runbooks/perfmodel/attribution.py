@@ -14,7 +14,10 @@ to question first:
   pipeline stage boundary, and (TTFT, PD) the KV transfer from the prefill to the decode pool;
 * fixed overhead: the per-layer time no byte or FLOP explains (launches, synchronisation);
 * pipeline bubbles: pipeline stages idle, fewer microbatches in flight than stages, or stages of
-  unequal depth (pipeline.py);
+  unequal depth (pipeline.py). A pipelined step is read from the devices' side: of one cycle, a
+  stage works on m of its pp slots and idles the rest, so at batch 1 and pp 2 half the step is
+  bubble. The request's own latency is the same as one stage-less pass plus the boundary
+  transfers: the bubble is hardware a fuller pipeline would use, not time a request waits;
 * prefill stalls (TPOT): a mixed pool runs waiting prefills before decode steps, so decode waits;
 * queueing (TTFT): waiting for prefills ahead, or for a KV slot when the pool is full.
 """
