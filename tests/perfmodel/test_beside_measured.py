@@ -110,3 +110,17 @@ def test_the_speed_stage_reads_the_run_folder_plan_and_rescales_an_emulated_run(
     (tmp_path / "handle.json").write_text(json.dumps({"launcher": "external"}))
     external = predicted_vs_measured(pd.DataFrame([row]), tmp_path)
     assert external.loc[0, "prediction"].startswith("no prediction: external server")
+
+
+def test_measured_beside_predicted_says_what_bounds_the_prediction(launch):
+    from kimi_runbooks.perfmodel.spec import why_text
+    from kimi_runbooks.report.sections import PREDICTED_COLUMNS
+
+    predictor = Predictor(launch)
+    p = predictor.predict(Scenario(1000, 500, concurrency=4, num_prompts=20))
+    table = predicted_beside_measured(pd.DataFrame([_row("a", 4, p)]), launch, predictor=predictor)
+    assert table.loc[0, "bound"] == why_text(p)
+    assert table.loc[0, "bound"].startswith(f"TPOT: {p.tpot_why.bound} ")
+    assert "bound" in [c.key for c in PREDICTED_COLUMNS]  # the report's measured-beside-predicted table
+    missing = predicted_beside_measured(pd.DataFrame([_row("a", 4, p)]), None, reason="no plan")
+    assert missing.loc[0, "bound"] == ""

@@ -196,6 +196,8 @@ def test_predicted_beside_measured_flags_a_result_outside_the_band(copy):
     assert "agreement is expected by construction" in html
     warned = [w.text for w in report.warnings(data) if w.kind == "prediction"]
     assert any(t.startswith("chat-1k1k-c1 median_tpot_ms: emulated 1000 outside the predicted band") for t in warned)
+    assert any("the prediction is bound by TPOT: " in t for t in warned)  # what to question first
+    assert "what bounds the prediction" in html and slow["bound"].startswith("TPOT: ")
     assert not [s for s in next_steps(data) if "outside the predicted band" in s.what]  # emulated: no server to fix
 
 

@@ -14,6 +14,7 @@ from ..plan.catalog import (
     Model,
     ParamsError,
     Platform,
+    Reference,
     load_catalog,
 )
 from ..plan.knobs import canonical_flag, resolve_knobs
@@ -31,6 +32,7 @@ __all__ = [
     "ParamsError",
     "PlanConfig",
     "Platform",
+    "Reference",
     "canonical_flag",
     "kv_bytes_per_token",
     "load_catalog",

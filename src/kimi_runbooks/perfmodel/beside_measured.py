@@ -19,6 +19,7 @@ import pandas as pd
 from ._deps import Catalog, LaunchPlan, PlanConfig, load_catalog
 from ._deps import plan as make_plan
 from .predict import Predictor, Scenario
+from .spec import why_text
 
 PREDICTION_SOURCE = "kimi_runbooks.perfmodel, calibration params/perfmodel/calibration.yaml"
 EMULATED_NOTE = (
@@ -124,8 +125,11 @@ BESIDE_COLUMNS = [
     "scenario",
     *[c for m in COMPARED for c in (m, _pred_col(m), _pred_col(m, "_low"), _pred_col(m, "_high"))],
     "outside_band",
+    "bound",
     "prediction",
 ]
+"""`bound`: what the model says sets the predicted TPOT and TTFT, as shares of its own terms
+(spec.why_text): the number to question first when the measurement is outside the band."""
 
 
 def plan_of_run(plan_record: dict[str, Any] | None, *, external: bool = False) -> tuple[LaunchPlan | None, str | None]:
@@ -172,6 +176,8 @@ def predicted_beside_measured(
     label = "predicted (model estimate, " + PREDICTION_SOURCE + ")"
     if predictor is not None and predictor.basis == "first-principles":
         label += "; " + FIRST_PRINCIPLES_NOTE
+    if predictor is not None and predictor.shape_basis:
+        label += "; " + predictor.shape_basis
     if emulated:
         label += "; " + EMULATED_NOTE
     for _, row in ok.iterrows():
@@ -196,10 +202,12 @@ def predicted_beside_measured(
                     if math.isfinite(rec[metric]) and not (low <= rec[metric] <= high):
                         outside.append(metric)
                 rec["outside_band"] = ", ".join(outside)
+                rec["bound"] = why_text(p)
                 rec["prediction"] = label
                 records.append(rec)
                 continue
         rec["outside_band"] = ""
+        rec["bound"] = ""
         rec["prediction"] = f"no prediction: {why}"
         records.append(rec)
     return pd.DataFrame.from_records(records, columns=BESIDE_COLUMNS)
@@ -224,6 +232,7 @@ REFERENCE_COLUMNS = [
     "ratio",
     "outside_band",
     "calibration_basis",
+    "bound",
     "label",
     "source",
     "assumed",
@@ -280,6 +289,7 @@ def predicted_beside_references(
                         "ratio": float(published) / predicted if predicted > 0 else math.nan,
                         "outside_band": bool(not (low <= float(published) <= high)),
                         "calibration_basis": p.calibration_basis,
+                        "bound": why_text(p),
                         "label": "published reference vs predicted (model estimate, never fitted to it)",
                         "source": ref.source,
                         "assumed": row.get("assumed", ""),
@@ -313,6 +323,8 @@ def format_reference_checks(table: pd.DataFrame) -> str:
             f"predicted {r['predicted']:,.1f} [{r['low']:,.1f}-{r['high']:,.1f}] ({r['calibration_basis']}), "
             f"published/predicted {r['ratio']:.2f}: {verdict}"
         )
+        if r["bound"]:
+            lines.append(f"  what bounds the prediction: {r['bound']}")
         if r["assumed"]:
             lines.append(f"  assumed: {r['assumed']}")
         lines.append(f"  source: {r['source']}")

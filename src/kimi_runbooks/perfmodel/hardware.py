@@ -22,6 +22,8 @@ class HardwareSpec:
     peak_flops: dict[str, float]
     link_bytes_per_s: float
     inter_node_bytes_per_s: float
+    scale_up_devices: int = 0
+    """Devices of one NVLink domain across nodes (NVL72: 72); 0: the domain ends at the node."""
     # no devices_per_node: device counts come from the plan (tp, dp, the roles), never the node size
 
     def peak(self, dtype: str) -> float:
@@ -37,6 +39,7 @@ def hardware_spec(platform: Platform) -> HardwareSpec:
         peak_flops={k: v * TERA for k, v in hw.peak_dense_tflops.items()},
         link_bytes_per_s=hw.interconnect_gbs * GIGA,
         inter_node_bytes_per_s=hw.inter_node_gbs * GIGA,
+        scale_up_devices=hw.scale_up_devices or 0,
     )
 
 

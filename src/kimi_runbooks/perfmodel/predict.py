@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ._deps import LaunchPlan, Model, load_catalog
+from .attribution import Attribution, add, with_remainder
+from .comm import kv_transfer_s
 from .factors import Factors
 from .hardware import dense_dtype, expert_dtype, hardware_spec
+from .pipeline import Stages, decode_cycle, pipelined_prefill
 from .queueing import Outcome, Timing, closed_loop, open_loop, steady_decode
 from .serving import Pool, Serving, serving_from_plan
-from .step import Dtypes, PoolShape, decode_step, prefill_time
+from .shape_basis import shape_basis
+from .step import Dtypes, PoolShape, decode_step, prefill_chunks
 from .store import Calibration, load_calibration
 
 DEFAULT_ACCEPT_LENGTH = 2.5
@@ -115,6 +120,13 @@ class Prediction:
     low: dict[str, float] = field(default_factory=dict)
     high: dict[str, float] = field(default_factory=dict)
     label: str = "predicted"
+    tpot_why: Attribution | None = None
+    """Median TPOT split into the model's terms (attribution.CATEGORIES); `bound` is its largest."""
+    ttft_why: Attribution | None = None
+    """Median TTFT split the same way: the prefill's terms, the KV transfer (PD), queueing."""
+    shape_basis: str = ""
+    """What validates the plan's shape (pipeline stages, several nodes, PD pools): which published
+    result, or that none does; "" for a single-node tp plan (the calibration basis covers it)."""
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -123,6 +135,9 @@ class Prediction:
                 out[key] = _round(value)
         out["low"] = {k: _round(v) for k, v in self.low.items()}
         out["high"] = {k: _round(v) for k, v in self.high.items()}
+        for key in ("tpot_why", "ttft_why"):
+            why: Attribution | None = getattr(self, key)
+            out[key] = None if why is None else {"bound": why.bound, "shares": why.as_dict()}
         return out
 
 
@@ -156,6 +171,11 @@ class Predictor:
             return False
         return self.calibration.validated(self.family, self.plan.model.weight_format)
 
+    @cached_property
+    def shape_basis(self) -> str:
+        """What validates this plan's shape (shape_basis.shape_basis); "" for a single-node tp plan."""
+        return shape_basis(self.plan, self.serving, self.calibration)
+
     @property
     def basis(self) -> str:
         if self.first_principles:
@@ -164,56 +184,98 @@ class Predictor:
 
     # ---------------------------------------------------------------- pieces
     def shape(self, pool: Pool) -> PoolShape:
-        return PoolShape(tp=pool.tp, attention_ranks=pool.attention_ranks, ep=pool.ep, spans_nodes=pool.spans_nodes)
+        return PoolShape(
+            tp=pool.tp,
+            attention_ranks=pool.attention_ranks,
+            ep=pool.ep,
+            spans_nodes=pool.spans_nodes,
+            pp=pool.pp,
+            stage_crosses_nodes=pool.stage_crosses_nodes,
+        )
+
+    def prefill_parts(self, pool: Pool, input_len: float, prefix_hit: float = 0.0) -> tuple[dict[str, float], float]:
+        """(one request's prefill alone, split into attribution terms; seconds the pool is busy with it)."""
+        cached = input_len * prefix_hit
+        new = input_len - cached
+        shape = self.shape(pool)
+        passes = prefill_chunks(
+            pool.geometry, self.hw, self.dtypes, self.factors, shape, new, cached, pool.chunked_prefill
+        )
+        parts = [p.parts() for p in passes]
+        if pool.pp == 1:
+            whole = add(*parts)
+            return whole, sum(whole.values())
+        chunk = float(pool.chunked_prefill)
+        tokens = [min(chunk, new - i * chunk) for i in range(len(passes))] if new > 0 else [1.0]
+        stages = Stages(pool.pp, pool.geometry.layers)
+        return pipelined_prefill(stages, parts, tokens, pool.geometry.hidden, self.hw, shape)
 
     def prefill_seconds(self, pool: Pool, input_len: float, prefix_hit: float = 0.0) -> float:
-        cached = input_len * prefix_hit
-        return prefill_time(
-            pool.geometry,
+        """One request's prefill alone (its latency: prefill_parts, summed)."""
+        return sum(self.prefill_parts(pool, input_len, prefix_hit)[0].values())
+
+    def _pass_parts(self, pool: Pool, batch: float, mean_context: float) -> dict[str, float]:
+        """One all-layer decode (or speculative verify + draft) pass of one replica at `batch`."""
+        g, f = pool.geometry, self.factors
+        shape = self.shape(pool)
+        if pool.speculative is None:
+            return decode_step(g, self.hw, self.dtypes, f, shape, batch, mean_context).parts()
+        verify = decode_step(
+            g, self.hw, self.dtypes, f, shape, batch, mean_context, tokens_per_request=pool.speculative.draft_tokens
+        ).parts()
+        draft_bytes = self.plan.model.draft_model.size_gb * 1e9 if self.plan.model.draft_model else 0.0
+        n = pool.speculative.num_steps
+        draft = {
+            "fixed overhead": n * 2 * f.overhead_us * 1e-6,
+            "weight streaming": n * draft_bytes / pool.tp / (self.hw.hbm_bytes_per_s * f.eta_bw),
+        }
+        return add(verify, draft)
+
+    def iteration_parts(self, pool: Pool, batch: float, mean_context: float) -> dict[str, float]:
+        """One decode iteration of the whole pool at `batch` running requests, split into
+        attribution terms (their sum is iteration_seconds); a pipelined pool is a cycle over its
+        stages (pipeline.decode_cycle)."""
+        per_replica = max(batch / pool.replicas, 1.0)
+        if pool.pp == 1:
+            return self._pass_parts(pool, per_replica, mean_context)
+        tokens = pool.speculative.draft_tokens if pool.speculative is not None else 1
+        return decode_cycle(
+            Stages(pool.pp, pool.geometry.layers),
+            per_replica,
+            tokens,
+            lambda b: self._pass_parts(pool, b, mean_context),
+            pool.geometry.hidden,
             self.hw,
-            self.dtypes,
-            self.factors,
             self.shape(pool),
-            input_len - cached,
-            cached,
-            pool.chunked_prefill,
         )
 
     def iteration_seconds(self, pool: Pool, batch: float, mean_context: float) -> float:
-        """One decode iteration of the whole pool at `batch` running requests."""
-        per_replica = max(batch / pool.replicas, 1.0)
-        shape = self.shape(pool)
-        g, f = pool.geometry, self.factors
-        if pool.speculative is None:
-            return decode_step(g, self.hw, self.dtypes, f, shape, per_replica, mean_context).total
-        verify = decode_step(
-            g,
-            self.hw,
-            self.dtypes,
-            f,
-            shape,
-            per_replica,
-            mean_context,
-            tokens_per_request=pool.speculative.draft_tokens,
-        ).total
-        draft_bytes = self.plan.model.draft_model.size_gb * 1e9 if self.plan.model.draft_model else 0.0
-        draft_step = 2 * f.overhead_us * 1e-6 + draft_bytes / pool.tp / (self.hw.hbm_bytes_per_s * f.eta_bw)
-        return verify + pool.speculative.num_steps * draft_step
+        """One decode iteration of the whole pool at `batch` running requests (iteration_parts, summed)."""
+        return sum(self.iteration_parts(pool, batch, mean_context).values())
+
+    @staticmethod
+    def decode_context(scenario: Scenario) -> float:
+        """Mean context a decode step reads (STEADY_DECODE_EXTRA_CONTEXT for a steady-decode test)."""
+        half_output = scenario.output_len / 2.0
+        return scenario.input_len + (
+            min(STEADY_DECODE_EXTRA_CONTEXT, half_output) if scenario.steady_decode else half_output
+        )
+
+    def accept_length(self, scenario: Scenario) -> float:
+        decode = self.serving.decode_pool
+        if decode.speculative is None:
+            return 1.0
+        return min(scenario.accept_length or DEFAULT_ACCEPT_LENGTH, float(decode.speculative.draft_tokens))
 
     def timing(self, scenario: Scenario) -> Timing:
         s = self.serving
         decode, prefill = s.decode_pool, s.prefill_pool
-        half_output = scenario.output_len / 2.0
-        ctx = scenario.input_len + (
-            min(STEADY_DECODE_EXTRA_CONTEXT, half_output) if scenario.steady_decode else half_output
-        )
-        accept = 1.0
-        if decode.speculative is not None:
-            accept = min(scenario.accept_length or DEFAULT_ACCEPT_LENGTH, float(decode.speculative.draft_tokens))
+        ctx = self.decode_context(scenario)
+        accept = self.accept_length(scenario)
         transfer = 0.0
         if s.disaggregated:
-            kv = scenario.input_len * decode.geometry.kv_bytes_per_token
-            transfer = kv / self.hw.inter_node_bytes_per_s
+            transfer = kv_transfer_s(scenario.input_len * decode.geometry.kv_bytes_per_token, self.hw)
+        occupancy = self.prefill_parts(prefill, scenario.input_len, scenario.prefix_hit)[1] if prefill.pp > 1 else 0.0
         return Timing(
             prefill=self.prefill_seconds(prefill, scenario.input_len, scenario.prefix_hit),
             token_time=lambda b: self.iteration_seconds(decode, b, ctx) / accept,
@@ -222,7 +284,21 @@ class Predictor:
             capacity=decode.capacity_requests(scenario.input_len + scenario.output_len),
             disaggregated=s.disaggregated,
             prefill_lanes=prefill.attention_ranks * prefill.replicas,
+            prefill_occupancy=occupancy,
         )
+
+    def explain(self, scenario: Scenario, o: Outcome, t: Timing) -> tuple[Attribution, Attribution]:
+        """(TPOT, TTFT) of an outcome split into the model's terms: the decode iteration at the
+        running batch (per token: over the accept length), the rest of TPOT prefill stalls; the
+        request's own prefill, the PD KV transfer and half a decode step, the rest of TTFT queueing."""
+        decode, prefill = self.serving.decode_pool, self.serving.prefill_pool
+        step = self.iteration_parts(decode, o.running, self.decode_context(scenario))
+        tpot = with_remainder("TPOT", add(step, scale=1.0 / self.accept_length(scenario)), o.tpot_s, "prefill stalls")
+        own = self.prefill_parts(prefill, scenario.input_len, scenario.prefix_hit)[0]
+        first = add(own, {"communication": t.transfer})
+        if not scenario.steady_decode:
+            first = add(first, add(step, scale=0.5))
+        return tpot, with_remainder("TTFT", first, o.ttft_s, "queueing")
 
     # ---------------------------------------------------------------- the answer
     def outcome(self, scenario: Scenario) -> tuple[Outcome, Timing]:
@@ -247,15 +323,7 @@ class Predictor:
         out_tok_s = o.output_tok_s
         total = out_tok_s * (scenario.input_len + scenario.output_len) / scenario.output_len
         decode = self.serving.decode_pool
-        step = decode_step(
-            decode.geometry,
-            self.hw,
-            self.dtypes,
-            self.factors,
-            self.shape(decode),
-            max(o.running / decode.replicas, 1.0),
-            scenario.input_len + scenario.output_len / 2,
-        )
+        tpot_why, ttft_why = self.explain(scenario, o, t) if t.capacity else (None, None)
         p = Prediction(
             input_len=scenario.input_len,
             output_len=scenario.output_len,
@@ -273,13 +341,16 @@ class Predictor:
             kv_capacity_requests=t.capacity,
             kv_limited=o.kv_limited,
             saturated=o.saturated,
-            bound=step.bound if t.capacity else "kv-capacity",
+            bound=tpot_why.bound if tpot_why is not None and tpot_why.bound else "kv-capacity",
             devices=devices,
             family=self.family,
             calibrated_family=self.calibrated_family,
             calibration_basis=self.basis,
             fixed_lengths=scenario.fixed_lengths,
             capacity_limit=decode.capacity_limit(scenario.input_len + scenario.output_len),
+            tpot_why=tpot_why,
+            ttft_why=ttft_why,
+            shape_basis=self.shape_basis,
         )
         _apply_band(p, self.calibration)
         return p

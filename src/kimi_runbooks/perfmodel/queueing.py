@@ -10,7 +10,10 @@ the previous one ends. A fixed point over the completion rate X:
   1 / (1 - rho) (TPOT) and a new request waits for prefills ahead of it (M/D/1 residual);
 * TPOT = decode step time per output token (speculative: step / accept length) / (1 - rho);
 * PD disaggregation: prefill runs in its own pool (rho there), the decode pool sees no
-  prefill, and TTFT adds the KV transfer between pools.
+  prefill, and TTFT adds the KV transfer between pools. Each pool's throughput limits the
+  whole: completions cannot outrun what the prefill pool serves (its lanes over one prefill's
+  busy time); clients beyond that wait in the prefill queue (Little's law, as for the KV cap),
+  and the decode pool's KV slots cap its running batch.
 
 Fixed lengths (bench_serving --random-range-ratio 1.0) in a mixed pool: the C clients start
 together and SGLang's scheduler runs a waiting prefill before any decode step
@@ -49,11 +52,14 @@ class Timing:
     capacity: int  # requests whose KV fits at once
     disaggregated: bool
     prefill_lanes: int = 1  # requests prefilling side by side (DP-attention ranks x replicas)
+    prefill_occupancy: float = 0.0
+    """Seconds one prefill keeps the pool busy when that is less than its latency (a pipelined
+    pool: the deepest stage's work, pipeline.pipelined_prefill); 0: the latency."""
 
     @property
     def prefill_share(self) -> float:
         """Pool time one request's prefill takes when lanes run side by side."""
-        return self.prefill / max(self.prefill_lanes, 1)
+        return (self.prefill_occupancy or self.prefill) / max(self.prefill_lanes, 1)
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,12 @@ def closed_loop(
             break
         x, batch = 0.5 * (x + x_new), 0.5 * (batch + batch_new)
     kv_limited = clients > t.capacity
-    if kv_limited:  # the rest wait for a slot: E2E = clients / X (Little)
+    prefill_bound = t.disaggregated and x * t.prefill_share > 1.0
+    if prefill_bound:  # the prefill pool serves at most lanes / busy time: the rest queue there
+        x = 1.0 / t.prefill_share
+        batch = max(min(x * decode_tokens * t.token_time(batch), slots), 1.0)
+        tpot = t.token_time(batch)
+    if kv_limited or prefill_bound:  # the rest wait for a slot: E2E = clients / X (Little)
         ttft = clients / x - decode_tokens * tpot
     return Outcome(
         ttft, tpot, t.token_time(batch), x, batch, x * output_len, min(x * t.prefill_share, 1.0), kv_limited, False

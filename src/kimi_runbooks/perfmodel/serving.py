@@ -14,6 +14,9 @@ Parallelism, as SGLang lays it out:
   requests' latent KV in each decode step.
 * a hybrid model's state pool (plan/state_pool.py) admits a fixed number of requests per
   attention rank: SGLang caps the running batch there.
+* pp (--pp-size): pp stages of tp devices each hold layers / pp of the model (pipeline.py); with
+  as many nodes as stages, each stage's tp group sits inside a node and only the stage
+  boundaries cross the scale-out network.
 """
 
 from __future__ import annotations
@@ -68,14 +71,22 @@ class Pool:
     """A hybrid model's state-pool ceiling per replica, all attention ranks (plan/state_pool.py)."""
     weight_only_experts: bool = False
     """The MoE runner computes in bf16 (W4A16) whatever the checkpoint's 4-bit format."""
+    pp: int = 1
+    """Pipeline stages (--pp-size), each of tp devices."""
 
     @property
     def devices(self) -> int:
-        return self.tp * self.replicas
+        return self.tp * self.pp * self.replicas
 
     @property
     def spans_nodes(self) -> bool:
-        return self.nodes > 1
+        """The tp group of one stage crosses nodes: more nodes than pipeline stages."""
+        return self.nodes > self.pp
+
+    @property
+    def stage_crosses_nodes(self) -> bool:
+        """Consecutive pipeline stages sit on different nodes."""
+        return self.pp > 1 and self.nodes > 1
 
     def _kv_requests(self, tokens_per_request: int) -> int:
         """Requests whose KV fits at once in one replica, all its attention ranks."""
@@ -184,6 +195,7 @@ def _pool(role: str, args: dict[str, Any], nodes: int, memory: MemoryPlan, platf
         # SGLang caps running requests by the state pool (resolve_max_num_reqs), per DP-attention rank
         state_requests=state.state_requests * ranks if state is not None else None,
         weight_only_experts=str(args.get("--moe-runner-backend")) in WEIGHT_ONLY_RUNNERS,
+        pp=_int(args, "--pp") or 1,
     )
 
 
@@ -194,7 +206,13 @@ def serving_from_plan(plan: LaunchPlan) -> Serving:
         knobs = resolve_knobs(plan.config, platform, model)
         args = _flag_args(plan.argv)
         args.update(
-            {"--tp": knobs.tp, "--dp": knobs.dp, "--ep": knobs.ep, "--enable-dp-attention": knobs.enable_dp_attention}
+            {
+                "--tp": knobs.tp,
+                "--dp": knobs.dp,
+                "--ep": knobs.ep,
+                "--pp": knobs.pp,
+                "--enable-dp-attention": knobs.enable_dp_attention,
+            }
         )
         pool = _pool("mixed", args, knobs.nnodes, plan.memory, platform, model)
         return Serving(platform, model, (pool,), plan.devices_used)
@@ -216,6 +234,7 @@ def _role_memory(args: dict[str, Any], platform: Platform, model: Model) -> Memo
         platform,
         model,
         tp=_int(args, "--tp") or 1,
+        pp=_int(args, "--pp") or 1,
         mem_fraction_static=float(args.get("--mem-fraction-static", platform.default_mem_fraction_static)),
         kv_cache_dtype=str(kv) if kv and kv != "auto" else model.default_kv_cache_dtype,
         dp_attention_ranks=dp if args.get("--enable-dp-attention") else 1,

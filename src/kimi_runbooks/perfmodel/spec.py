@@ -147,6 +147,26 @@ def format_predictions(preds: list[Prediction], source: str = "") -> str:
             f"{_fmt(p.output_tok_s_per_device, 1):>9} {_fmt(p.tok_s_per_user, 1):>10} "
             f"{_fmt(p.running_requests, 1):>7}  {'; '.join(notes)}"
         )
+    if first.shape_basis:
+        lines.append(f"# {first.shape_basis}")
+    lines += why_lines(preds)
     if source:
         lines.append(f"# calibration: {source}")
     return "\n".join(lines) + "\n"
+
+
+def why_text(p: Prediction) -> str:
+    """'TPOT: weight streaming 61%, fixed overhead 24%; TTFT: compute 70%, communication 21%'."""
+    parts = [f"{why.metric}: {why.text()}" for why in (p.tpot_why, p.ttft_why) if why is not None and why.shares]
+    return "; ".join(parts) or "not predicted"
+
+
+def why_lines(preds: list[Prediction]) -> list[str]:
+    """What bounds each prediction: its TPOT (one decode step per token) and TTFT split into the
+    model's own terms (perfmodel/attribution.py), the largest first, so a user sees which number to
+    question."""
+    lines = ["## what bounds it (shares of the model's own terms; perfmodel/attribution.py)"]
+    for p in preds:
+        load = f"c={p.concurrency}" if p.concurrency is not None else f"{p.request_rate:g}/s"
+        lines.append(f"  in={p.input_len} out={p.output_len} {load}: {why_text(p)}")
+    return lines

@@ -38,12 +38,18 @@ class Dtypes:
 
 @dataclass(frozen=True)
 class PoolShape:
-    """The few numbers of a Pool the step model needs (kept apart so tests can build one)."""
+    """The few numbers of a Pool the step model needs (kept apart so tests can build one).
+
+    `spans_nodes`: the tp group (one pipeline stage) crosses a node boundary, so its collectives
+    run at the NIC; `pp` stages and `stage_crosses_nodes` (consecutive stages sit on different
+    nodes) are read by pipeline.py, never by the per-stage step below."""
 
     tp: int
     attention_ranks: int
     ep: int
     spans_nodes: bool
+    pp: int = 1
+    stage_crosses_nodes: bool = False
 
     @property
     def attention_tp(self) -> int:
@@ -52,13 +58,21 @@ class PoolShape:
 
 @dataclass(frozen=True)
 class StepTime:
-    """Seconds per forward pass and its parts (overhead + linear + attention + comm)."""
+    """Seconds per forward pass and its parts (overhead + linear + attention + comm).
+
+    `kv_read`, `attn_compute` and `attn_latency` are the three sides of `attention` (the latent
+    KV and state bytes over bandwidth, the score FLOPs over peak, one request's per-token
+    latency), kept so `parts()` can say which one set it; a pass built without them (a test)
+    counts its attention as compute."""
 
     overhead: float
     weight_read: float
     gemm: float
     attention: float
     comm: float
+    kv_read: float = 0.0
+    attn_compute: float = 0.0
+    attn_latency: float = 0.0
 
     @property
     def linear(self) -> float:
@@ -70,25 +84,44 @@ class StepTime:
     def total(self) -> float:
         return self.overhead + self.linear + self.attention + self.comm
 
+    def parts(self) -> dict[str, float]:
+        """`total` split into what sets it (attribution.CATEGORIES), summing to `total`: a smoothed
+        roofline (p-norm) is shared between its sides by their p-th powers, (a^p + b^p)^(1/p) =
+        a^p/(a^p + b^p) x it + b^p/(a^p + b^p) x it; the batch side of attention is the larger of
+        its KV bytes and its score FLOPs (a hard max: the larger one takes it)."""
+        weights, compute = _split(self.linear, self.weight_read, self.gemm)
+        batch = max(self.kv_read, self.attn_compute)
+        on_batch, on_latency = _split(self.attention, batch, self.attn_latency)
+        if batch == 0.0 and self.attn_latency == 0.0:
+            on_batch, on_latency = self.attention, 0.0
+        kv_batch = on_batch if self.kv_read > self.attn_compute else 0.0
+        return {
+            "weight streaming": weights,
+            "KV reads": kv_batch + on_latency,
+            "compute": compute + on_batch - kv_batch,
+            "communication": self.comm,
+            "fixed overhead": self.overhead,
+        }
+
     @property
     def bound(self) -> str:
-        parts = {
-            "overhead": self.overhead,
-            "memory": self.weight_read,
-            "compute": self.gemm,
-            "attention": self.attention,
-            "communication": self.comm,
-        }
-        if self.weight_read >= self.gemm:
-            parts.pop("compute")
-        else:
-            parts.pop("memory")
+        """The part that takes the largest share of the pass (parts())."""
+        parts = self.parts()
         return max(parts, key=lambda k: parts[k])
+
+
+def _split(total: float, a: float, b: float) -> tuple[float, float]:
+    """`total` (= _smooth_max(a, b)) shared between a and b by their ROOFLINE_P-th powers."""
+    if total <= 0.0 or a + b <= 0.0:
+        return 0.0, 0.0
+    hi = max(a, b)
+    wa, wb = (a / hi) ** ROOFLINE_P, (b / hi) ** ROOFLINE_P
+    return total * wa / (wa + wb), total * wb / (wa + wb)
 
 
 def _comm(g: Geometry, hw: HardwareSpec, shape: PoolShape, tokens: float) -> float:
     """Per-step collectives for `tokens` tokens in the replica (all attention ranks)."""
-    link = group_link(hw, shape.spans_nodes)
+    link = group_link(hw, shape.spans_nodes, shape.tp)
     message = tokens * g.hidden * ACT_BYTES
     if shape.attention_ranks > 1:
         # gather before and scatter after the MoE (one all-reduce of volume) + in-rank TP
@@ -142,7 +175,9 @@ def decode_step(
     score_flops = (
         rank_tokens * (mean_context * g.decode_attn_flops_per_ctx_token + g.linear_flops_per_token) / shape.attention_tp
     )
-    batch_bound = max((kv_bytes + state_bytes) / hw.hbm_bytes_per_s, score_flops / hw.peak("bf16")) / f.eta_attn
+    kv_read = (kv_bytes + state_bytes) / hw.hbm_bytes_per_s / f.eta_attn
+    attn_compute = score_flops / hw.peak("bf16") / f.eta_attn
+    batch_bound = max(kv_read, attn_compute)
     one_request = mean_context * g.context_layers * f.attn_ns_per_token * 1e-9
     return StepTime(
         overhead=g.layers * f.overhead_us * 1e-6,
@@ -150,6 +185,9 @@ def decode_step(
         gemm=gemm / f.eta_gemm,
         attention=_smooth_max(batch_bound, one_request) if batch > 0 else 0.0,
         comm=_comm(g, hw, shape, tokens),
+        kv_read=kv_read if batch > 0 else 0.0,
+        attn_compute=attn_compute if batch > 0 else 0.0,
+        attn_latency=one_request if batch > 0 else 0.0,
     )
 
 
@@ -165,13 +203,38 @@ def prefill_chunk(
     gemm = (attn_proj_flops + ffn_flops) / hw.peak(dt.dense) + expert_flops / hw.peak(dt.expert)
     pairs = n * context_before + n * n / 2.0
     score_flops = (pairs * g.prefill_attn_flops_per_pair + n * g.linear_flops_per_token) / shape.attention_tp
+    attention = score_flops / hw.peak("bf16") / f.eta_prefill
     return StepTime(
         overhead=g.layers * f.overhead_us * 1e-6,
         weight_read=(dense_w + expert_w) / (hw.hbm_bytes_per_s * f.eta_bw),
         gemm=gemm / f.eta_prefill,
-        attention=score_flops / hw.peak("bf16") / f.eta_prefill,
+        attention=attention,
         comm=_comm(g, hw, shape, n),
+        attn_compute=attention,
     )
+
+
+def prefill_chunks(
+    g: Geometry,
+    hw: HardwareSpec,
+    dt: Dtypes,
+    f: Factors,
+    shape: PoolShape,
+    new_tokens: float,
+    cached_tokens: float,
+    chunk: int,
+) -> list[StepTime]:
+    """The forward passes that prefill one request alone: chunked by --chunked-prefill-size, after
+    the `cached_tokens` a prefix cache already holds (they cost attention, not projections); a
+    fully cached prompt still takes one decode-sized pass."""
+    if new_tokens <= 0:
+        return [decode_step(g, hw, dt, f, shape, 1, cached_tokens)]
+    passes, done = [], 0.0
+    while done < new_tokens:
+        n = min(float(chunk), new_tokens - done)
+        passes.append(prefill_chunk(g, hw, dt, f, shape, n, cached_tokens + done))
+        done += n
+    return passes
 
 
 def prefill_time(
@@ -184,13 +247,8 @@ def prefill_time(
     cached_tokens: float,
     chunk: int,
 ) -> float:
-    """Seconds to prefill one request alone: chunked by --chunked-prefill-size, after the
-    `cached_tokens` a prefix cache already holds (they cost attention, not projections)."""
-    if new_tokens <= 0:
-        return decode_step(g, hw, dt, f, shape, 1, cached_tokens).total
-    total, done = 0.0, 0.0
-    while done < new_tokens:
-        n = min(float(chunk), new_tokens - done)
-        total += prefill_chunk(g, hw, dt, f, shape, n, cached_tokens + done).total
-        done += n
+    """Seconds to prefill one request alone on one stage-less pool (prefill_chunks, summed)."""
+    total = 0.0
+    for step in prefill_chunks(g, hw, dt, f, shape, new_tokens, cached_tokens, chunk):
+        total += step.total
     return total

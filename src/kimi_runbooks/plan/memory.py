@@ -172,7 +172,10 @@ def plan_memory(
     usable = platform.memory_gib * mem_fraction_static
     budget = usable - weights - draft - platform.runtime_reserve_gib
     per_token = kv_bytes_per_token(model, kv_cache_dtype)
-    pool = max(int(budget * GIB // per_token), 0)
+    stage_layers = _stage_layers(model, pp)
+    # a pipeline stage keeps the KV of its own layers only (SGLang sizes each rank's pool by its
+    # num_effective_layers); the deepest stage, ceil(layers / pp), fills first
+    pool = max(int(budget * GIB // (per_token * stage_layers / model.architecture.num_hidden_layers)), 0)
     ranks = max(dp_attention_ranks, 1)
     replicas = max(replicas, 1)
     notes = [
@@ -200,6 +203,11 @@ def plan_memory(
             f"MLA layers keep paged KV; split by --mamba-full-memory-ratio {state.full_memory_ratio:g} "
             f"({STATE_POOL_SOURCE})"
         )
+    if pp > 1:
+        notes.append(
+            f"pp {pp}: each stage holds the KV of its own layers (at most {stage_layers} of "
+            f"{model.architecture.num_hidden_layers}), so a device's pool holds more tokens than at pp 1"
+        )
     if replicas > 1:
         notes.append(
             f"{replicas} replicas: each holds the whole checkpoint on its {shards} devices and its own KV pool"
@@ -222,6 +230,13 @@ def plan_memory(
         state_pool=state_pool,
         levers=levers,
     )
+
+
+def _stage_layers(model: Model, pp: int) -> int:
+    """Layers on the deepest pipeline stage (SGLang's get_pp_indices splits them evenly, the
+    remainder one each to the last stages)."""
+    layers = model.architecture.num_hidden_layers
+    return -(-layers // max(pp, 1))
 
 
 def _levers(

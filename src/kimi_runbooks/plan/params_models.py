@@ -90,6 +90,10 @@ class Hardware(Strict):
     interconnect: str
     interconnect_gbs: float = Field(gt=0)
     inter_node_gbs: float = Field(gt=0)
+    scale_up_devices: int | None = Field(default=None, ge=1)
+    """Devices that share one scale-up (NVLink) domain across nodes as the platform is racked (GB200 /
+    GB300 NVL72: 72): a group of at most this many talks at interconnect_gbs even across nodes.
+    None: the domain ends at the node, and a group across nodes is held to inter_node_gbs."""
     sources: dict[str, str]
 
     @field_validator("sources")
@@ -100,6 +104,15 @@ class Hardware(Strict):
         if missing:
             raise ValueError(f"hardware.sources lacks {missing}: every speed needs a public source")
         return value
+
+    @model_validator(mode="after")
+    def _scale_up_sourced(self) -> Hardware:
+        if self.scale_up_devices is not None and "scale_up_devices" not in self.sources:
+            raise ValueError(
+                "hardware.scale_up_devices has no source. Fix: add sources.scale_up_devices (the page that "
+                "says how many devices share the NVLink domain)"
+            )
+        return self
 
 
 class Platform(Strict):

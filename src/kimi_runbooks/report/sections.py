@@ -144,6 +144,7 @@ PREDICTED_COLUMNS = [
     Column("output_throughput", "output tok/s measured", "num"),
     _predicted_cell("output_throughput"),
     Column("outside_band", "outside the prediction band", render=lambda v, r: _outside(v, r)),
+    Column("bound", "what bounds the prediction (shares of the model's terms)"),
     Column("prediction", "prediction"),
 ]
 
@@ -157,7 +158,8 @@ def predicted_section(data: RunData) -> str:
         f"Measured ({label}) beside predicted: a model estimate from {PREDICTION_SOURCE}, for this run's plan at "
         "each scenario's measured lengths and concurrency; the band is where published results fell around the "
         "model's estimate in its leave-one-out validation. A measurement outside the band points at a "
-        "misconfigured server or a model that needs recalibrating."
+        "misconfigured server or a model that needs recalibrating; the term with the largest share (what bounds "
+        "the prediction) is the number to question first."
     )
     if data.emulated:
         note += " " + EMULATED_NOTE[0].upper() + EMULATED_NOTE[1:] + "."

@@ -128,7 +128,12 @@ def prediction_warnings(data: RunData) -> list[Warning_]:
                     f"{row['scenario']} {metric}: {origin} {row[metric]:.4g} outside the predicted band "
                     f"[{row[f'predicted_{metric}_low']:.4g}, {row[f'predicted_{metric}_high']:.4g}] "
                     f"(predicted {row[f'predicted_{metric}']:.4g}, {PREDICTION_SOURCE}): a misconfigured "
-                    "server, or a model that needs recalibrating",
+                    "server, or a model that needs recalibrating"
+                    + (
+                        f" (the prediction is bound by {row['bound']}: question its largest term first)"
+                        if row.get("bound")
+                        else ""
+                    ),
                 )
             )
     return out
