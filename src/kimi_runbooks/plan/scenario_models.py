@@ -51,6 +51,9 @@ class Scenario(Strict):
     trace: TraceDesign | None = None
     """agentic-trace / mooncake: the synthetic trace to generate (a dataset_path given to the speed stage
     replays the user's own file instead)."""
+    repeats: int | None = Field(default=None, ge=1, le=100)
+    """Run the scenario this many times (each run its own result row; the report shows their mean and
+    95% interval, speed/repeats.py); None: the speed stage's `repeats`, else once."""
 
 
 class ScenarioSet(Strict):
