@@ -39,7 +39,7 @@ print(f"benchmark_args=Namespace({', '.join(f'arg{i}={i}' for i in range(150))},
 name = os.path.basename(args.output_file or "")
 if os.environ.get("FAKE_BENCH_ARGV_LOG"):
     with open(os.environ["FAKE_BENCH_ARGV_LOG"], "a") as fh:
-        fh.write(json.dumps({"argv": args_in, "key": os.environ.get("OPENAI_API_KEY")}) + "\n")
+        fh.write(json.dumps({"argv": args_in, "key": os.environ.get("OPENAI_API_KEY"), "pid": os.getpid()}) + "\n")
 time.sleep(float(os.environ.get("FAKE_BENCH_SLEEP", "0")))
 hang = os.environ.get("FAKE_BENCH_HANG")
 if hang and name.startswith(hang + "."):
