@@ -173,7 +173,9 @@ class Difference:
     reason: str
 
 
-def difference(a: tuple[float, float | None, int], b: tuple[float, float | None, int], level: float = LEVEL) -> Difference:
+def difference(
+    a: tuple[float, float | None, int], b: tuple[float, float | None, int], level: float = LEVEL
+) -> Difference:
     """Two (mean, sd, n) summaries: Welch's `level` interval for mean_b - mean_a and what it says."""
     (ma, sa, na), (mb, sb, nb) = a, b
     delta = mb - ma
@@ -189,9 +191,8 @@ def difference(a: tuple[float, float | None, int], b: tuple[float, float | None,
     half = t_quantile(0.5 + level / 2.0, df) * se
     low, high = delta - half, delta + half
     inside = low <= 0.0 <= high
-    reason = (
-        f"Welch 95% interval of the difference [{low:.4g}, {high:.4g}] ({df:.1f} df) "
-        + ("contains 0" if inside else "excludes 0")
+    reason = f"Welch 95% interval of the difference [{low:.4g}, {high:.4g}] ({df:.1f} df) " + (
+        "contains 0" if inside else "excludes 0"
     )
     return Difference(delta, low, high, "noise" if inside else "real change", reason)
 
@@ -209,10 +210,10 @@ def repeat_key(scenario_id: str, repeat: int, repeats: int) -> str:
     return scenario_id if repeats <= 1 else f"{scenario_id}.r{repeat}"
 
 
-def latest_by_repeat(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], Mapping[str, Any]]:
+def latest_by_repeat(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
     """The latest attempt of each (scenario, repeat), in the order of those attempts (rows without
     a repeat, written before repeats existed, are repeat 1)."""
-    latest: dict[tuple[str, int], Mapping[str, Any]] = {}
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
     for row in rows:
         key = (str(row["scenario"]), int(row.get("repeat") or 1))
         latest.pop(key, None)
@@ -220,9 +221,7 @@ def latest_by_repeat(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int],
     return latest
 
 
-def pending(
-    wanted: Mapping[str, int], rows: Iterable[Mapping[str, Any]], finished: Sequence[str]
-) -> dict[str, list[int]]:
+def pending(wanted: Mapping[str, int], rows: Iterable[dict[str, Any]], finished: Sequence[str]) -> dict[str, list[int]]:
     """Per scenario id (wanted: id -> repeats), the repeats not yet finished in `rows` (bench.jsonl).
 
     A scenario over capacity (or otherwise finished without running) at any repeat needs no more."""
@@ -266,6 +265,10 @@ def _mean_row(ok: list[dict[str, Any]]) -> dict[str, Any]:
     return new
 
 
+def _index(row: Mapping[str, Any]) -> int:
+    return int(row.get("repeat") or 1)
+
+
 def collapse(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Flattened rows (latest attempt per scenario and repeat) -> one row per scenario, in order.
 
@@ -280,7 +283,9 @@ def collapse(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for group in groups.values():
         n_asked = int(group[-1].get("repeats") or 1)
-        used = sorted((r for r in group if int(r.get("repeat") or 1) <= n_asked), key=lambda r: int(r.get("repeat") or 1))
+        used = sorted(
+            (r for r in group if int(r.get("repeat") or 1) <= n_asked), key=lambda r: int(r.get("repeat") or 1)
+        )
         ok = [r for r in used if r.get("status") == "ok"]
         bad = [r for r in group if r in used and r.get("status") != "ok"]
         if bad:

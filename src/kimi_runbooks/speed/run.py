@@ -12,6 +12,7 @@ already ok or over-capacity, so a crash an hour in costs only the scenario that 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import subprocess
@@ -374,8 +375,10 @@ def _loop(
             continue
         n, left = run.extra["repeats_wanted"][scenario.id], run.extra["repeats"][scenario.id]  # repeats.py
         times = f" (repeats {', '.join(map(str, left))} of {n})" if n > 1 else ""
-        report_progress(folder, "speed", f"scenario {index}/{len(scenarios)} {scenario.id}: started{times}", milestone=True)
-        row = run_repeats(left, lambda k, s=scenario, n=n: run_one(s, run, k, n))
+        report_progress(
+            folder, "speed", f"scenario {index}/{len(scenarios)} {scenario.id}: started{times}", milestone=True
+        )
+        row = run_repeats(left, functools.partial(run_one, scenario, run, repeats=n))
         if stop_when_saturated and row.get("status") == "ok":
             if should_stop(last_of_sweep.get(key), row):
                 stopped[key] = scenario.id
