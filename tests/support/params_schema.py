@@ -20,6 +20,7 @@ SCENARIO_FIELDS = {
     "extra_args",
     "matrix",
     "slo",
+    "repeats",
 }
 DATASETS = {"random", "random-ids", "sharegpt", "generated-shared-prefix", "image", "agentic-trace", "mooncake"}
 """bench_serving's --dataset-name values the scenarios use."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .values import ArgValue, Strict
 
@@ -51,9 +51,19 @@ class Scenario(Strict):
     trace: TraceDesign | None = None
     """agentic-trace / mooncake: the synthetic trace to generate (a dataset_path given to the speed stage
     replays the user's own file instead)."""
-    repeats: int | None = Field(default=None, ge=1, le=100)
+    repeats: int | None = None
     """Run the scenario this many times (each run its own result row; the report shows their mean and
     95% interval, speed/repeats.py); None: the speed stage's `repeats`, else once."""
+
+    @field_validator("repeats")
+    @classmethod
+    def _repeats(cls, value: int | None) -> int | None:
+        if value is not None and not 1 <= value <= 100:
+            raise ValueError(
+                f"repeats must be a whole number from 1 to 100 (got {value}). Fix: e.g. repeats: 3 for a mean "
+                "with a 95% interval, or leave it out for one run"
+            )
+        return value
 
 
 class ScenarioSet(Strict):

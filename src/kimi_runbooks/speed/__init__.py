@@ -8,6 +8,7 @@
 * outcome    the error line of a failed run, per-request errors (--output-details)
 * parse      `parse_result_text(text)`: JSONL line or printed block -> JSONL-keyed dict
 * results    `load_results(path)` -> DataFrame with InferenceX-style derived metrics
+* repeats    `repeats=N`: which repeats remain, mean and 95% Student t interval (`repeat_summary`)
 * compare    `reference_frame(...)`, `compare(run, refs, tolerance=...)`
 * figures    throughput/latency vs concurrency, Pareto, context x concurrency heatmap
 * observe    /metrics and device telemetry beside each scenario: saturation, goodput, J/token, $/M
@@ -38,6 +39,7 @@ from .results import (
     load_results,
     raise_if_failed,
 )
+from .repeats import summary as repeat_summary
 from .run import SpeedRun, run_one, run_scenarios, server_problem
 from .scenarios import platform_capacity, select_scenarios
 from .tokens import TOLERANCE, TokenCheck, TokenizerMissing, choose_tokenizer, judge, stage_tokenizer
@@ -89,6 +91,7 @@ __all__ = [
     "platform_capacity",
     "predicted_vs_measured",
     "reference_frame",
+    "repeat_summary",
     "resolve_target",
     "run_one",
     "SpeedOptions",

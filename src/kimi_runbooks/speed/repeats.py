@@ -316,15 +316,17 @@ def collapse(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def summary(per_repeat: Any) -> Any:
-    """One row per scenario and main metric from per-repeat rows (load_results(..., per_repeat=True)):
-    n, mean, sd, t, low, high and the method (or why there is no interval)."""
+def summary(per_repeat: Any, scenarios: Iterable[str] | None = None) -> Any:
+    """One row per scenario and main metric from per-repeat rows (load_results(..., per_repeat=True)),
+    only `scenarios` when given: n, mean, sd, t, low, high and the method (or why there is no interval)."""
     import pandas as pd
 
     records = []
     if per_repeat.empty:
         return pd.DataFrame(columns=["scenario", "metric", "n", "mean", "sd", "t", "low", "high", "note"])
     ok = per_repeat[per_repeat["status"] == "ok"] if "status" in per_repeat.columns else per_repeat
+    if scenarios is not None:
+        ok = ok[ok["scenario"].isin(list(scenarios))]
     for scenario, part in ok.groupby("scenario", sort=False):
         for metric in MAIN_METRICS:
             iv = interval(part[metric]) if metric in part.columns else None
