@@ -29,6 +29,7 @@ from .options import SpeedOptions
 from .parse import BenchParseError, parse_block, parse_jsonl_text, parse_result_text
 from .predicted import predicted_vs_measured
 from .references import compare, compare_wide, family, reference_frame
+from .repeats import summary as repeat_summary
 from .results import (
     FINISHED,
     RESULTS_FILE,
@@ -39,7 +40,6 @@ from .results import (
     load_results,
     raise_if_failed,
 )
-from .repeats import summary as repeat_summary
 from .run import SpeedRun, run_one, run_scenarios, server_problem
 from .scenarios import platform_capacity, select_scenarios
 from .tokens import TOLERANCE, TokenCheck, TokenizerMissing, choose_tokenizer, judge, stage_tokenizer
