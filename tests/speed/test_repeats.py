@@ -127,6 +127,9 @@ def test_collapse_gives_the_mean_and_interval_of_the_main_metrics():
     assert row["median_ttft_ms_sd"] == 2.0 and row["median_ttft_ms_n"] == 3
     assert row["median_tpot_ms_ci_low"] == row["median_tpot_ms_ci_high"] == 20.0  # three equal runs: no spread
     assert "goodput_tok_s_ci_low" not in row  # no SLO, no goodput: no interval invented
+    with_slo = [r | {"goodput_tok_s": g} for r, g in zip(records, (50.0, 60.0, 70.0))]
+    [good] = collapse(with_slo)
+    assert good["goodput_tok_s"] == 60.0 and good["goodput_tok_s_ci_high"] == pytest.approx(60 + 5 * half)
     assert "Student t" in row["interval_note"]
 
 
