@@ -8,9 +8,11 @@ import math
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from kimi_runbooks import report
 from kimi_runbooks.report import compare_runs, sections
+from kimi_runbooks.report import tables as report_tables
 from kimi_runbooks.report.verdict import warnings
 from kimi_runbooks.rundir import RunFolder
 
@@ -49,7 +51,11 @@ def test_speed_table_shows_mean_plus_minus_interval_and_n(tmp_path):
     assert "N (runs)" in html and "TTFT p50 (ms) mean ± 95%" in html
     assert f'110 <span class="note">± {half:.3g}</span>' in html
     assert "Student t" in html
+    plain_table = report_tables.speed_table(data)
+    assert plain_table is not None and {"n_runs", "median_ttft_ms_ci_low", "median_ttft_ms_ci_high"} <= set(plain_table)
+    assert plain_table.iloc[0]["median_ttft_ms_ci_high"] == pytest.approx(110 + half)
     single = report.collect(_folder(tmp_path / "r1", [100.0]))
+    assert "n_runs" not in report_tables.speed_table(single)
     plain = sections.speed_section(single)
     assert "±" not in plain and "N (runs)" not in plain  # one run, no repeats asked: the table as before
 
