@@ -376,6 +376,7 @@ verify_tokens: bool = True              # one request per scenario first: the se
 sample_metrics: bool = True             # sample the server's /metrics beside each scenario (needs --enable-metrics)
 stop_when_saturated: bool = False       # end a concurrency sweep once the server queues and throughput stops growing
 price_per_device_hour: Optional[float] = None  # $ per device-hour for the cost column; None: the platform's published price
+repeats: Optional[int] = None           # runs per scenario (a scenario's own repeats wins): mean and 95% interval; None: once
 """,
     ),
     (
@@ -421,7 +422,7 @@ options = speed.SpeedOptions(
     tokenizer=tok, offline=offline, command_prefix=command_prefix, python=bench_python,
     dataset_path=dataset_path, timeout_s=timeout_s, resume=resume, memory_plan=memory_plan, devices=devices,
     platform=platform, verify_tokens=verify_tokens, sample_metrics=sample_metrics,
-    stop_when_saturated=stop_when_saturated, price_per_device_hour=price_per_device_hour)
+    stop_when_saturated=stop_when_saturated, price_per_device_hour=price_per_device_hour, repeats=repeats)
 results = speed.run_scenarios(chosen, target, run_dir, options)
 cols = ["scenario", "status", "label", "max_concurrency", "completed", "total_input_tokens", "total_output_tokens", "output_throughput",
         "total_throughput", "output_tok_s_per_gpu", "tok_s_per_user", "median_ttft_ms", "median_tpot_ms", "error"]
@@ -438,6 +439,22 @@ Latencies, median and p99 side by side (InferenceX style):
         "code",
         """
 speed.latency_table(results[results["status"] == "ok"])
+""",
+    ),
+    (
+        "md",
+        """
+## Repeats: each run, and the mean with its 95% interval
+
+A scenario run N > 1 times (`repeats`) keeps one row per run; above it is their mean. Here: the mean
+of each main metric with a 95% interval for it (Student t, N-1 degrees of freedom). One run gives no
+interval, and its row says so rather than showing a zero-width one.
+""",
+    ),
+    (
+        "code",
+        """
+speed.repeat_summary(speed.load_results(run_dir, devices=devices, per_repeat=True), [s.id for s in chosen])
 """,
     ),
     (

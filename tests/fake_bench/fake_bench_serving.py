@@ -12,6 +12,8 @@ prints a result block. Behaviour is steered by environment variables:
                                   (its "All requests failed" warning, then the IndexError it raises
                                   in calculate_metrics), exit 1, write no output file
   FAKE_BENCH_REQUEST_ERRORS=<n>   with --output-details: n requests failed (fewer completed)
+  FAKE_BENCH_HANG=<file prefix>   hang (sleep 600 s) for that output file (a scenario's repeat: `id.r2`)
+  FAKE_BENCH_JITTER=1             repeat k (output file `id.rk.jsonl`) adds 2 (k - 1) ms to the median TTFT
 Like the real client it first prints its whole argument namespace (a long line), so the error is
 at the end of the log, never at its start.
 """
@@ -37,8 +39,13 @@ print(f"benchmark_args=Namespace({', '.join(f'arg{i}={i}' for i in range(150))},
 name = os.path.basename(args.output_file or "")
 if os.environ.get("FAKE_BENCH_ARGV_LOG"):
     with open(os.environ["FAKE_BENCH_ARGV_LOG"], "a") as fh:
-        fh.write(json.dumps({"argv": args_in, "key": os.environ.get("OPENAI_API_KEY")}) + "\n")
+        fh.write(json.dumps({"argv": args_in, "key": os.environ.get("OPENAI_API_KEY"), "pid": os.getpid()}) + "\n")
 time.sleep(float(os.environ.get("FAKE_BENCH_SLEEP", "0")))
+hang = os.environ.get("FAKE_BENCH_HANG")
+if hang and name.startswith(hang + "."):
+    time.sleep(600)
+repeat = int(name.split(".r")[-1].split(".")[0]) if ".r" in name else 1
+jitter = 2.0 * (repeat - 1) if os.environ.get("FAKE_BENCH_JITTER") else 0.0
 fail = os.environ.get("FAKE_BENCH_FAIL")
 if fail and name.startswith(fail + "."):
     print("Traceback (most recent call last):", file=sys.stderr)
@@ -77,7 +84,7 @@ m = {
     "total_output_tokens": out_tokens,
     "output_throughput": out_tokens / duration,
     "total_throughput": (out_tokens + args.num_prompts * args.random_input_len) / duration,
-    "median_ttft_ms": 100.0 + conc,
+    "median_ttft_ms": 100.0 + conc + jitter,
     "p99_ttft_ms": 150.0 + conc,
     "median_tpot_ms": tpot,
     "p99_tpot_ms": tpot * 1.5,

@@ -140,3 +140,14 @@ def test_a_stage_override_of_the_wrong_type_is_refused_before_anything_starts(tm
     assert "['resume'] is 'no'" in text and "declares it bool" in text
     assert "nothing was started" in text and not (tmp_path / "run" / "handle.json").exists()
     assert not list(tmp_path.rglob("pwned"))
+
+
+def test_repeats_is_a_typed_runbook_parameter_that_reaches_the_speed_notebook(tmp_path):
+    """Issue 28 item 5: `-p repeats 3` runs each speed scenario three times; 0 is refused before anything starts."""
+    config, options = runbook.split_params({"platform": "h200", "repeats": 3})
+    declared = runbook.declared_parameters(NOTEBOOKS_DIR / "speed_bench.ipynb")
+    assert runbook.stage_parameters("speed", config, options, Path("/tmp/x"), declared)["repeats"] == 3
+    listed = {p["name"]: p["inferred_type_name"] for p in pm.inspect_notebook(str(RUNBOOKS / "h200.ipynb")).values()}
+    assert listed["repeats"] == "Optional[int]"
+    with pytest.raises(runbook.PlanInvalid, match="repeats: .*from 1 to 100 .*Fix: e.g. -p repeats 3"):
+        runbook.split_params({"platform": "h200", "repeats": 0})

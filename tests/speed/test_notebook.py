@@ -71,3 +71,25 @@ def test_notebook_runs_against_the_emulator(tmp_path):
             parameters=params,
         )
         assert len(read_jsonl(run_dir / "bench.jsonl")) == 3
+
+
+def test_notebook_repeats_a_scenario_and_shows_its_interval(tmp_path):
+    """Issue 28 item 5: `repeats` reaches SpeedOptions; one row per repeat; the summary cell shows the interval."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with start_subprocess(["--profile", "h200", "--time-scale", "0.01"]) as emu:
+        handle = RunHandle(base_url=emu.base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200")
+        write_handle(run_dir, handle)
+        params = {
+            "run_dir": str(run_dir),
+            "scenarios": ["chat-1k1k-c1"],
+            "command_prefix": FAKE,
+            "tokenizer": "unused-by-fake",
+            "timeout_s": 60,
+            "verify_tokens": False,
+            "repeats": 2,
+        }
+        out = tmp_path / "out.ipynb"
+        run_notebook(str(ROOT / "notebooks/speed_bench.ipynb"), str(out), parameters=params)
+    assert [(r["repeat"], r["repeats"]) for r in read_jsonl(run_dir / "bench.jsonl")] == [(1, 2), (2, 2)]
+    assert "mean of 2 runs, 95% interval" in _text(nbformat.read(out, as_version=4))  # pandas shortens the rest

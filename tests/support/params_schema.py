@@ -22,6 +22,7 @@ SCENARIO_FIELDS = {
     "slo",
     "arrival",
     "search",
+    "repeats",
 }
 DATASETS = {"random", "random-ids", "sharegpt", "generated-shared-prefix", "image", "agentic-trace", "mooncake"}
 """bench_serving's --dataset-name values the scenarios use."""

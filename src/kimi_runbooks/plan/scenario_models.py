@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .values import ArgValue, Strict
 
@@ -83,6 +83,20 @@ class Scenario(Strict):
     search: SearchSpec | None = None
     """Search for the operating point instead of running the scenario once (speed/operating_point.py)."""
 
+    repeats: int | None = None
+    """Run the scenario this many times (each run its own result row; the report shows their mean and
+    95% interval, speed/repeats.py); None: the speed stage's `repeats`, else once."""
+
+    @field_validator("repeats")
+    @classmethod
+    def _repeats(cls, value: int | None) -> int | None:
+        if value is not None and not 1 <= value <= 100:
+            raise ValueError(
+                f"repeats must be a whole number from 1 to 100 (got {value}). Fix: e.g. repeats: 3 for a mean "
+                "with a 95% interval, or leave it out for one run"
+            )
+        return value
+
     @model_validator(mode="after")
     def _search_and_arrival(self) -> Scenario:
         problems = [p for p in (*_search_problems(self), *_arrival_problems(self)) if p]
@@ -128,6 +142,11 @@ def _search_problems(s: Scenario) -> list[str]:
         out.append("request_rate is what the search sets. Fix: remove request_rate from the scenario")
     if s.matrix:
         out.append("a search and a matrix both vary the scenario. Fix: keep one")
+    if s.repeats is not None and s.repeats > 1:
+        out.append(
+            "a search runs each probe once (rule: search-probes-run-once). "
+            "Fix: remove repeats from the scenario, or run the found point as its own scenario with repeats"
+        )
     return out
 
 

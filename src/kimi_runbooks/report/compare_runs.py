@@ -5,6 +5,11 @@ with the report's own building blocks: one row per run (platform, model, SGLang,
 counts), the Pareto chart of every run beside the published references, and for each scenario run
 by two runs or more, one row per run with the delta against the first run. plotly.js is inlined
 once; nothing is loaded from the network.
+
+A scenario run several times (repeats, speed/repeats.py) shows its mean ± 95% interval and N, and the
+delta of each main metric is judged (report/intervals.py): "noise" when Welch's 95% interval for the
+difference of the two means contains 0, "real change" when it does not, and "no interval" when either
+run is a single run (nothing is then called noise or a change).
 """
 
 from __future__ import annotations
@@ -21,12 +26,14 @@ from ..origin import source_label
 from ..rundir import outputs_base, write_redacted
 from ..speed import reference_frame
 from ..speed.figures import add_pareto
+from ..speed.repeats import MAIN_METRICS, Difference
 from ..speed.saturation import concurrency_label
 from .cards import sglang_version
 from .collect import RunData, collect
 from .figures import OTHER_REF, styled
 from .html import external_references
 from .html_parts import COLOURS, STYLE, Column, badge, esc, fmt_number, fmt_percent, table, wrap
+from .intervals import judge, mean_cell, runs_of
 from .verdict import verdict
 
 RUN_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
@@ -107,18 +114,34 @@ def scenario_sections(rows: pd.DataFrame, runs: list[RunData]) -> str:
             rec: dict[str, Any] = {
                 "origin": row["origin"],
                 "concurrency": concurrency_label(row.get("max_concurrency"), row.get("effective_concurrency")),
+                "n_runs": runs_of(row),
             }
             for key, label, _better in SCENARIO_METRICS:
                 rec[label] = row.get(key)
+                for suffix in ("_ci_low", "_ci_high"):
+                    rec[label + suffix] = row.get(key + suffix)
                 if row["run_index"] != base["run_index"] and _num(base.get(key)) and _num(row.get(key)):
                     rec[label + " Δ"] = float(row[key]) / float(base[key]) - 1
+                    rec[label + " judged"] = judge(base, row, key) if key in MAIN_METRICS else None
             records.append(rec)
         columns = [Column("origin", "run"), Column("concurrency", "concurrency (effective)")]
-        for _, label, better in SCENARIO_METRICS:
-            columns.append(Column(label, label, "num"))
-            columns.append(Column(label + " Δ", "Δ vs first", "raw", render=_delta(better)))
+        columns.append(Column("n_runs", "N (runs)", "int"))
+        for key, label, better in SCENARIO_METRICS:
+            columns.append(mean_cell(label, label) if key in MAIN_METRICS else Column(label, label, "num"))
+            columns.append(Column(label + " Δ", "Δ vs first", "raw", render=_delta(better, label)))
         parts.append(f"<h3>{esc(scenario)}</h3>" + table(columns, records))
-    return "".join(parts)
+    return JUDGED_NOTE + "".join(parts)
+
+
+JUDGED_NOTE = (
+    '<p class="note">Values of a scenario run N > 1 times are means ± the half-width of their 95% interval '
+    "(Student t). The Δ of TTFT, TPOT, output tok/s and goodput is judged by Welch's 95% interval for the "
+    "difference of the two means: <b>noise</b> when it contains 0, <b>real change</b> when it excludes 0; "
+    "when either run is a single run there is no interval, and the Δ says so instead of calling it noise or "
+    "a change (set repeats to 2 or more on both runs). Welch's interval rather than asking whether the two "
+    "95% intervals overlap: overlapping intervals can still hide a difference significant at 5%. The other "
+    "columns show the Δ only.</p>"
+)
 
 
 def _num(value: Any) -> bool:
@@ -128,10 +151,18 @@ def _num(value: Any) -> bool:
         return False
 
 
-def _delta(better: str) -> Any:
+def _delta(better: str, label: str) -> Any:
     def render(value: Any, row: Any) -> str:
         if value is None:
             return "–"
+        judged = row.get(label + " judged")
+        if isinstance(judged, Difference):
+            up = value > 0 if better == "higher" else value < 0
+            cls = ("ok" if up else "bad") if judged.verdict == "real change" else "meh"
+            said = "no interval (single run)" if judged.verdict == "no interval" else judged.verdict
+            return (
+                f'<span class="{cls}" title="{esc(judged.reason)}">{fmt_percent(value, signed=True)} {esc(said)}</span>'
+            )
         good = value > 0.1 if better == "higher" else value < -0.1
         bad = value < -0.1 if better == "higher" else value > 0.1
         cls = "ok" if good else "bad" if bad else "meh"

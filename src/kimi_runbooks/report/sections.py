@@ -14,6 +14,8 @@ from ..speed.saturation import concurrency_label
 from .collect import RunData
 from .frontier import operating_point_lines
 from .html_parts import DASH, Column, details, esc, fmt_number, missing, pre, table, text_cell
+from .intervals import NOTE as REPEATS_NOTE
+from .intervals import repeated, with_intervals
 from .tables import external_table, stages_table
 from .verdict import accuracy_comparison, accuracy_judgements
 
@@ -185,9 +187,9 @@ def speed_section(data: RunData) -> str:
     prices = sorted({str(p) for p in data.speed.get("price_source", pd.Series(dtype=object)).dropna()})
     if prices:
         note += "; $/M tokens at the device-hour price of " + ", ".join(prices)
-    shown = [
-        c for c in SPEED_COLUMNS if c.key in ("scenario", "status") or any(not missing(r.get(c.key)) for r in rows)
-    ]
+    columns = with_intervals(SPEED_COLUMNS) if repeated(rows) else SPEED_COLUMNS
+    note += "; " + REPEATS_NOTE if repeated(rows) else ""
+    shown = [c for c in columns if c.key in ("scenario", "status") or any(not missing(r.get(c.key)) for r in rows)]
     sweeps = sweep_goodput(data.speed)
     best = "".join(
         f"<li>{esc(r['sweep'])} (SLO {esc(r['SLO (ms)'])}): "

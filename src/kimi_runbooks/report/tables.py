@@ -9,6 +9,7 @@ import pandas as pd
 
 from .. import invoke
 from ..speed.references import LATENCY_METRICS
+from ..speed.repeats import MAIN_METRICS
 from .collect import RunData
 from .verdict import verdict
 
@@ -61,9 +62,15 @@ SPEED_COLUMNS = (
 
 
 def speed_table(data: RunData) -> pd.DataFrame | None:
+    """The speed rows with their origin; a repeated scenario's N and 95% interval bounds beside its mean."""
     if data.speed is None:
         return None
-    df = data.speed[[c for c in SPEED_COLUMNS if c in data.speed.columns]].copy()
+    columns = list(SPEED_COLUMNS)
+    if "n_runs" in data.speed.columns and bool((data.speed["n_runs"].fillna(1) > 1).any()):
+        bounds = [f"{m}{s}" for m in MAIN_METRICS for s in ("_ci_low", "_ci_high")]
+        columns[columns.index("status") + 1 : columns.index("status") + 1] = ["n_runs"]
+        columns[columns.index("token_check") : columns.index("token_check")] = bounds
+    df = data.speed[[c for c in columns if c in data.speed.columns]].copy()
     if "label" in df.columns:
         df["label"] = [f"{lab} (run {data.run_id})" for lab in df["label"]]
     return df.rename(columns={"label": "source"})

@@ -98,7 +98,7 @@ def warnings(data: RunData) -> list[Warning_]:
             out.append(
                 Warning_(
                     "regression",
-                    f"{row['scenario']} {row['metric']}: {origin} {row['run_value']:.4g} "
+                    f"{row['scenario']} {row['metric']}: {origin} {row['run_value']:.4g}{_mean_of(row)} "
                     f"vs reference {row['reference_value']:.4g} (ratio {row['ratio']:.2f}, "
                     f"{row['better']} is better; {row['reference_source']})",
                 )
@@ -110,6 +110,12 @@ def warnings(data: RunData) -> list[Warning_]:
     for text in data.problems:
         out.append(Warning_("report", text))
     return out
+
+
+def _mean_of(row: pd.Series) -> str:
+    """` (mean of N runs)` for a repeated scenario's comparison, else nothing."""
+    n = row.get("run_n")
+    return f" (mean of {int(n)} runs)" if n is not None and n == n and int(n) > 1 else ""
 
 
 def prediction_warnings(data: RunData) -> list[Warning_]:

@@ -34,6 +34,7 @@ STAGE_OPTIONS = {
         "tokenizer": "tokenizer",
         "stop_when_saturated": "stop_when_saturated",
         "price_per_device_hour": "price_per_device_hour",
+        "repeats": "repeats",
     },
     "accuracy": {"eval_suites": "suites"},
 }
@@ -71,6 +72,8 @@ class RunbookOptions(BaseModel):
     """End a concurrency sweep once the server queues and throughput stops growing."""
     price_per_device_hour: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """$ per device-hour for the cost column; None: the platform's published list price."""
+    repeats: int | None = None
+    """Runs per speed scenario (a scenario's own repeats wins): mean and 95% interval; None: once."""
     eval_suites: list[str] | None = None
     """Accuracy suites; None: the accuracy stage's defaults."""
     run_dir: str | None = None
@@ -83,6 +86,16 @@ class RunbookOptions(BaseModel):
     """Reuse a run folder that holds another configuration's results (they are moved aside)."""
     stage_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Extra parameters for one stage notebook, e.g. {"invoke": {"timeout": 60}}."""
+
+    @field_validator("repeats")
+    @classmethod
+    def _repeats(cls, value: int | None) -> int | None:
+        if value is not None and not 1 <= value <= 100:
+            raise ValueError(
+                f"must be a whole number from 1 to 100 (got {value}). Fix: e.g. -p repeats 3 for a mean with a "
+                "95% interval per speed scenario, or leave it unset (None) for one run each"
+            )
+        return value
 
     @field_validator("stages")
     @classmethod

@@ -10,6 +10,7 @@
 * outcome    the error line of a failed run, per-request errors (--output-details)
 * parse      `parse_result_text(text)`: JSONL line or printed block -> JSONL-keyed dict
 * results    `load_results(path)` -> DataFrame with InferenceX-style derived metrics
+* repeats    `repeats=N`: which repeats remain, mean and 95% Student t interval (`repeat_summary`)
 * compare    `reference_frame(...)`, `compare(run, refs, tolerance=...)`
 * figures    throughput/latency vs concurrency, Pareto, context x concurrency heatmap
 * observe    /metrics and device telemetry beside each scenario: saturation, goodput, J/token, $/M
@@ -30,6 +31,7 @@ from .options import SpeedOptions
 from .parse import BenchParseError, parse_block, parse_jsonl_text, parse_result_text
 from .predicted import predicted_vs_measured
 from .references import compare, compare_wide, family, reference_frame
+from .repeats import summary as repeat_summary
 from .results import (
     FINISHED,
     RESULTS_FILE,
@@ -91,6 +93,7 @@ __all__ = [
     "platform_capacity",
     "predicted_vs_measured",
     "reference_frame",
+    "repeat_summary",
     "resolve_target",
     "run_one",
     "SpeedOptions",

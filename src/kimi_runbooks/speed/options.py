@@ -15,6 +15,7 @@ from typing import Any
 
 from ..plan import MemoryPlan
 from .argv import DEFAULT_TIMEOUT_S
+from .repeats import check_repeats
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,12 @@ class SpeedOptions:
     answer token (answer_probe.py); 0: none."""
     worker: bool = True
     """One long-lived bench_serving process (worker.py) instead of one process per scenario."""
+    repeats: int | None = None
+    """Runs per scenario for scenarios that do not set their own `repeats` (repeats.py: each run a row,
+    the mean with a 95% Student t interval in the report); None: once."""
+
+    def __post_init__(self) -> None:
+        check_repeats(self.repeats, "SpeedOptions")
 
     @classmethod
     def of(cls, options: SpeedOptions | None = None, settings: Mapping[str, Any] | None = None) -> SpeedOptions:

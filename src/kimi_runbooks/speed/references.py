@@ -228,7 +228,8 @@ def compare(
     """One row per (scenario, reference, metric) both sides have: values, ratio, regression.
 
     ratio = run / reference. regression: higher-is-better metric with ratio < 1 - tolerance,
-    or lower-is-better metric with ratio > 1 + tolerance. Emulated runs keep the flag but are
+    or lower-is-better metric with ratio > 1 + tolerance. A scenario run `repeats` times is compared
+    by its mean; `run_n` says over how many runs (1: a single run). Emulated runs keep the flag but are
     labelled "emulated" (the emulator imitates a platform; it does not measure one).
     """
     if not 0 <= tolerance < 1:
@@ -239,6 +240,7 @@ def compare(
         "better",
         "run_value",
         "run_label",
+        "run_n",
         "reference_value",
         "reference_label",
         "reference_id",
@@ -255,6 +257,8 @@ def compare(
     records = []
     for _, r in ok.iterrows():
         label = r.get("label") or run_label(bool(r.get("emulated")))
+        runs = _num(r.get("n_runs"))
+        n = int(runs) if math.isfinite(runs) and runs >= 1 else 1
         for _, ref in refs[refs["scenario"] == r["scenario"]].iterrows():
             for metric in metrics:
                 a, b = _num(r.get(metric)), _num(ref.get(metric))
@@ -264,6 +268,8 @@ def compare(
                 better = better_direction(metric)
                 regression = ratio < 1 - tolerance if better == "higher" else ratio > 1 + tolerance
                 note = "emulated run: not a hardware measurement" if label == "emulated" else ""
+                if n > 1:
+                    note = (note + "; " if note else "") + f"mean of {n} runs"
                 if ref.get("reference_kind") == "targets":
                     note = (note + "; " if note else "") + "reference is a target (SLO ceiling)"
                 records.append(
@@ -273,6 +279,7 @@ def compare(
                         "better": better,
                         "run_value": a,
                         "run_label": label,
+                        "run_n": n,
                         "reference_value": b,
                         "reference_label": f"reference: {ref.get('source')}",
                         "reference_id": ref.get("reference_id"),

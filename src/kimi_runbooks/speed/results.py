@@ -1,8 +1,10 @@
 """Results as a table, with the metrics InferenceX reports.
 
-`load_results` reads the runner's `bench.jsonl` (one row per scenario attempt; the latest
-attempt of each scenario wins), a raw bench_serving `--output-file`, or a printed block,
-and returns one pandas row per result with bench_serving's own column names plus:
+`load_results` reads the runner's `bench.jsonl` (one row per scenario attempt, or per repeat of a
+scenario run `repeats` times; the latest attempt of each wins), a raw bench_serving `--output-file`,
+or a printed block, and returns one pandas row per result (per scenario: its repeats collapsed into
+their mean and 95% interval by speed.repeats; `per_repeat=True` keeps one row per repeat) with
+bench_serving's own column names plus:
 
 * `output_tok_s_per_gpu`, `total_tok_s_per_gpu` = throughput / devices (when devices known);
 * `tok_s_per_user` = 1000 / median TPOT (what one user sees while the batch decodes);
@@ -21,6 +23,7 @@ import pandas as pd
 from ..origin import source_label
 from ..rundir import RunFolder, read_jsonl
 from .parse import parse_jsonl_text, parse_result_text
+from .repeats import collapse, latest_by_repeat
 
 RESULTS_FILE = RunFolder.BENCH
 STATUSES = ("ok", "not comparable", "failed", "over-capacity", "skipped")
@@ -143,13 +146,9 @@ def observed_columns(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _flatten_runner_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    latest: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        latest.pop(row["scenario"], None)  # keep the order of the latest attempts
-        latest[row["scenario"]] = row
+def _flatten_runner_rows(rows: list[dict[str, Any]], per_repeat: bool = False) -> pd.DataFrame:
     records = []
-    for row in latest.values():
+    for row in latest_by_repeat(rows).values():  # in the order of the latest attempts
         rec = {k: v for k, v in row.items() if k not in RUNNER_NESTED}
         rec["argv"] = " ".join(row.get("argv") or [])
         tokens, details = row.get("tokens") or {}, row.get("request_details") or {}
@@ -164,14 +163,15 @@ def _flatten_runner_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
         for key, value in (row.get("metrics") or {}).items():
             rec.setdefault(key, value)
         records.append(rec)
-    return pd.DataFrame.from_records(records)
+    return pd.DataFrame.from_records(records if per_repeat else collapse(records))
 
 
-def load_results(path: str | Path, devices: int | None = None) -> pd.DataFrame:
+def load_results(path: str | Path, devices: int | None = None, per_repeat: bool = False) -> pd.DataFrame:
     """A run folder, its bench.jsonl, a bench_serving --output-file or a printed block -> rows.
 
     Runner rows keep scenario, status, label (measured/emulated), error and log; every metric
     is a column named as in bench_serving's JSONL; derived metrics are added (see module doc).
+    A scenario run several times is one row (mean, interval, n_runs) unless `per_repeat`.
     """
     p = Path(path)
     if p.is_dir():
@@ -184,7 +184,7 @@ def load_results(path: str | Path, devices: int | None = None) -> pd.DataFrame:
     text = p.read_text(encoding="utf-8", errors="replace")
     rows = read_jsonl(p) if text.lstrip().startswith("{") else []
     if rows and all("scenario" in r and "status" in r for r in rows):
-        df = _flatten_runner_rows(rows)
+        df = _flatten_runner_rows(rows, per_repeat)
     elif rows:
         df = pd.DataFrame.from_records(parse_jsonl_text(text))
         emulated = df["emulated"].fillna(False) if "emulated" in df.columns else [False] * len(df)

@@ -12,6 +12,7 @@ already ok or over-capacity, so a crash an hour in costs only the scenario that 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import subprocess
@@ -43,6 +44,7 @@ from .observe import ObserveConfig, ScenarioObserver, observe_for_run, sweep_key
 from .operating_point import base_of, run_search
 from .options import SpeedOptions
 from .parse import BenchParseError, parse_block, parse_jsonl_text
+from .repeats import pending, repeat_key, repeats_for, run_repeats
 from .results import FINISHED, load_results
 from .saturation import should_stop
 from .tokens import TokenCheck, probe_scenarios, unchecked
@@ -125,14 +127,17 @@ class SpeedRun:
         return row
 
 
-def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
-    """Run one scenario; its row (ok / failed / over-capacity / skipped) is appended and returned."""
+def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1) -> dict[str, Any]:
+    """Run one scenario (repeat k of N, repeats.py); its row (ok / failed / over-capacity / skipped) is
+    appended and returned."""
     folder = run.folder
     row: dict[str, Any] = {
         "scenario": scenario.id,
         **run.common,
         "started_at": now_iso(),
         "max_concurrency": scenario.max_concurrency,
+        "repeat": repeat,
+        "repeats": repeats,
     }
     fit = cell_fit(scenario, run.capacity)
     if fit is not None and run.capacity is not None:
@@ -153,8 +158,8 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
                 ),
             )
             return run.record(row)
-    output_file = folder.bench_output(scenario.id)
-    log_path = folder.bench_log(scenario.id)
+    output_file = folder.bench_output(repeat_key(scenario.id, repeat, repeats))
+    log_path = folder.bench_log(repeat_key(scenario.id, repeat, repeats))
     try:
         trace = prepare_trace(scenario, folder, run.dataset_path)  # agentic-trace / mooncake: the file replayed
         argv = build_argv(
@@ -172,6 +177,7 @@ def run_one(scenario: Scenario, run: SpeedRun) -> dict[str, Any]:
         row.update(status="skipped", metrics={}, argv=[], log=None, error=str(exc))
         return run.record(row)
     argv += goodput_argv(run.observe.scaled_slo(scenario.id) if run.observe else {})  # SGLang's own goodput
+    argv += ["--flush-cache"] if repeats > 1 and "--flush-cache" not in argv else []  # repeats.py: same prompts
     row.update(argv=argv, log=str(log_path), output_file=str(output_file))
     down = server_problem(run) if run.health_check else None
     if down:
@@ -322,7 +328,9 @@ def run_scenarios(
     run.observe = observe_for_run(
         run, target, scenarios, o.sample_metrics, o.launcher, o.smi, o.price_per_device_hour, o.price_source
     )
-    done = {r["scenario"] for r in read_jsonl(folder.bench) if r.get("status") in FINISHED} if o.resume else set()
+    wanted = run.extra["repeats_wanted"] = {s.id: repeats_for(s.repeats, o.repeats) for s in scenarios}
+    run.extra["repeats"] = pending(wanted, read_jsonl(folder.bench) if o.resume else [], FINISHED)
+    done = {sid for sid, left in run.extra["repeats"].items() if not left}
     todo = [s for s in scenarios if s.id not in done]
     if o.worker and not o.command_prefix:
         shared = shared_worker.find(folder, run.python, o.offline)  # the runbook's, already warm
@@ -366,8 +374,15 @@ def _loop(
             said = "no SGLang native API, see above" if why == no_native else why
             report_progress(folder, "speed", f"{scenario.id}: skipped ({said})", milestone=True)
             continue
-        report_progress(folder, "speed", f"scenario {index}/{len(scenarios)} {scenario.id}: started", milestone=True)
-        row = run_search(scenario, run, run_one) if scenario.search else run_one(scenario, run)  # search: probes
+        n, left = run.extra["repeats_wanted"][scenario.id], run.extra["repeats"][scenario.id]  # repeats.py
+        times = f" (repeats {', '.join(map(str, left))} of {n})" if n > 1 and not scenario.search else ""
+        report_progress(
+            folder, "speed", f"scenario {index}/{len(scenarios)} {scenario.id}: started{times}", milestone=True
+        )
+        if scenario.search:  # operating_point.py: each probe is one run (a search does not repeat)
+            row = run_search(scenario, run, run_one)
+        else:
+            row = run_repeats(left, functools.partial(run_one, scenario, run, repeats=n))
         if stop_when_saturated and row.get("status") == "ok" and not scenario.search:
             if should_stop(last_of_sweep.get(key), row):
                 stopped[key] = scenario.id

@@ -17,7 +17,10 @@ from typing import Any
 
 import pandas as pd
 
+from .repeats import INTERVAL_SUFFIXES
 from .results import add_derived
+
+INTERVAL_COLUMN = re.compile("(" + "|".join(INTERVAL_SUFFIXES) + ")$")
 
 LATENCY_COLUMN = re.compile(
     r"^(mean|median|std|p\d+(_\d+)?|max|min)_(ttft|tpot|itl|e2e_latency|first_answer|first_reasoning)_ms$"
@@ -71,9 +74,10 @@ def rescale(df: pd.DataFrame, time_scale: float | None) -> pd.DataFrame:
     mask = out["emulated"].fillna(False).astype(bool) if "emulated" in out.columns else pd.Series(True, out.index)
     mask &= out["status"].eq("ok") if "status" in out.columns else True
     for col in out.columns:
-        if LATENCY_COLUMN.match(col) or col in DURATION_COLUMNS:
+        base = INTERVAL_COLUMN.sub("", col)  # a repeated scenario's interval and sd scale with its metric
+        if LATENCY_COLUMN.match(base) or base in DURATION_COLUMNS:
             out.loc[mask, col] = pd.to_numeric(out.loc[mask, col], errors="coerce") / scale
-        elif col in THROUGHPUT_COLUMNS:
+        elif base in THROUGHPUT_COLUMNS:
             out.loc[mask, col] = pd.to_numeric(out.loc[mask, col], errors="coerce") * scale
     for nested in NESTED_TIMES:
         if nested in out.columns:
