@@ -83,7 +83,14 @@ DEPLOYMENT_KEYS = {
 }
 ROLE_KEYS = {"name", "nodes", "entrypoint", "env", "args"}
 ROUTER_KEYS = {"entrypoint", "args"}
-SCENARIO_KEYS = SCENARIO_FIELDS - {"matrix", "slo", "trace", "repeats"}  # a deployment's benchmark: every other field
+SCENARIO_KEYS = SCENARIO_FIELDS - {
+    "matrix",
+    "slo",
+    "trace",
+    "repeats",
+    "arrival",
+    "search",
+}  # a deployment's benchmark: every other field
 # scenario field -> bench_serving flag
 SCENARIO_FLAGS = {
     "dataset": "--dataset-name",
