@@ -101,9 +101,11 @@ async def _lifespan(app: Starlette, state: AppState) -> AsyncIterator[None]:
     state.startup.restart()
     bpe()  # the tokenizer (~0.3 s) is built before the port answers, not inside the first request's TTFT
     task = asyncio.create_task(state.startup.print_phases())
+    await state.disagg.start_bootstrap_server()  # a PD prefill server's bootstrap port (disagg.py)
     try:
         yield
     finally:
+        await state.disagg.stop_bootstrap_server()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
