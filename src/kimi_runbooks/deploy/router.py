@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,3 +162,34 @@ def wait_fleet(fleet: Fleet, timeout: float, poll: float = 0.25) -> None:
                 "Fix: check that each server answers /health, /server_info and /model_info."
             )
         time.sleep(poll)
+
+
+def replica_fleet(
+    emulator_argvs: list[list[str]],
+    urls: list[str],
+    logs_dir: Path,
+    *,
+    policy: str,
+    host: str,
+    port: int,
+    prometheus_port: int,
+    env: dict[str, str],
+    start: Callable[[list[str], dict[str, str], Path], subprocess.Popen[bytes]],
+) -> Fleet:
+    """N plain replicas (one emulator argv and URL each) behind the router with `--policy`; `start`
+    runs one command behind the log pump into a log file of `logs_dir`."""
+    python = router_python()
+    fleet = Fleet()
+    try:
+        for i, (argv, url) in enumerate(zip(emulator_argvs, urls, strict=True)):
+            log = logs_dir / f"emulator-replica-{i}.log"
+            fleet.backends.append(Member(f"replica-{i}", url, start(argv, env, log), log))
+        argv = router_argv(
+            [], python, host=host, port=port, prometheus_port=prometheus_port, workers=urls
+        ) + ["--policy", policy]
+        log = logs_dir / "router.log"
+        fleet.router = Member("router", f"http://{host}:{port}", start(argv, env, log), log, "router")
+    except BaseException:
+        fleet.stop()
+        raise
+    return fleet
