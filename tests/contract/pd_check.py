@@ -56,7 +56,12 @@ def main() -> int:
             check(sent["route"], key, sent["body"][key], getattr(parsed, key))
     check("prefill /generate", "meta_info.finish_reason", captured["prefill_finish_reason"], FINISH_LENGTH(0).to_json())
     check("constants", "FAKE_BOOTSTRAP_HOST", captured["fake_bootstrap_host"], FAKE_BOOTSTRAP_HOST)
-    check("constants", "disaggregation_bootstrap_port", captured["default_bootstrap_port"], Disagg().disaggregation_bootstrap_port)
+    check(
+        "constants",
+        "disaggregation_bootstrap_port",
+        captured["default_bootstrap_port"],
+        Disagg().disaggregation_bootstrap_port,
+    )
     timeout = envs.SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT.get()
     check("constants", "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", captured["default_timeout_s"], float(timeout))
     refusal = "Invalid request: Disaggregated request received without bootstrap room id."

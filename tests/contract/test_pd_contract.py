@@ -28,7 +28,9 @@ MODEL = "moonshotai/Kimi-K2.6"
 
 
 def _settings(mode: str, **launch: object) -> EmulatorSettings:
-    return EmulatorSettings(port=0, time_scale=0.01, log_startup=False, launch_args={"disaggregation_mode": mode, **launch})
+    return EmulatorSettings(
+        port=0, time_scale=0.01, log_startup=False, launch_args={"disaggregation_mode": mode, **launch}
+    )
 
 
 def test_pd_roles_answer_as_sglang_does(require_tool_env, tmp_path, monkeypatch):
@@ -36,12 +38,24 @@ def test_pd_roles_answer_as_sglang_does(require_tool_env, tmp_path, monkeypatch)
     port = free_port("127.0.0.1")
     pd = {"bootstrap_host": "127.0.0.1", "bootstrap_port": port}
     bodies = [
-        {"route": "/generate", "body": {"text": "hello", "sampling_params": {"max_new_tokens": 3}, **pd, "bootstrap_room": 11}},
+        {
+            "route": "/generate",
+            "body": {"text": "hello", "sampling_params": {"max_new_tokens": 3}, **pd, "bootstrap_room": 11},
+        },
         {
             "route": "/v1/chat/completions",
-            "body": {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 4, **pd, "bootstrap_room": 12},
+            "body": {
+                "model": MODEL,
+                "messages": [{"role": "user", "content": "hi"}],
+                "max_completion_tokens": 4,
+                **pd,
+                "bootstrap_room": 12,
+            },
         },
-        {"route": "/v1/completions", "body": {"model": MODEL, "prompt": "hello", "max_tokens": 3, **pd, "bootstrap_room": 13}},
+        {
+            "route": "/v1/completions",
+            "body": {"model": MODEL, "prompt": "hello", "max_tokens": 3, **pd, "bootstrap_room": 13},
+        },
     ]
     monkeypatch.setenv("SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", "0.3")
     with emulator_server(_settings("prefill", disaggregation_bootstrap_port=port)) as prefill:
@@ -51,7 +65,9 @@ def test_pd_roles_answer_as_sglang_does(require_tool_env, tmp_path, monkeypatch)
                 assert httpx.post(decode + sent["route"], json=sent["body"], timeout=30).status_code == 200
             first = httpx.post(prefill + "/generate", json={**bodies[0]["body"], "bootstrap_room": 14}).json()
             refused = httpx.post(prefill + "/generate", json={"text": "hi"}).json()
-            failed = httpx.post(decode + "/v1/completions", json={**bodies[2]["body"], "bootstrap_room": 99}, timeout=30)
+            failed = httpx.post(
+                decode + "/v1/completions", json={**bodies[2]["body"], "bootstrap_room": 99}, timeout=30
+            )
     monkeypatch.delenv("SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT")
     captured = {
         "router_bodies": bodies,

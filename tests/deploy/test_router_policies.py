@@ -83,7 +83,9 @@ def _replay(url: str, conversation: list[dict[str, Any]], output_len: int) -> tu
 
 def _requests_served(url: str) -> float:
     text = httpx.get(f"{url}/metrics").text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("sglang:num_requests_total"))
+    return sum(
+        float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("sglang:num_requests_total")
+    )
 
 
 def _hit_rate(tmp_path: Path, policy: str) -> tuple[float, list[float]]:

@@ -184,9 +184,10 @@ def replica_fleet(
         for i, (argv, url) in enumerate(zip(emulator_argvs, urls, strict=True)):
             log = logs_dir / f"emulator-replica-{i}.log"
             fleet.backends.append(Member(f"replica-{i}", url, start(argv, env, log), log))
-        argv = router_argv(
-            [], python, host=host, port=port, prometheus_port=prometheus_port, workers=urls
-        ) + ["--policy", policy]
+        argv = router_argv([], python, host=host, port=port, prometheus_port=prometheus_port, workers=urls) + [
+            "--policy",
+            policy,
+        ]
         log = logs_dir / "router.log"
         fleet.router = Member("router", f"http://{host}:{port}", start(argv, env, log), log, "router")
     except BaseException:

@@ -107,7 +107,9 @@ async def _lifespan(app: Starlette, state: AppState) -> AsyncIterator[None]:
     finally:
         await state.disagg.stop_bootstrap_server()
         if state.disagg.active:  # what this pool served, for the run's log (the router test reads it)
-            log.warning("PD %s server: served %d requests with a bootstrap room", state.disagg.mode, state.disagg.requests)
+            log.warning(
+                "PD %s server: served %d requests with a bootstrap room", state.disagg.mode, state.disagg.requests
+            )
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task

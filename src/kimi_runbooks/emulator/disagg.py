@@ -122,7 +122,10 @@ class Disaggregation:
             path = parts[1] if len(parts) > 1 else ""
             status, text = self._answer(parts[0] if parts else "", path)
             body = text.encode()
-            head = f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            head = (
+                f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            )
             writer.write(head.encode() + body)
             await writer.drain()
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...plan import LaunchPlan
-from ...target import ports as net
-from ..errors import DeployError
-from ..preflight import PreflightReport, check_port
 from ...rundir import RunFolder
+from ...target import ports as net
 from ...tools.envs import OFFLINE_ENV
+from ..errors import DeployError
 from ..logpump import start_pumped
+from ..preflight import PreflightReport, check_port
 from ..router import Fleet, Member, router_argv, router_python, wait_fleet
 from .base import LaunchContext, register, url_host
 from .process import ProcessGroupLauncher
@@ -162,7 +162,6 @@ class EmulatorLauncher(ProcessGroupLauncher):
         if self.fleet is not None:
             self.fleet.stop()
         super().stop(handle)
-
 
 
 def _set_flag(flags: list[str], flag: str, value: str) -> list[str]:
