@@ -289,6 +289,9 @@ def test_real_env_smoke(name):
         root = env.python.parent.parent  # the GGUF and its exported tokenizer live in the env
         assert (root / "model" / "SmolLM2-135M-Instruct.Q4_1.gguf").exists()
         assert (root / "tokenizer" / "tokenizer.json").exists()
+    elif name == "router":
+        assert "--worker-urls" in proc.stdout and "cache_aware" in proc.stdout and "--pd-disaggregation" in proc.stdout
+        assert got["sglang-router"] == "0.3.2"
     else:
         assert proc.stdout.strip() == env.version
 
