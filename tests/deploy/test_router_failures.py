@@ -93,3 +93,19 @@ def test_a_router_that_fails_to_start_is_named_with_its_log(require_tool_env, tm
     finally:
         fleet.stop()
     assert not any(group_alive(g) for g in fleet.pgids())
+
+
+def test_teardown_from_process_json_stops_the_extra_groups_too(tmp_path):
+    """A later process (the watchdog, teardown_run) stops every group a fleet recorded."""
+    from kimi_runbooks.deploy.launchers.process import ProcessGroupLauncher
+    from kimi_runbooks.procs import start_ticks
+    from kimi_runbooks.rundir import RunFolder
+
+    sleeps = [start_pumped(["sleep", "60"], {"PATH": "/usr/bin:/bin"}, tmp_path / f"s{i}.log", None) for i in range(3)]
+    lead, *extra = (p.pid for p in sleeps)
+    record = {"pgid": lead, "pgid_ticks": start_ticks(lead), "extra_pgids": [[g, start_ticks(g)] for g in extra]}
+    stopped = ProcessGroupLauncher.stop_recorded(RunFolder.create(tmp_path / "run"), record)
+    assert len(stopped) == 3
+    for p in sleeps:
+        p.wait(timeout=10)
+    assert not any(group_alive(p.pid) for p in sleeps)

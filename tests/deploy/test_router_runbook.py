@@ -59,6 +59,8 @@ def test_the_ascend_1p1d_runbook_passes_through_the_router(require_tool_env, tmp
     decode = _served((run / RunFolder.SERVER_LOG).read_text(errors="replace"))
     assert prefill.get("prefill", 0) > 10 and decode.get("decode", 0) > 10, (prefill, decode)
     assert abs(prefill["prefill"] - decode["decode"]) <= 2  # each request went to both pools of the pair
+    manifest = json.loads((run / RunFolder.MANIFEST).read_text())
+    assert manifest["max_total_num_tokens"], "the serving facts come from the decode server behind the router"
     record = json.loads((run / RunFolder.PROCESS).read_text())
     groups = [record["pgid"], *(g for g, _ in record["extra_pgids"])]
     assert len(groups) == 3 and not any(group_alive(g) for g in groups)

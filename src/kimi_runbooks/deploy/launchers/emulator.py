@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...plan import LaunchPlan
 from ...rundir import RunFolder
 from ...target import ports as net
+from ...target.locate import fetch_server_info
 from ...tools.envs import OFFLINE_ENV
 from ..errors import DeployError
 from ..logpump import start_pumped
@@ -150,6 +151,13 @@ class EmulatorLauncher(ProcessGroupLauncher):
         if self.fleet is not None:
             wait_fleet(self.fleet, timeout)
         super().wait_ready(handle, timeout, progress)
+        if self.fleet is not None:
+            # sglang-router 0.3.2 answers /server_info with 404 and /get_server_info with its own
+            # counts (router_manager, workers_count): the serving facts (KV pool, flags) come from
+            # the decode server behind it
+            serving = next((m for m in self.fleet.backends if m.worker_type == "decode"), self.fleet.backends[0])
+            handle.server_info = fetch_server_info(serving.url, handle.api_key())
+            handle.warnings.append(f"server_info read from the {serving.name} server behind the router ({serving.url})")
 
     def exit_code(self, handle: ServerHandle) -> int | None:
         """With a router: the first member (router, prefill, decode) that has exited, or None."""
