@@ -30,6 +30,7 @@ tool-envs: setup
 	bash scripts/setup_tool_env.sh llamacpp
 	bash scripts/setup_tool_env.sh agents
 	bash scripts/setup_tool_env.sh aiperf
+	bash scripts/setup_tool_env.sh router
 
 demo: setup
 	bash scripts/setup_tool_env.sh bench

@@ -8,7 +8,8 @@
 # the third-party server CI runs the runbook against; needs the bench env for its tokenizer
 # export, and ~8 minutes of C++ build on 2 cores the first time), agents (pydantic-ai-slim with its
 # OpenAI model: the agent framework the tests drive against the emulator; ~10 s, ~110 MB), aiperf
-# (NVIDIA AIPerf, a peer benchmark client; ~90 s, ~1.2 GB, no torch). The env goes to <repo>/.venvs/NAME (git-ignored) and is built only from the
+# (NVIDIA AIPerf, a peer benchmark client; ~90 s, ~1.2 GB, no torch), router (sglang-router, SGLang's
+# Rust request router for replicas and PD pools; ~1-2 min, ~150 MB, no torch). The env goes to <repo>/.venvs/NAME (git-ignored) and is built only from the
 # pinned files in <repo>/requirements/, because these tools pin versions that conflict with the
 # project's own (sgl-eval: openai<3, pandas<3; sglang: the whole GPU server stack).
 #
@@ -22,7 +23,7 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: bash scripts/setup_tool_env.sh {bench|sgl-eval|inspect|llamacpp|agents|aiperf} [--force] [--check]" >&2
+    echo "usage: bash scripts/setup_tool_env.sh {bench|sgl-eval|inspect|llamacpp|agents|aiperf|router} [--force] [--check]" >&2
 }
 die() {
     echo "setup_tool_env: ERROR: $*" >&2
@@ -65,7 +66,8 @@ case "$NAME" in
     llamacpp) REQ_FILES=(llamacpp-build.txt llamacpp-nodeps.txt llamacpp.txt) ;;
     agents) REQ_FILES=(agents.txt) ;;
     aiperf) REQ_FILES=(aiperf.txt) ;;
-    *) usage; die "unknown tool env '$NAME' (known: bench, sgl-eval, inspect, llamacpp, agents, aiperf)" ;;
+    router) REQ_FILES=(router.txt) ;;
+    *) usage; die "unknown tool env '$NAME' (known: bench, sgl-eval, inspect, llamacpp, agents, aiperf, router)" ;;
 esac
 
 # llamacpp: build flags for llama-cpp-python (an AVX2 baseline without -march=native: its AMX
@@ -220,6 +222,13 @@ case "$NAME" in
     # imports the agent script's whole stack (pydantic_ai, its OpenAI model, openai) and prints the version
     agents) smoke=("$VPY" "$REPO_ROOT/src/kimi_runbooks/tools/scripts/agent_loop.py" --version) ;;
     aiperf) smoke=("$VPY" -m aiperf --version) ;;
+    # the launcher's --help imports the compiled Rust router (sglang_router_rs) and lists its policies
+    router) smoke=("$VPY" -c 'import subprocess, sys
+import sglang_router.sglang_router_rs  # noqa: F401  (the compiled router: an import error here means a broken wheel)
+out = subprocess.run([sys.executable, "-m", "sglang_router.launch_router", "--help"], capture_output=True, text=True, check=True).stdout
+for needle in ("--worker-urls", "cache_aware", "round_robin", "--pd-disaggregation", "--prefill", "--decode"):
+    assert needle in out, needle
+print("sglang_router.launch_router --help lists", "--worker-urls --policy cache_aware/round_robin --pd-disaggregation")') ;;
     # A prompt of several tokens: a build with AMX kernels passes a one-token prompt and
     # segfaults on the first longer one.
     llamacpp) smoke=("$VPY" -c 'import sys

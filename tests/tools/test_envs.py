@@ -226,6 +226,7 @@ def test_requirement_files_are_fully_pinned():
         "llamacpp.txt",
         "agents.txt",
         "aiperf.txt",
+        "router.txt",
     ):
         lines = [ln.strip() for ln in (req / name).read_text().splitlines()]
         pins = [ln for ln in lines if ln and not ln.startswith("#")]
@@ -250,6 +251,9 @@ def test_requirement_files_are_fully_pinned():
     # the agent framework and the peer client are the versions their tests expect (tests/peers/)
     assert found["agents.txt"]["pydantic-ai-slim"] == "2.68.0" and "openai" in found["agents.txt"]
     assert found["aiperf.txt"]["aiperf"] == "0.13.0" and "torch" not in found["aiperf.txt"]
+    # the router env carries the Rust router wheel and its Python launcher's needs only
+    assert found["router.txt"]["sglang-router"] == "0.3.2"
+    assert not {"torch", "sglang"} & set(found["router.txt"])
 
 
 # --- heavy: the real envs ---------------------------------------------------------------------
@@ -285,6 +289,9 @@ def test_real_env_smoke(name):
         root = env.python.parent.parent  # the GGUF and its exported tokenizer live in the env
         assert (root / "model" / "SmolLM2-135M-Instruct.Q4_1.gguf").exists()
         assert (root / "tokenizer" / "tokenizer.json").exists()
+    elif name == "router":
+        assert "--worker-urls" in proc.stdout and "cache_aware" in proc.stdout and "--pd-disaggregation" in proc.stdout
+        assert got["sglang-router"] == "0.3.2"
     else:
         assert proc.stdout.strip() == env.version
 

@@ -43,6 +43,8 @@ class ServerHandle:
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     pid: int | None = None
     pgid: int | None = None
+    extra_pgids: list[int] = field(default_factory=list)
+    """More process groups this server is made of (the emulated PD pools behind a router)."""
     container: str | None = None
     slurm_job_id: str | None = None
     time_scale: float | None = None
@@ -139,6 +141,7 @@ class ServerHandle:
             "pid": self.pid,
             "pgid": self.pgid,
             "pgid_ticks": start_ticks(self.pgid) if self.pgid else None,
+            "extra_pgids": [[g, start_ticks(g)] for g in self.extra_pgids],
             "container": self.container,
             "slurm_job_id": self.slurm_job_id,
             "base_url": self.base_url,

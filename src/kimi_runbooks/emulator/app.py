@@ -101,9 +101,15 @@ async def _lifespan(app: Starlette, state: AppState) -> AsyncIterator[None]:
     state.startup.restart()
     bpe()  # the tokenizer (~0.3 s) is built before the port answers, not inside the first request's TTFT
     task = asyncio.create_task(state.startup.print_phases())
+    await state.disagg.start_bootstrap_server()  # a PD prefill server's bootstrap port (disagg.py)
     try:
         yield
     finally:
+        await state.disagg.stop_bootstrap_server()
+        if state.disagg.active:  # what this pool served, for the run's log (the router test reads it)
+            log.warning(
+                "PD %s server: served %d requests with a bootstrap room", state.disagg.mode, state.disagg.requests
+            )
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task

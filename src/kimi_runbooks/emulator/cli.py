@@ -135,8 +135,12 @@ def sglang_extra_args(extra: Sequence[str], parser: argparse.ArgumentParser) -> 
             out[key] = _typed(inline)
             i += 1
         elif i + 1 < len(items) and not items[i + 1].startswith("--"):
-            out[key] = _typed(items[i + 1])
-            i += 2
+            j = i + 1
+            while j < len(items) and not items[j].startswith("--"):
+                j += 1
+            values = [_typed(v) for v in items[i + 1 : j]]  # nargs="+" flags: --cuda-graph-bs-decode 1 2 4
+            out[key] = values[0] if len(values) == 1 else values
+            i = j
         else:
             out[key] = True
             i += 1

@@ -10,7 +10,7 @@ clock.py wakes each token with sub-millisecond precision so the median matches t
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
 from .clock import sleep_until
@@ -34,6 +34,8 @@ class Job:
     prompt_ids: list[int] | None = None  # the prompt's token ids: the prefix-cache key (radix.py)
     output_ids: list[int] | None = None  # the ids it generates, cached with the prompt when it finishes
     cached_tokens: int = 0  # set by the engine: prompt tokens the prefix cache held (skipped prefill)
+    room: int | None = None  # PD: the bootstrap room the router gave the request (disagg.py)
+    kv_transferred: bool = False  # PD decode: the prompt's KV came from the prefill server, no prefill here
 
 
 @dataclass
@@ -60,6 +62,7 @@ class Engine:
         self.kv_tokens = 0  # context the running requests hold (prompt + tokens emitted): the ITL lookup reads it
         self.cache = PrefixCache(settings.page_size, disabled=settings.disable_radix_cache)
         self.scheduler.cache = self.cache  # cached tokens hold KV pool slots; evicted when it needs room
+        self.on_prefilled: Callable[[int | None], None] = lambda room: None  # PD prefill: the KV is sent
 
     def _scaled(self, ms: float) -> float:
         return ms / 1000.0 * self.settings.time_scale
@@ -80,13 +83,14 @@ class Engine:
             self.metrics.observe_prefill(job.prompt_tokens - job.cached_tokens, job.cached_tokens)
             self.kv_tokens += job.prompt_tokens
             held += job.prompt_tokens
-            prefill = self.profile.prefill_ms(job.prompt_tokens, job.cached_tokens)
+            prefill = 0.0 if job.kv_transferred else self.profile.prefill_ms(job.prompt_tokens, job.cached_tokens)
             deadline = self.prefill.book(start, self._scaled(prefill))
             previous = None
             for index in range(job.output_tokens):
                 if index == 0:
                     await sleep_until(deadline)
                     node = self._cache_prompt(job, node, ticket)
+                    self.on_prefilled(job.room)
                 else:
                     itl = self.profile.itl_ms(self.scheduler.running, self.kv_tokens)
                     deadline = await self._decode_turn(deadline, self._scaled(itl))
@@ -101,6 +105,7 @@ class Engine:
             if job.output_tokens == 0:
                 await sleep_until(deadline)
                 node = self._cache_prompt(job, node, ticket)
+                self.on_prefilled(job.room)
             if crash_at is not None:
                 self.faults.crash_now()  # stream shorter than the crash point: die at its end
             completed = True

@@ -24,6 +24,7 @@ from . import openai_shapes as shapes
 from .chat_input import read_chat
 from .choices import drain_all, run_merged
 from .content import chat_reply
+from .disagg import attach, cap_request
 from .engine import Job
 from .error_answers import ApiError
 from .events import EOS_TOKEN_ID, Event, Plan, plan_within_budget, reply_events
@@ -63,8 +64,10 @@ async def chat_completions(request: Request) -> Response:
     state: AppState = request.app.state.emulator
     arrival = time.monotonic()
     state.check_ready()
-    req = parse_body(ChatRequest, await state.read_json(request))
+    raw = await state.read_json(request)
+    req = parse_body(ChatRequest, raw)
     _validate(state, req)
+    cap_request(state.disagg, req)
     check_constraints(req.response_format, req.tools or [], req.tool_choice)
     chat = read_chat(req, video=state.settings.capabilities.video, media=state.settings.capabilities.images)
     if state.settings.fault_is("prompt-tokens-off") and state.settings.fault is not None:
@@ -87,6 +90,7 @@ async def chat_completions(request: Request) -> Response:
         for p in plans
     ]
     rid = state.next_id("chatcmpl")
+    await attach(state.disagg, raw, rid, jobs)
     turn = _Turn(
         rids=[rid] + [f"{rid}-{i}" for i in range(1, req.n)],
         created=int(time.time()),

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from . import openai_shapes as shapes
 from .choices import drain_all, run_merged
 from .content import completion_text
+from .disagg import attach, cap_request
 from .engine import Job
 from .error_answers import ApiError
 from .events import EOS_TOKEN_ID, Plan, text_plan
@@ -33,7 +34,9 @@ async def completions(request: Request) -> Response:
     state: AppState = request.app.state.emulator
     arrival = time.monotonic()
     state.check_ready()
-    req = parse_body(CompletionRequest, await state.read_json(request))
+    raw = await state.read_json(request)
+    req = parse_body(CompletionRequest, raw)
+    cap_request(state.disagg, req)
     prompt_text, prompt_tokens = read_prompt(req.prompt)
     prompt_ids = prompt_key(req.prompt)
     state.check_context(prompt_tokens, req.max_tokens)
@@ -48,6 +51,7 @@ async def completions(request: Request) -> Response:
     ]
     report = _CacheReport(jobs, state.settings.enable_cache_report, req.return_cached_tokens_details)
     rid = state.next_id("cmpl")
+    await attach(state.disagg, raw, rid, jobs)
     rids = [rid] + [f"{rid}-{i}" for i in range(1, req.n)]
     created = int(time.time())
     echo = prompt_text if req.echo else ""

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .content import completion_text
+from .disagg import attach, cap_request
 from .engine import Job, Progress
 from .error_answers import ApiError, RawError
 from .events import EOS_TOKEN_ID, Plan, text_plan
@@ -41,13 +42,16 @@ class _Item:
     prompt_tokens: int
     plan: Plan
     job: Job
+    prefill_only: bool = False  # a PD prefill server's answer: finish_reason length 0 (disagg.py)
 
 
 async def generate(request: Request) -> Response:
     state: AppState = request.app.state.emulator
     arrival = time.monotonic()
     state.check_ready()
-    req = parse_body(GenerateRequest, await state.read_json(request, json_only=False))
+    raw = await state.read_json(request, json_only=False)
+    req = parse_body(GenerateRequest, raw)
+    cap_request(state.disagg, req)
     prompts = _prompts(req)
     params = _params_per_prompt(req.sampling_params, len(prompts))
     rids = _rids(state, req.rid, len(prompts))
@@ -63,6 +67,13 @@ async def generate(request: Request) -> Response:
             return StreamingResponse(_stream_error(err.message), media_type="text/event-stream")
         raise RawError(400, {"error": {"message": err.message}}) from None
     state.check_injected_500()
+    try:
+        await attach(state.disagg, raw, rids[0], [item.job for item in items])
+    except ApiError as err:  # the scheduler's abort, as /generate answers it (http_server.py)
+        raise RawError(err.status, {"error": {"message": err.message}}) from None
+    if state.disagg.mode == "prefill":
+        for item in items:
+            item.prefill_only = True
     if req.stream:
         return StreamingResponse(_stream(state, items[0]), media_type="text/event-stream")
     results = await asyncio.gather(*(_run(state, item) for item in items))
@@ -122,7 +133,9 @@ def _item(
     return _Item(rid=rid, prompt_tokens=prompt_tokens, plan=plan, job=job)
 
 
-def _finish_reason(plan: Plan) -> dict[str, Any]:
+def _finish_reason(plan: Plan, prefill_only: bool = False) -> dict[str, Any]:
+    if prefill_only:  # prefill.py: FINISH_LENGTH(length=0) once the KV is sent
+        return {"type": "length", "length": 0}
     if plan.finish_reason == "length":
         return {"type": "length", "length": plan.completion_tokens}
     return {"type": "stop", "matched": EOS_TOKEN_ID}
@@ -131,7 +144,7 @@ def _finish_reason(plan: Plan) -> dict[str, Any]:
 def _meta(item: _Item, progress: Progress, completion_tokens: int, finished: bool) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "id": item.rid,
-        "finish_reason": _finish_reason(item.plan) if finished else None,
+        "finish_reason": _finish_reason(item.plan, item.prefill_only) if finished else None,
         "prompt_tokens": item.prompt_tokens,
         "weight_version": "default",
         "num_retractions": 0,

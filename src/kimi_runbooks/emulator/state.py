@@ -15,6 +15,7 @@ from typing import Any
 from starlette.requests import Request
 
 from .content import seeded_rng
+from .disagg import from_launch_args
 from .engine import Engine
 from .error_answers import ApiError, RawError, ValidationFailed
 from .settings import EmulatorSettings
@@ -29,6 +30,8 @@ class AppState:
     def __init__(self, settings: EmulatorSettings) -> None:
         self.settings = settings
         self.engine = Engine(settings)
+        self.disagg = from_launch_args(settings.launch_args, settings.time_scale, settings.host)
+        self.engine.on_prefilled = self.disagg.kv_sent
         self.startup = StartupClock(settings)
         self._ids = 0
 

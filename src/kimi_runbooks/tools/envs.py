@@ -1,6 +1,7 @@
 """Isolated environments for the third-party tools the runbooks drive.
 
-SGLang's bench client, sgl-eval, inspect-ai, llama-cpp-python's server, pydantic-ai and AIPerf pin
+SGLang's bench client, sgl-eval, inspect-ai, llama-cpp-python's server, pydantic-ai, AIPerf and
+sglang-router pin
 versions that conflict with this project
 (sglang pins the whole GPU server stack and torch 2.14.1; sgl-eval pins openai<3 and pandas<3),
 so each lives in its own venv under ``<repo>/.venvs/<name>``, built on demand from the pinned
@@ -56,6 +57,7 @@ KEY_PACKAGES = (
     "llama-cpp-python",
     "pydantic-ai-slim",
     "aiperf",
+    "sglang-router",
 )
 
 #: Environment for tool subprocesses on a machine without the HF hub: without it, transformers
@@ -131,6 +133,13 @@ TOOLS: dict[str, ToolSpec] = {
         module_argv=("-m", "aiperf"),
         smoke_args=("--version",),
         description="NVIDIA AIPerf peer benchmark client (aiperf profile --url ... --tokenizer <dir>)",
+    ),
+    "router": ToolSpec(
+        name="router",
+        key_package="sglang-router",
+        module_argv=("-m", "sglang_router.launch_router"),
+        smoke_args=("--help",),
+        description="SGLang's router, sglang-router (python -m sglang_router.launch_router --worker-urls ...)",
     ),
 }
 

@@ -27,11 +27,14 @@ class ProcessGroupLauncher(Launcher):
 
     @classmethod
     def stop_recorded(cls, folder: RunFolder, record: dict[str, Any]) -> list[str]:
-        pgid = record.get("pgid")
+        stopped = [msg for g, ticks in record.get("extra_pgids") or [] for msg in cls._stop_group(g, ticks)]
+        return cls._stop_group(record.get("pgid"), record.get("pgid_ticks")) + stopped
+
+    @staticmethod
+    def _stop_group(pgid: Any, ticks: Any) -> list[str]:
         if not pgid:
             return []
         leader = cmdline(int(pgid))
-        ticks = record.get("pgid_ticks")
         recycled = leader is not None and (
             not is_pump(leader) or (ticks is not None and start_ticks(int(pgid)) not in (None, int(ticks)))
         )
