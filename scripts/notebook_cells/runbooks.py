@@ -68,6 +68,11 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
         "dp": (recipe.dp, "recipe" if recipe.dp else "None: no data parallelism"),
         "ep": (recipe.ep, "recipe" if recipe.ep else "None: no expert parallelism"),
         "enable_dp_attention": (recipe.enable_dp_attention, "recipe"),
+    }
+    if recipe.deployment:  # each role's parallelism is its deployment's: the recipe's would override every role
+        own = "None: each role's own (params/deployments/<deployment>.yaml); a value overrides every role"
+        recipe_values |= {name: (None, own) for name in ("tp", "dp", "ep", "enable_dp_attention")}
+    recipe_values |= {
         "quantization": (None, f"None: the model's ({model.quantization_flag or 'none'})"),
         "kv_cache_dtype": (
             recipe.kv_cache_dtype,

@@ -40,9 +40,6 @@ def test_the_ascend_1p1d_runbook_passes_through_the_router(require_tool_env, tmp
         str(tmp_path / "out.ipynb"),
         parameters={
             "deployment": DEPLOYMENT,
-            "tp": None,  # the deployment's roles carry their own parallelism
-            "dp": None,
-            "enable_dp_attention": None,
             "run_dir": str(run),
             "time_scale": 0.05,
             "stages": ["deploy", "invoke", "speed", "report"],
