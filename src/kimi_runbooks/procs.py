@@ -237,8 +237,9 @@ class BackgroundLoop:
         self.stopping = threading.Event()
         self._thread = threading.Thread(target=body, args=(self.stopping,), name=name, daemon=True)
 
-    def start(self) -> None:
+    def start(self) -> BackgroundLoop:
         self._thread.start()
+        return self
 
     def stop(self, timeout: float) -> None:
         """Set ``stopping`` and wait up to ``timeout`` seconds for the body to return (none before start())."""

@@ -97,8 +97,7 @@ class MetricsSampler:
         self._client = httpx.Client(timeout=min(5.0, max(self.interval_s, 1.0)), headers=headers)
         self._t0 = time.monotonic()
         self.scrape_once(self._client)  # the baseline before the first request (histogram counters are cumulative)
-        self._loop = BackgroundLoop(f"metrics-{self.scenario}", self._run)
-        self._loop.start()
+        self._loop = BackgroundLoop(f"metrics-{self.scenario}", self._run).start()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -223,8 +223,7 @@ class TelemetrySampler:
         if self.tool is None:
             self.note = self.note or "no device telemetry tool on this host"
             return self
-        self._loop = BackgroundLoop(f"telemetry-{self.scenario}", self._run)
-        self._loop.start()
+        self._loop = BackgroundLoop(f"telemetry-{self.scenario}", self._run).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
