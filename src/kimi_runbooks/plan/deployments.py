@@ -141,7 +141,6 @@ def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, de
             config=config,
             platform=platform,
             model=model,
-            catalog=catalog,
             tp=tp,
             dp=dp,
             ep=ep,
@@ -151,7 +150,6 @@ def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, de
             mem_fraction_static=mem,
             context_length=ctx,
             speculative=speculative,
-            devices=platform.devices_per_node * role.nodes,
             nnodes=role.nodes,
             memory=memory,
         )
