@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,25 @@ def stop_processes(pids: list[int], grace: float = STOP_GRACE_SECONDS) -> list[i
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     return signalled
+
+
+# --------------------------------------------------------------------------- threads that end with their block
+
+
+class BackgroundLoop:
+    """A daemon thread running ``body(stopping)`` from start() until stop(): how the progress relay
+    and the metrics and telemetry samplers run theirs. The body returns once ``stopping`` is set."""
+
+    def __init__(self, name: str, body: Callable[[threading.Event], None]) -> None:
+        self.stopping = threading.Event()
+        self._thread = threading.Thread(target=body, args=(self.stopping,), name=name, daemon=True)
+
+    def start(self) -> BackgroundLoop:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float) -> None:
+        """Set ``stopping`` and wait up to ``timeout`` seconds for the body to return (none before start())."""
+        self.stopping.set()
+        if self._thread.ident is not None:
+            self._thread.join(timeout=timeout)

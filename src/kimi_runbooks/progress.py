@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .procs import BackgroundLoop
 from .rundir import RunFolder, now_iso, read_jsonl
 
 PROGRESS_FILE = RunFolder.PROGRESS
@@ -88,22 +89,18 @@ class ProgressRelay:
         self.interval_s = interval_s
         self._seen = len(read_jsonl(self.path))
         self._last: dict[tuple[str, str], float] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = BackgroundLoop("progress-relay", self._run)
 
     def __enter__(self) -> ProgressRelay:
-        self._thread = threading.Thread(target=self._run, name="progress-relay", daemon=True)
-        self._thread.start()
+        self._loop.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._loop.stop(timeout=5)
         self.flush(final=True)
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+    def _run(self, stopping: threading.Event) -> None:
+        while not stopping.wait(self.interval_s):
             self.flush()
 
     def flush(self, final: bool = False) -> None:

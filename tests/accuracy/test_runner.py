@@ -133,8 +133,8 @@ def test_kvv_gets_the_limit_and_its_settings_are_in_the_fingerprint(tmp_path, mo
 
     calls = []
 
-    def fake_run_kvv(suite, **kwargs):
-        calls.append({"suite": suite, **kwargs})
+    def fake_run_kvv(suite, server, out_dir, **kwargs):
+        calls.append({"suite": suite, "server": server, **kwargs})
         raise SuiteFailed("stand-in: recorded the call")
 
     monkeypatch.setattr(runner.vendor_verifier, "run_kvv", fake_run_kvv)
@@ -157,5 +157,6 @@ def test_kvv_gets_the_limit_and_its_settings_are_in_the_fingerprint(tmp_path, mo
         }
     assert rows[0].status == "error" and "stand-in" in rows[0].detail
     assert calls[0]["limit"] == 2 and calls[0]["overrides"] == {"max_tokens": 1024}
+    assert calls[0]["server"].model == MODEL and calls[0]["server"].base_url.endswith("/v1")
     assert calls[1]["limit"] == 5 and calls[1]["overrides"] == {"max_connections": 7, "max_tokens": 1024}
     assert len(fp) == 4

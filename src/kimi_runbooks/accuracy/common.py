@@ -13,7 +13,7 @@ import os
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,10 +67,17 @@ class EvalRow(BaseModel):
     server: dict[str, Any] | None = None  # the server's /metrics summarised over the suite (speed/server_metrics.py)
 
 
-def given_flags(pairs: Sequence[tuple[str, Any]]) -> list[str]:
-    """A tool's command-line options for the settings that are set: `--flag value` for each value
-    not None (an unset setting leaves the tool's own default)."""
-    return [part for flag, value in pairs if value is not None for part in (flag, str(value))]
+def cli_flag(name: str) -> str:
+    """A setting's command-line spelling, as the eval tools name their options: max_tokens -> --max-tokens."""
+    return "--" + name.replace("_", "-")
+
+
+def given_flags(settings: Any, skip: Sequence[str] = ()) -> list[str]:
+    """A tool's command-line options from a settings dataclass whose fields are named as the tool's
+    flags: `--flag value` (cli_flag) for each field not in ``skip`` that is set, in field order (an
+    unset one leaves the tool's own default)."""
+    values = [(f.name, getattr(settings, f.name)) for f in fields(settings) if f.name not in skip]
+    return [part for name, value in values if value is not None for part in (cli_flag(name), str(value))]
 
 
 def settings_fingerprint(suite: str, settings: Mapping[str, Any]) -> str:
@@ -116,6 +123,24 @@ def finished_fingerprints(run_dir: str | Path) -> set[str]:
 # --------------------------------------------------------------------------- subprocesses
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """The server an eval tool is pointed at: its OpenAI base (ending in /v1), the served model
+    name, and the key (handed to the tool in its environment, never on a command line)."""
+
+    base_url: str
+    model: str
+    api_key: str = "EMPTY"
+
+
+def tool_folder(folder: RunFolder | None, out_dir: Path) -> RunFolder:
+    """The run folder a driver writes through (a fresh one on ``out_dir`` when it is called on its
+    own), with ``out_dir`` made."""
+    folder = folder or RunFolder.create(out_dir)
+    folder.mkdir(out_dir)
+    return folder
+
+
 @dataclass
 class ToolRun:
     """How a tool subprocess ended: exit code, wall time, and where its output went."""
@@ -133,15 +158,15 @@ class ToolRun:
 
 def run_tool(
     argv: Sequence[str],
-    *,
     folder: RunFolder,
     log_path: Path,
     desc: str,
+    *,
     cwd: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
 ) -> ToolRun:
-    """Run a tool, its stdout+stderr going to ``log_path``, with a tqdm bar while it runs.
+    """Run a tool, its stdout+stderr going to ``log_path``, with a tqdm bar named ``desc`` while it runs.
 
     The bar follows the tool's own "n/total [" progress lines when it prints them, else it
     just shows elapsed time. The command line is written (redacted) at the top of the log.

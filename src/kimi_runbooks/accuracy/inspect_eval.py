@@ -20,7 +20,7 @@ from typing import Any
 
 from ..rundir import RunFolder
 from ..tools.scripts import script
-from .common import StageMissing, SuiteFailed, ToolRun, fail_message, given_flags, run_tool
+from .common import Endpoint, StageMissing, SuiteFailed, ToolRun, fail_message, given_flags, run_tool, tool_folder
 from .references import reference_entry
 
 TASK = "inspect_evals/gpqa_diamond"
@@ -31,7 +31,8 @@ GPQA_URL = "https://openaipublic.blob.core.windows.net/simple-evals/gpqa_diamond
 
 @dataclass(frozen=True)
 class InspectConfig:
-    """Flags of `inspect eval`; None leaves the task default (epochs: gpqa_diamond's 4)."""
+    """Flags of `inspect eval`, each named as its field (build_args; cot and dataset_path are task
+    arguments); None leaves the task default (epochs: gpqa_diamond's 4)."""
 
     max_tokens: int | None = 131072
     temperature: float | None = 1.0
@@ -120,17 +121,8 @@ def build_args(cfg: InspectConfig, *, model: str, base_url: str, log_dir: Path, 
         "-M",
         "responses_api=false",
     ]
-    args += given_flags(
-        [
-            ("--max-tokens", cfg.max_tokens),
-            ("--temperature", cfg.temperature),
-            ("--top-p", cfg.top_p),
-            ("--max-connections", cfg.max_connections),
-            ("--epochs", cfg.epochs),
-            ("--limit", cfg.limit),
-        ]
-    )
-    return args
+    # cot and the dataset are task arguments (task_args); the rest are `inspect eval` flags of their names
+    return args + given_flags(cfg, skip=("cot", "dataset_path"))
 
 
 def read_eval_log(path: str | Path, python: str | Path) -> dict[str, Any]:
@@ -183,41 +175,32 @@ def log_metrics(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 def run(
     cfg: InspectConfig,
+    server: Endpoint,
+    work_dir: Path,
     *,
     python: Path,
-    model: str,
-    base_url: str,
-    api_key: str,
-    work_dir: Path,
     timeout: float | None = None,
     folder: RunFolder | None = None,
 ) -> tuple[ToolRun, Path, dict[str, Any], list[dict[str, Any]]]:
     """Run the task in the inspect env, then read the newest .eval log it wrote."""
-    folder = folder or RunFolder.create(work_dir)
-    folder.mkdir(work_dir)
+    folder = tool_folder(folder, work_dir)
     log_dir = work_dir / RunFolder.TOOL_LOGS
     task, env = task_args(cfg, work_dir, folder)
     argv = [
         str(python),
         "-m",
         "inspect_ai",
-        *build_args(cfg, model=model, base_url=base_url, log_dir=log_dir, task=task),
+        *build_args(cfg, model=server.model, base_url=server.base_url, log_dir=log_dir, task=task),
     ]
     env = {
         **env,
-        "OPENAI_API_KEY": api_key,
-        "OPENAI_BASE_URL": base_url,
+        "OPENAI_API_KEY": server.api_key,
+        "OPENAI_BASE_URL": server.base_url,
         "INSPECT_DISPLAY": "plain",
         "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "0"),
     }
-    tool_run = run_tool(
-        argv,
-        folder=folder,
-        log_path=RunFolder.tool_log(work_dir, "inspect"),
-        desc="inspect gpqa_diamond",
-        env=env,
-        timeout=timeout,
-    )
+    log = RunFolder.tool_log(work_dir, "inspect")
+    tool_run = run_tool(argv, folder, log, "inspect gpqa_diamond", env=env, timeout=timeout)
     if tool_run.returncode != 0:
         hint = ""
         if cfg.dataset_path is None:

@@ -53,11 +53,11 @@ def _fingerprint(ctx: SuiteContext, suite: str) -> str:
     """Everything that changes what a suite measures: changing any of it reruns the suite."""
     cfg = ctx.cfg
     settings: dict[str, Any] = {
-        "model": ctx.model,
+        "model": ctx.server.model,
         "published": cfg.published,
         "limit": ctx.limit(suite),
         "datasets": cfg.datasets.get(suite),
-        "base_url": ctx.base,
+        "base_url": ctx.server.base_url,
         "concurrency": cfg.concurrency,
     }
     if suite in ("toolcall-builtin", "k2vv-toolcall"):

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..rundir import RunFolder
 from ..tools.envs import SGL_EVAL_KEY_ENV
-from .common import StageMissing, SuiteFailed, ToolRun, fail_message, given_flags, run_tool
+from .common import Endpoint, StageMissing, SuiteFailed, ToolRun, fail_message, given_flags, run_tool, tool_folder
 from .references import reference_entry
 
 #: sgl-eval benchmark -> suite id used in accuracy.jsonl and the reference suite it compares to.
@@ -36,7 +36,7 @@ DOWNLOADS = {"gsm8k", "gpqa", "mmmu_pro"}
 
 @dataclass(frozen=True)
 class SglEvalConfig:
-    """The flags of one `sgl-eval run`; None leaves sgl-eval's own default."""
+    """The flags of one `sgl-eval run`, each named as its field (build_args); None leaves sgl-eval's own default."""
 
     benchmark: str = "aime25"
     n_repeats: int | None = None
@@ -109,19 +109,7 @@ def build_args(cfg: SglEvalConfig, *, base_url: str, model: str, out_dir: Path) 
 
     No --api-key: run() hands the key over in the environment (toolenv.SGL_EVAL_KEY_ENV)."""
     args = ["run", cfg.benchmark, "--base-url", base_url, "--model", model, "--out-dir", str(out_dir)]
-    args += given_flags(
-        [
-            ("--n-repeats", cfg.n_repeats),
-            ("--temperature", cfg.temperature),
-            ("--top-p", cfg.top_p),
-            ("--max-tokens", cfg.max_tokens),
-            ("--prompt", cfg.prompt),
-            ("--num-threads", cfg.num_threads),
-            ("--num-examples", cfg.num_examples),
-            ("--from-dataset", cfg.from_dataset),
-            ("--seed", cfg.seed),
-        ]
-    )
+    args += given_flags(cfg, skip=("benchmark", "thinking"))  # --n-repeats, --top-p, --from-dataset, ...
     if cfg.thinking is not None:
         args.append("--thinking" if cfg.thinking else "--no-thinking")
     return args
@@ -210,12 +198,10 @@ def _per_repeat(folder: Path, problems: int | None, repeats: int) -> list[dict[s
 
 def run(
     cfg: SglEvalConfig,
+    server: Endpoint,
+    out_dir: Path,
     *,
     python_argv: list[str],
-    base_url: str,
-    model: str,
-    api_key: str,
-    out_dir: Path,
     timeout: float | None = None,
     folder: RunFolder | None = None,
     env: dict[str, str] | None = None,
@@ -228,20 +214,13 @@ def run(
             "NeMo-Skills-shaped JSONL ({problem, expected_answer}) there, or drop the path to let "
             "sgl-eval download it."
         )
-    folder = folder or RunFolder.create(out_dir)
-    folder.mkdir(out_dir)
-    argv = [*python_argv, *build_args(cfg, base_url=base_url, model=model, out_dir=out_dir)]
+    folder = tool_folder(folder, out_dir)
+    argv = [*python_argv, *build_args(cfg, base_url=server.base_url, model=server.model, out_dir=out_dir)]
     child_env = dict(env or {})
-    if api_key and api_key != "EMPTY":  # the toolenv wrapper appends it as --api-key inside the child
-        child_env[SGL_EVAL_KEY_ENV] = api_key
-    tool_run = run_tool(
-        argv,
-        folder=folder,
-        log_path=RunFolder.tool_log(out_dir, f"sgl-eval-{cfg.benchmark}"),
-        desc=f"sgl-eval {cfg.benchmark}",
-        env=child_env,
-        timeout=timeout,
-    )
+    if server.api_key and server.api_key != "EMPTY":  # the toolenv wrapper appends it as --api-key in the child
+        child_env[SGL_EVAL_KEY_ENV] = server.api_key
+    log = RunFolder.tool_log(out_dir, f"sgl-eval-{cfg.benchmark}")
+    tool_run = run_tool(argv, folder, log, f"sgl-eval {cfg.benchmark}", env=child_env, timeout=timeout)
     if tool_run.returncode != 0:
         hint = ""
         if cfg.benchmark in DOWNLOADS and not cfg.from_dataset:

@@ -14,7 +14,7 @@ from ..rundir import RunFolder
 from ..target.locate import RunHandle
 from ..tools import envs as toolenv
 from . import inspect_eval, sgl_eval, toolcall_eval, vendor_verifier
-from .common import EvalRow
+from .common import Endpoint, EvalRow
 from .config import SGL_EVAL_SUITES, SMOKE_LIMIT, SMOKE_TOOLCALL_MAX_TOKENS, SUITES, AccuracyConfig
 from .references import reference_entry
 from .toolcall_samples import write_ci_samples
@@ -25,11 +25,9 @@ class SuiteContext:
 
     def __init__(self, cfg: AccuracyConfig, handle: RunHandle, facts: dict[str, Any]):
         self.cfg, self.handle = cfg, handle
-        self.model: str = facts["model"]
+        self.server = Endpoint(handle.openai_base_url, facts["model"], handle.api_key())
         self.emulated: bool = bool(cfg.emulated if cfg.emulated is not None else facts["emulated"])
-        self.api_key = handle.api_key()
         self.folder = RunFolder.create(cfg.run_dir, secret_envs=[handle.api_key_env])
-        self.base = handle.openai_base_url
         self.work = self.folder.accuracy_work
 
     def limit(self, suite: str) -> int | None:
@@ -66,7 +64,7 @@ def _rows(
 
 
 def suite_settings(ctx: SuiteContext, suite: str, extra: dict[str, Any]) -> dict[str, Any]:
-    return {"reference_suite": SUITES[suite][1], "published": ctx.cfg.published, "model": ctx.model, **extra}
+    return {"reference_suite": SUITES[suite][1], "published": ctx.cfg.published, "model": ctx.server.model, **extra}
 
 
 # --------------------------------------------------------------------------- suite runners
@@ -83,7 +81,7 @@ def _toolcall_samples(ctx: SuiteContext) -> tuple[Path, Path | None, str]:
             return official, ref, "official"
     path = ctx.work / RunFolder.CI_TOOLCALL_SAMPLES / RunFolder.SAMPLES
     expected = ctx.work / RunFolder.CI_TOOLCALL_SAMPLES / RunFolder.EXPECTED
-    write_ci_samples(path, expected, model=ctx.model, folder=ctx.folder)
+    write_ci_samples(path, expected, model=ctx.server.model, folder=ctx.folder)
     return path, Path(ctx.cfg.toolcall_reference) if ctx.cfg.toolcall_reference else expected, "ci-generated"
 
 
@@ -106,12 +104,12 @@ def _run_toolcall_builtin(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     out = ctx.work / "toolcall-builtin"
     run = toolcall_eval.run_toolcall_eval(
         samples,
-        base_url=ctx.base,
-        model=ctx.model,
+        base_url=ctx.server.base_url,
+        model=ctx.server.model,
         folder=ctx.folder,
         results_path=out / RunFolder.TOOL_RESULTS,
         summary_path=out / RunFolder.TOOL_SUMMARY,
-        api_key=ctx.api_key,
+        api_key=ctx.server.api_key,
         concurrency=settings["concurrency"],
         temperature=settings["temperature"],
         max_tokens=settings["max_tokens"],
@@ -157,14 +155,12 @@ def _run_k2vv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
         )
         settings["samples_run"] = str(samples)
     run, results_path, summary_path = vendor_verifier.run_k2vv(
+        ctx.server,
+        out_dir,
         folder=ctx.folder,
         checkout=checkout,
         python=python,
         samples=samples,
-        base_url=ctx.base,
-        model=ctx.model,
-        api_key=ctx.api_key,
-        out_dir=out_dir,
         concurrency=conc,
         max_tokens=max_tokens,
         timeout=ctx.cfg.timeout_s,
@@ -215,12 +211,10 @@ def _run_sgl_eval(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     settings = suite_settings(ctx, suite, cfg.settings())
     run, metrics_path, metrics = sgl_eval.run(
         cfg,
+        ctx.server,
+        ctx.work / "sgl-eval",
         python_argv=env.argv(),
-        base_url=ctx.base,
-        model=ctx.model,
-        api_key=ctx.api_key,
         folder=ctx.folder,
-        out_dir=ctx.work / "sgl-eval",
         timeout=ctx.cfg.timeout_s,
         env=toolenv.OFFLINE_ENV if ctx.emulated else None,
     )
@@ -247,14 +241,7 @@ def _run_inspect(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     )
     settings = suite_settings(ctx, suite, cfg.settings())
     run, log, summary, metrics = inspect_eval.run(
-        cfg,
-        folder=ctx.folder,
-        python=env.python,
-        model=ctx.model,
-        base_url=ctx.base,
-        api_key=ctx.api_key,
-        work_dir=ctx.work / "inspect",
-        timeout=ctx.cfg.timeout_s,
+        cfg, ctx.server, ctx.work / "inspect", python=env.python, folder=ctx.folder, timeout=ctx.cfg.timeout_s
     )
     settings["epochs"] = summary.get("epochs")
     vers = toolenv.versions(env)
@@ -282,13 +269,11 @@ def _run_kvv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     settings = suite_settings(ctx, suite, {"overrides": overrides, "checkout": str(checkout), "limit": limit})
     run, log = vendor_verifier.run_kvv(
         suite,
+        ctx.server,
+        ctx.work / f"kvv-{suite}",
         folder=ctx.folder,
         checkout=checkout,
         python=python,
-        base_url=ctx.base,
-        model=ctx.model,
-        api_key=ctx.api_key,
-        out_dir=ctx.work / f"kvv-{suite}",
         overrides=overrides,
         limit=limit,
         timeout=ctx.cfg.timeout_s,

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..rundir import RunFolder
 from ..tools.scripts import script
-from .common import StageMissing, SuiteFailed, ToolRun, fail_message, run_tool
+from .common import Endpoint, StageMissing, SuiteFailed, ToolRun, cli_flag, fail_message, run_tool, tool_folder
 from .references import reference_entry
 
 K2VV_SAMPLES = "tool-calls/samples.jsonl"
@@ -172,14 +172,12 @@ def first_lines(src: Path, dest: Path, n: int, folder: RunFolder | None = None) 
 
 
 def run_k2vv(
+    server: Endpoint,
+    out_dir: Path,
     *,
     checkout: Path,
     python: str,
     samples: Path,
-    base_url: str,
-    model: str,
-    api_key: str,
-    out_dir: Path,
     concurrency: int | None = None,
     temperature: float | None = None,
     max_tokens: int | None = None,
@@ -192,12 +190,11 @@ def run_k2vv(
             f"K2-Vendor-Verifier samples {samples} not found. Fix: extract tool-calls.tar.gz "
             f"(linked from its README) into {checkout}/tool-calls/, or pass toolcall_samples=..."
         )
-    folder = folder or RunFolder.create(out_dir)
-    folder.mkdir(out_dir)
+    folder = tool_folder(folder, out_dir)
     results, summary = out_dir / RunFolder.K2VV_RESULTS, out_dir / RunFolder.K2VV_SUMMARY
     replace: dict[str, str | None] = {
-        "--model": model,
-        "--base-url": base_url,
+        "--model": server.model,
+        "--base-url": server.base_url,
         "--api-key": None,
         "--output": str(results.resolve()),
         "--summary": str(summary.resolve()),
@@ -209,14 +206,9 @@ def run_k2vv(
     if max_tokens is not None:
         replace["--max-tokens"] = str(max_tokens)
     argv = [python, *published_argv("k2vv-toolcall", replace, positional=[str(samples.resolve())])]
+    env = {"OPENAI_API_KEY": server.api_key}
     run = run_tool(
-        argv,
-        folder=folder,
-        log_path=RunFolder.tool_log(out_dir, "k2vv"),
-        desc="K2-Vendor-Verifier",
-        cwd=checkout,
-        env={"OPENAI_API_KEY": api_key},
-        timeout=timeout,
+        argv, folder, RunFolder.tool_log(out_dir, "k2vv"), "K2-Vendor-Verifier", cwd=checkout, env=env, timeout=timeout
     )
     if run.returncode != 0 or not results.exists():
         raise SuiteFailed(fail_message(run, "K2-Vendor-Verifier tool_calls_eval.py"))
@@ -225,13 +217,11 @@ def run_k2vv(
 
 def run_kvv(
     suite: str,
+    server: Endpoint,
+    out_dir: Path,
     *,
     checkout: Path,
     python: str,
-    base_url: str,
-    model: str,
-    api_key: str,
-    out_dir: Path,
     overrides: dict[str, Any] | None = None,
     limit: int | None = None,
     timeout: float | None = None,
@@ -240,27 +230,23 @@ def run_kvv(
     """Run Kimi-Vendor-Verifier's published command for ocrbench / mmmu-pro; returns (run, .eval log).
 
     limit: only the first N samples (passed to inspect's eval() through tools/scripts/kvv_limit.py)."""
-    folder = folder or RunFolder.create(out_dir)
-    folder.mkdir(out_dir)
+    folder = tool_folder(folder, out_dir)
     log_dir = out_dir / RunFolder.TOOL_LOGS
-    replace: dict[str, str | None] = {"--model": f"openai/{model}"}
+    replace: dict[str, str | None] = {"--model": f"openai/{server.model}"}
     for key, value in (overrides or {}).items():
-        replace["--" + key.replace("_", "-")] = None if value is None else str(value)
-    argv = [python, *published_argv(suite, replace, model=model)]
+        replace[cli_flag(key)] = None if value is None else str(value)
+    argv = [python, *published_argv(suite, replace, model=server.model)]
     if limit is not None:
         if limit < 1:
             raise ValueError(f"limit must be at least 1 (got {limit}). Fix: pass a positive limit, or none for all.")
         argv = [python, str(script("kvv_limit.py")), str(limit), *argv[1:]]
-    env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": api_key, "INSPECT_LOG_DIR": str(log_dir.resolve())}
-    run = run_tool(
-        argv,
-        folder=folder,
-        log_path=RunFolder.tool_log(out_dir, f"kvv-{suite}"),
-        desc=f"Kimi-Vendor-Verifier {suite}",
-        cwd=checkout,
-        env=env,
-        timeout=timeout,
-    )
+    env = {
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": server.api_key,
+        "INSPECT_LOG_DIR": str(log_dir.resolve()),
+    }
+    log = RunFolder.tool_log(out_dir, f"kvv-{suite}")
+    run = run_tool(argv, folder, log, f"Kimi-Vendor-Verifier {suite}", cwd=checkout, env=env, timeout=timeout)
     logs = sorted(log_dir.glob("*.eval"), key=lambda p: p.stat().st_mtime)
     if run.returncode != 0 or not logs:
         raise SuiteFailed(fail_message(run, f"Kimi-Vendor-Verifier eval.py ({suite})"))

@@ -28,20 +28,11 @@ class StartedServer(Protocol):
 
     @property
     def run_dir(self) -> Path: ...
-    @property
-    def launcher(self) -> str: ...
-    @property
-    def started_at(self) -> str: ...
-    @property
-    def pid(self) -> int | None: ...
-    @property
-    def pgid(self) -> int | None: ...
-    @property
-    def container(self) -> str | None: ...
-    @property
-    def slurm_job_id(self) -> str | None: ...
-    @property
-    def base_url(self) -> str: ...
+
+    def process_record(self) -> dict[str, Any]:
+        """What stops it (launcher, pid, pgid and its start ticks, container, Slurm job, base_url,
+        started_at): the same record process.json keeps."""
+        ...
 
 
 REGISTRY_ENV = "KIMI_RUNBOOKS_REGISTRY"
@@ -125,17 +116,10 @@ def record(handle: StartedServer, run_token: str | None = None) -> Entry:
     """Remember a server `launch()` just started (one entry per run folder)."""
     entry = Entry(
         run_dir=str(handle.run_dir.resolve()),
-        launcher=handle.launcher,
         owner=current_owner(),
-        started_at=handle.started_at,
-        pid=handle.pid,
-        pgid=handle.pgid,
-        pgid_ticks=start_ticks(handle.pgid) if handle.pgid else None,
-        container=handle.container,
-        slurm_job_id=handle.slurm_job_id,
-        base_url=handle.base_url,
         host=socket.gethostname(),
         run_token=run_token,
+        **handle.process_record(),
     )
     _save(entry)
     return entry

@@ -270,7 +270,6 @@ def rule_facts(
     config: PlanConfig,
     platform: Platform,
     model: Model,
-    catalog: Catalog,
     tp: int,
     dp: int | None,
     ep: int | None,
@@ -280,13 +279,14 @@ def rule_facts(
     mem_fraction_static: float,
     context_length: int | None,
     speculative: bool,
-    devices: int,
     nnodes: int,
     memory: MemoryPlan,
     devices_per_node: int | None = None,
     cookbook: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     heads = model.architecture.num_attention_heads
+    per_node = devices_per_node or platform.devices_per_node
+    devices = per_node * nnodes
     dp_replicas = dp if (dp and dp > 1 and not enable_dp_attention) else 1
     needed = tp * (pp or 1) * dp_replicas
     return {
@@ -297,7 +297,7 @@ def rule_facts(
         "fp8": platform.fp8,
         "fp4_formats": tuple(platform.fp4_formats),
         "devices": devices,
-        "devices_per_node": devices_per_node or platform.devices_per_node,
+        "devices_per_node": per_node,
         "idle_devices": max(devices - needed, 0),
         "needed_per_node": -(-needed // max(nnodes, 1)),
         "device_ids_count": len(config.device_ids),

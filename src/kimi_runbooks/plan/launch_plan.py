@@ -11,7 +11,7 @@ from .config import PlanConfig
 from .knobs import resolve_knobs
 from .memory import MemoryPlan
 from .rules import RuleResult
-from .shell import expand_word
+from .shell import expand_word, shell_command
 
 
 @dataclass(frozen=True)
@@ -92,9 +92,7 @@ class LaunchPlan:
     deployment: Deployment | None
     argv: list[str]
     env: dict[str, str]
-    command: str
     docker_argv: list[str] | None
-    docker: str | None
     nodes: list[NodeCommand]
     router: NodeCommand | None
     memory: MemoryPlan
@@ -125,6 +123,16 @@ class LaunchPlan:
     def launch_env(self) -> dict[str, str]:
         """What the server process gets: the recipe's env plus the device pinning."""
         return {**self.env, **self.device_env}
+
+    @property
+    def command(self) -> str:
+        """The launch as one shell line: the launch env, then argv (the first node's, multi-node)."""
+        return shell_command(self.argv, self.launch_env)
+
+    @property
+    def docker(self) -> str | None:
+        """The `docker run` form as one shell line; None without a single-node docker form."""
+        return shell_command(self.docker_argv) if self.docker_argv else None
 
     @property
     def errors(self) -> list[RuleResult]:

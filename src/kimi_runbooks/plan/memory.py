@@ -67,7 +67,10 @@ class CellFit:
     output_tokens: int
     tokens_needed_per_rank: int
     capacity_per_rank: int
-    fits: bool
+
+    @property
+    def fits(self) -> bool:
+        return self.tokens_needed_per_rank <= self.capacity_per_rank
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,6 @@ class MemoryPlan:
     kv_bytes_per_token: int
     kv_pool_tokens: int
     dp_attention_ranks: int
-    kv_pool_tokens_total: int
     source: str = "estimate"
     notes: list[str] = field(default_factory=list)
     replicas: int = 1
@@ -98,6 +100,11 @@ class MemoryPlan:
         """Independent KV pools requests are spread over: DP-attention ranks x replicas."""
         return max(self.dp_attention_ranks, 1) * max(self.replicas, 1)
 
+    @property
+    def kv_pool_tokens_total(self) -> int:
+        """KV tokens over all pools."""
+        return self.kv_pool_tokens * self.pools
+
     def with_live_capacity(self, max_total_num_tokens: int, dp_ranks: int | None = None) -> MemoryPlan:
         """The same plan with SGLang's own pool size (GET /server_info) in place of the estimate;
         `dp_ranks`, when the server reports it, replaces the planned DP-attention rank count."""
@@ -106,7 +113,6 @@ class MemoryPlan:
             self,
             kv_pool_tokens=max_total_num_tokens,
             dp_attention_ranks=ranks,
-            kv_pool_tokens_total=max_total_num_tokens * ranks * max(self.replicas, 1),
             source="live /server_info max_total_num_tokens",
         )
 
@@ -120,7 +126,6 @@ class MemoryPlan:
             output_tokens=output_tokens,
             tokens_needed_per_rank=needed,
             capacity_per_rank=self.kv_pool_tokens,
-            fits=needed <= self.kv_pool_tokens,
         )
 
     def fit_matrix(self, contexts: list[int], concurrencies: list[int], output_tokens: int = 0) -> list[CellFit]:
@@ -224,7 +229,6 @@ def plan_memory(
         kv_bytes_per_token=per_token,
         kv_pool_tokens=pool,
         dp_attention_ranks=ranks,
-        kv_pool_tokens_total=pool * ranks * replicas,
         notes=notes,
         replicas=replicas,
         state_pool=state_pool,

@@ -49,7 +49,6 @@ def capacity_plan(memory_plan: MemoryPlan | None, live: LiveInfo | None) -> Memo
             kv_bytes_per_token=0,
             kv_pool_tokens=live.max_total_num_tokens,
             dp_attention_ranks=live.dp_ranks,
-            kv_pool_tokens_total=live.max_total_num_tokens * live.dp_ranks,
             source="live /server_info max_total_num_tokens",
         )
     return memory_plan

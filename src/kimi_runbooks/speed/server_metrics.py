@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from ..procs import BackgroundLoop
 from ..rundir import RunFolder
 
 GAUGES_SUMMED = (
@@ -85,8 +86,7 @@ class MetricsSampler:
     first_interval_s: float = FIRST_INTERVAL_S
     samples: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
-    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
-    _thread: threading.Thread | None = field(default=None, repr=False)
+    _loop: BackgroundLoop | None = field(default=None, repr=False)
     _client: httpx.Client | None = field(default=None, repr=False)
     _t0: float = 0.0
 
@@ -97,25 +97,23 @@ class MetricsSampler:
         self._client = httpx.Client(timeout=min(5.0, max(self.interval_s, 1.0)), headers=headers)
         self._t0 = time.monotonic()
         self.scrape_once(self._client)  # the baseline before the first request (histogram counters are cumulative)
-        self._thread = threading.Thread(target=self._run, name=f"metrics-{self.scenario}", daemon=True)
-        self._thread.start()
+        self._loop = BackgroundLoop(f"metrics-{self.scenario}", self._run).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        if self._loop is not None:
+            self._loop.stop(timeout=10)
         try:
             self.scrape_once(self._client)  # the final counters (histogram sums) after the last request
         finally:
             if self._client is not None:
                 self._client.close()
 
-    def _run(self) -> None:
+    def _run(self, stopping: threading.Event) -> None:
         wait, started = min(IDLE_INTERVAL_S, self.interval_s), False
-        while not self._stop.is_set():
-            self._stop.wait(wait)
-            if self._stop.is_set() or not self.scrape_once(self._client):
+        while not stopping.is_set():
+            stopping.wait(wait)
+            if stopping.is_set() or not self.scrape_once(self._client):
                 return
             if not started:
                 last = self.samples[-1] if self.samples else {}

@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..procs import BackgroundLoop
 from ..rundir import RunFolder
 
 NVIDIA_QUERY = [
@@ -214,8 +215,7 @@ class TelemetrySampler:
     """Device ids to keep (the ones the plan pins its server to); None keeps every device, so
     an idle GPU beside a tp-4 server does not add its power to the run's energy."""
     samples: list[dict[str, Any]] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
-    _thread: threading.Thread | None = field(default=None, repr=False)
+    _loop: BackgroundLoop | None = field(default=None, repr=False)
     _t0: float = 0.0
 
     def __enter__(self) -> TelemetrySampler:
@@ -223,19 +223,17 @@ class TelemetrySampler:
         if self.tool is None:
             self.note = self.note or "no device telemetry tool on this host"
             return self
-        self._thread = threading.Thread(target=self._run, name=f"telemetry-{self.scenario}", daemon=True)
-        self._thread.start()
+        self._loop = BackgroundLoop(f"telemetry-{self.scenario}", self._run).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        if self._loop is not None:
+            self._loop.stop(timeout=30)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    def _run(self, stopping: threading.Event) -> None:
+        while not stopping.is_set():
             self.sample_once()
-            self._stop.wait(self.interval_s)
+            stopping.wait(self.interval_s)
 
     def sample_once(self, at: float | None = None) -> None:
         """One sample, stamped `at` seconds into the scenario (default: now)."""

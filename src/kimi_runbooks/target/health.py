@@ -266,36 +266,50 @@ def check_server(
     own = client is None
     http = client or httpx.Client(timeout=timeout)
     try:
-        _chain(result, http, base, model, headers, api_key_env, timeout, health_paths if health else None, model_source)
+        server = _Server(http, base, headers, timeout)
+        _chain(result, server, model, api_key_env, health_paths if health else None, model_source)
     finally:
         if own:
             http.close()
     return result
 
 
-def _get(http: httpx.Client, url: str, headers: dict[str, str], timeout: float) -> httpx.Response:
-    return http.get(url, headers=headers, timeout=timeout)
+@dataclass(frozen=True)
+class _Server:
+    """What each step of the chain asks through: one client, the server's root, the auth header, the timeout."""
+
+    http: httpx.Client
+    base: str
+    headers: dict[str, str]
+    timeout: float
+
+    def get(self, path: str) -> httpx.Response:
+        return self.http.get(self.base + path, headers=self.headers, timeout=self.timeout)
+
+    def post(self, path: str, payload: dict[str, Any]) -> httpx.Response:
+        """A generation may take longer than a GET: at least 30 s."""
+        return self.http.post(self.base + path, json=payload, headers=self.headers, timeout=max(self.timeout, 30.0))
+
+    def failure(self, exc: httpx.HTTPError) -> tuple[str, str, bool]:
+        """(cause, fix, permanent) of a request that never got an answer."""
+        return transport_failure(exc, self.base, self.timeout)
 
 
 def _chain(
     result: Readiness,
-    http: httpx.Client,
-    base: str,
+    server: _Server,
     model: str | None,
-    headers: dict[str, str],
     api_key_env: str | None,
-    timeout: float,
     health_paths: tuple[str, ...] | None,
     model_source: str,
 ) -> None:
-    models_url = base + "/v1/models"
     try:
-        resp = _get(http, models_url, headers, timeout)
+        resp = server.get("/v1/models")
     except httpx.HTTPError as exc:
-        cause, fix, permanent = transport_failure(exc, base, timeout)
+        cause, fix, permanent = server.failure(exc)
         result.add("connect", False, cause, fix, permanent=permanent)
         return
-    result.add("connect", True, f"{base} answers HTTP")
+    result.add("connect", True, f"{server.base} answers HTTP")
     if resp.status_code in (401, 403):
         sent = f"the key in ${api_key_env} was refused" if api_key_env else "no API key was sent"
         result.add(
@@ -316,13 +330,14 @@ def _chain(
             permanent=not transient,
         )
         return
-    result.add("auth", True, "GET /v1/models answered 200" + (" with the key" if headers else " (no key needed)"))
+    keyed = " with the key" if server.headers else " (no key needed)"
+    result.add("auth", True, f"GET /v1/models answered 200{keyed}")
     if not _check_model(result, resp, model, model_source):
         return
     if health_paths is None:
         result.health_method = "not checked"
         return
-    _check_health(result, http, base, headers, timeout, health_paths)
+    _check_health(result, server, health_paths)
 
 
 def _check_model(result: Readiness, resp: httpx.Response, model: str | None, model_source: str) -> bool:
@@ -363,19 +378,12 @@ def _check_model(result: Readiness, resp: httpx.Response, model: str | None, mod
     return result.add("model", True, f"/v1/models lists {ids[0]!r} (the only model; taken as the served name)")
 
 
-def _check_health(
-    result: Readiness,
-    http: httpx.Client,
-    base: str,
-    headers: dict[str, str],
-    timeout: float,
-    health_paths: tuple[str, ...],
-) -> None:
+def _check_health(result: Readiness, server: _Server, health_paths: tuple[str, ...]) -> None:
     for path in health_paths:
         try:
-            resp = _get(http, base + path, headers, timeout)
+            resp = server.get(path)
         except httpx.HTTPError as exc:
-            cause, fix, permanent = transport_failure(exc, base, timeout)
+            cause, fix, permanent = server.failure(exc)
             result.add("health", False, f"GET {path}: {cause}", fix, permanent=permanent)
             return
         if resp.status_code == 200:
@@ -385,17 +393,10 @@ def _check_health(
         if resp.status_code != 404:
             result.add("health", False, f"GET {path} answered HTTP {resp.status_code} ({_body(resp)}): not ready yet")
             return
-    _generate_one_token(result, http, base, headers, timeout, tried=health_paths)
+    _generate_one_token(result, server, tried=health_paths)
 
 
-def _generate_one_token(
-    result: Readiness,
-    http: httpx.Client,
-    base: str,
-    headers: dict[str, str],
-    timeout: float,
-    tried: tuple[str, ...],
-) -> None:
+def _generate_one_token(result: Readiness, server: _Server, tried: tuple[str, ...]) -> None:
     """No health endpoint: a one-token chat completion (a completion when chat is absent)."""
     absent = " and ".join(tried) + (" are" if len(tried) > 1 else " is")
     bodies = (
@@ -405,9 +406,9 @@ def _generate_one_token(
     for path, body in bodies:
         payload = {"model": result.model, "max_tokens": 1, "temperature": 0.0, "stream": False, **body}
         try:
-            resp = http.post(base + path, json=payload, headers=headers, timeout=max(timeout, 30.0))
+            resp = server.post(path, payload)
         except httpx.HTTPError as exc:
-            cause, fix, permanent = transport_failure(exc, base, timeout)
+            cause, fix, permanent = server.failure(exc)
             result.add(
                 "health",
                 False,

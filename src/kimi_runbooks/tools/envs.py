@@ -75,9 +75,8 @@ class ToolEnvMissing(ToolEnvError):
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """What the runbooks need to know about one tool env."""
+    """What the runbooks need to know about one tool env (its name is its key in TOOLS)."""
 
-    name: str
     key_package: str  # distribution whose version identifies the tool
     module_argv: tuple[str, ...]  # python args that start the tool's CLI
     smoke_args: tuple[str, ...]  # CLI args for the cheap "does it start" check
@@ -89,14 +88,12 @@ SGL_EVAL_KEY_ENV = "KIMI_RUNBOOKS_SGL_EVAL_API_KEY"
 
 TOOLS: dict[str, ToolSpec] = {
     "bench": ToolSpec(
-        name="bench",
         key_package="sglang",
         module_argv=("-m", "sglang.bench_serving"),
         smoke_args=("--help",),
         description="SGLang 0.5.23 benchmark client (python -m sglang.bench_serving)",
     ),
     "sgl-eval": ToolSpec(
-        name="sgl-eval",
         key_package="sgl-eval",
         # sgl_eval has no __main__; tools/scripts/sgl_eval_main.py does what its console script
         # does and takes the key from SGL_EVAL_KEY_ENV inside the child (never on a command line).
@@ -105,21 +102,18 @@ TOOLS: dict[str, ToolSpec] = {
         description="sgl-eval accuracy harness (sgl-eval run aime25 ...)",
     ),
     "inspect": ToolSpec(
-        name="inspect",
         key_package="inspect-ai",
         module_argv=("-m", "inspect_ai"),
         smoke_args=("--version",),
         description="inspect-ai + inspect_evals (inspect eval inspect_evals/gpqa_diamond ...)",
     ),
     "llamacpp": ToolSpec(
-        name="llamacpp",
         key_package="llama-cpp-python",
         module_argv=("-m", "llama_cpp.server"),
         smoke_args=("--help",),
         description="llama-cpp-python's OpenAI-compatible server + SmolLM2-135M GGUF (model/, tokenizer/ in the env)",
     ),
     "agents": ToolSpec(
-        name="agents",
         key_package="pydantic-ai-slim",
         # pydantic-ai-slim has no CLI of its own without the [cli] extra: the env runs one agent
         # (a tool loop ending in structured output) through tools/scripts/agent_loop.py.
@@ -128,7 +122,6 @@ TOOLS: dict[str, ToolSpec] = {
         description="pydantic-ai-slim[openai] agent (tools/scripts/agent_loop.py: tool loop, structured output)",
     ),
     "aiperf": ToolSpec(
-        name="aiperf",
         key_package="aiperf",
         module_argv=("-m", "aiperf"),
         smoke_args=("--version",),
