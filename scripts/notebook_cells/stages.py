@@ -381,6 +381,15 @@ price_per_device_hour: Optional[float] = None  # $ per device-hour for the cost 
     (
         "code",
         """
+from kimi_runbooks.speed import shared_worker
+
+# first: the bench worker's ~7 s of sglang imports then overlap every cell until the token check
+print(shared_worker.prestart(run_dir, offline=offline, command_prefix=command_prefix, bench_python=bench_python))
+""",
+    ),
+    (
+        "code",
+        """
 import plotly.io as pio
 from IPython.display import display
 
