@@ -144,14 +144,14 @@ def _ts(value: Any) -> float | None:
 
 
 def cell_times(executed: Path) -> list[tuple[str, float, float]]:
-    """(first source line, start, end) of each executed code cell, from papermill's metadata."""
+    """(source, start, end) of each executed code cell, from papermill's metadata."""
     nb = nbformat.read(str(executed), as_version=4)
     out = []
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("papermill", {})
         start, end = _ts(meta.get("start_time")), _ts(meta.get("end_time"))
         if cell.cell_type == "code" and start is not None and end is not None:
-            out.append((cell.source.strip().splitlines()[0] if cell.source.strip() else "", start, end))
+            out.append((cell.source, start, end))
     return out
 
 
@@ -188,8 +188,8 @@ def one_run(url: str, recorder: RequestLog, tokenizer: Path, base: Path, name: s
         raise SystemExit("no streamed request reached the server")
     marks = startup_events(run_dir)
     ready = [r for r in read_jsonl(run_dir / "progress.jsonl") if r.get("phase") == "worker-ready"]
-    imports = next(c for c in cells if "from kimi_runbooks import speed" in c[0] or c[0].startswith("import plotly"))
-    run_cell = next(c for c in cells if c[0].startswith("options = speed.SpeedOptions"))
+    imports = next(c for c in cells if "from kimi_runbooks import speed\n" in c[0] + "\n")
+    run_cell = next(c for c in cells if "options = speed.SpeedOptions" in c[0])
     return {
         "t0": t0,
         "first_cell": cells[0][1],
@@ -206,16 +206,16 @@ def one_run(url: str, recorder: RequestLog, tokenizer: Path, base: Path, name: s
 
 
 def phases(r: dict[str, float]) -> dict[str, float]:
-    """Consecutive phases, each from the previous recorded time to the next (a phase this version of
-    the stage does not record is left out, its time counted in the next one's). The bench worker
-    imports in the background from "worker-start" on: "waiting for the bench worker" is what of its
-    import the rest did not hide."""
+    """Consecutive phases: the recorded points in time, sorted, each phase from the previous point
+    to its own (a point this version of the stage does not record is left out, its time counted in
+    the next one's). The bench worker imports in the background from "worker-start" on: "waiting
+    for the bench worker" is what of its import the rest did not hide."""
     m = {k[5:]: v for k, v in r.items() if k.startswith("mark:")}
     points: list[tuple[str, float | None]] = [
         ("papermill start until the kernel process starts", m.get("kernel-start")),
         ("kernel start until the first cell", r["first_cell"]),
-        ("first cells until the bench worker starts", m.get("worker-start")),
-        ("notebook imports (plotly, speed) done", r["imports_end"]),
+        ("until the bench worker starts", m.get("worker-start")),
+        ("first cells and the notebook's imports done", r["imports_end"]),
         ("target, scenarios, tokenizer cells", r["run_cell"]),
         ("run_scenarios set-up until the token check", m.get("token-check")),
         ("waiting for the bench worker (sglang imported)", m.get("worker-ready")),
@@ -226,10 +226,8 @@ def phases(r: dict[str, float]) -> dict[str, float]:
         ("bench_serving set-up until its warm-up request", r["first_bench"]),
     ]
     out, last = {}, r["t0"]
-    for name, at in points:
-        if at is None or at < last - 0.02:  # not recorded here, or not in this order: merged into the next
-            continue
-        out[name] = at - last
+    for name, at in sorted(((n, a) for n, a in points if a is not None), key=lambda p: p[1]):
+        out[name] = at - last  # from the previous point in time to this one
         last = at
     out["TOTAL: papermill start to the first benchmark request"] = r["first_bench"] - r["t0"]
     if "kernel-start" in m:

@@ -143,7 +143,8 @@ def test_prestart_hands_the_kernels_worker_to_the_stage(tmp_path, monkeypatch):
     assert row["t"] == 100.0 and row["by"] == "kernel"
 
 
-def test_a_kernels_worker_of_another_offline_mode_is_stopped_not_used(tmp_path, monkeypatch):
+@pytest.mark.parametrize("stage", [{"offline": False}, {"command_prefix": ["docker", "exec", "sglang"]}])
+def test_a_kernels_worker_the_stage_cannot_use_is_stopped(tmp_path, monkeypatch, stage):
     from kimi_runbooks.execution.prewarm import WORKER_ENV
 
     folder = RunFolder.create(tmp_path / "run")
@@ -152,7 +153,7 @@ def test_a_kernels_worker_of_another_offline_mode_is_stopped_not_used(tmp_path, 
         described = {"socket": "s", "pid": other.pid, "pgid": other.pid, "python": default_bench_python()}
         monkeypatch.setenv(WORKER_ENV, json.dumps({**described, "offline": True, "started_at": 1.0}))
         monkeypatch.setattr(shared_worker, "start", lambda *a, **k: None)  # (no bench env: nothing else starts)
-        shared_worker.prestart(folder, offline=False)
+        shared_worker.prestart(folder, **stage)
         assert other.wait(timeout=10) != 0  # stopped: its imports would only have taken CPU
         assert not folder.file(shared_worker.SHARED_FILE).exists()
     finally:

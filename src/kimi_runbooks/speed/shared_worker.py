@@ -108,6 +108,7 @@ def prestart(
     if kernel is not None:
         mark(folder, "kernel-start", at=kernel)
     if command_prefix or bench_python:
+        _kernel_worker(None, offline)  # the kernel's, if any, is of no use: stopped
         return "bench worker: not started early (bench_serving runs through command_prefix / bench_python)"
     python = default_bench_python()
     found = find(folder, python, offline)
@@ -130,16 +131,17 @@ def prestart(
     return f"bench worker: importing sglang in the background (pid {started.proc.pid})"
 
 
-def _kernel_worker(python: str, offline: bool) -> dict[str, Any] | None:
+def _kernel_worker(python: str | None, offline: bool) -> dict[str, Any] | None:
     """The worker this kernel started (execution/prewarm.py), when it is alive and fits the stage's
-    python and offline mode; one that does not fit is stopped (its imports would only take CPU)."""
+    python and offline mode; one that does not fit (or any, with python None) is stopped: its
+    imports would only take CPU from the stage."""
     try:
         described = json.loads(os.environ.get(WORKER_ENV) or "null")
         pgid = int(described["pgid"])
         os.killpg(pgid, 0)
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    fits = os.path.realpath(str(described.get("python"))) == os.path.realpath(python)
+    fits = python is not None and os.path.realpath(str(described.get("python"))) == os.path.realpath(python)
     if fits and bool(described.get("offline")) == bool(offline):
         return dict(described)
     try:
