@@ -28,6 +28,7 @@ def test_a_mark_is_a_progress_event_and_marks_reads_them_in_order(tmp_path):
     mark(folder, "kernel-start", at=123.5)
     rows = read_jsonl(folder.file(RunFolder.PROGRESS))
     assert rows[0]["stage"] == "speed" and rows[0]["key"] == "startup" and rows[0]["scenarios"] == 2
+    assert rows[0]["message"] == "start-up: token check started"  # what a runbook relays
     assert rows[1]["t"] == 123.5  # a phase that happened earlier keeps its own time
     assert [p for p, _ in marks(folder)] == ["token-check", "kernel-start"]
     with pytest.raises(ValueError, match="unknown start-up phase 'warm'. Fix: one of kernel-start"):

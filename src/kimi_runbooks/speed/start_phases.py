@@ -24,15 +24,15 @@ from ..procs import start_ticks
 from ..progress import report_progress
 from ..rundir import RunFolder, read_jsonl
 
-PHASES = (
-    "kernel-start",  # the notebook kernel's process started (from /proc; papermill starts it)
-    "worker-start",  # the bench worker was started (or a runbook's found) by the notebook's first cell
-    "token-check",  # run_scenarios began the token check
-    "worker-ready",  # the stage's bench worker answered: sglang imported
-    "token-check-done",  # the server's counts came back and were judged
-    "first-benchmark",  # the first scenario's arguments went to bench_serving
-)
-"""The start-up's marks, in the order a run records them."""
+PHASES = {
+    "kernel-start": "the notebook's kernel started",  # its process start (from /proc; papermill starts it)
+    "worker-start": "bench worker starting (importing sglang)",  # by the kernel, the first cell, or a runbook's found
+    "token-check": "token check started",  # run_scenarios began it
+    "worker-ready": "bench worker ready (sglang imported)",  # the stage's worker answered
+    "token-check-done": "token check done",  # the server's counts came back and were judged
+    "first-benchmark": "first benchmark sent to bench_serving",  # the first scenario's arguments
+}
+"""The start-up's marks, in the order a run records them, with the line a runbook relays for each."""
 
 STARTUP_KEY = "startup"
 
@@ -44,7 +44,7 @@ def mark(folder: RunFolder | str | Path | None, phase: str, at: float | None = N
     report_progress(
         folder,
         "speed",
-        f"start-up: {phase}",
+        f"start-up: {PHASES[phase]}",
         key=STARTUP_KEY,
         phase=phase,
         t=time.time() if at is None else at,
