@@ -20,6 +20,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # notebook_cells/ sits beside this script
 
+from kimi_runbooks.execution.prewarm import SPEED_KERNEL  # noqa: E402
 from kimi_runbooks.plan import load_catalog  # noqa: E402
 from kimi_runbooks.stages import STAGES  # noqa: E402
 from notebook_cells import runbooks, stages  # noqa: E402
@@ -28,9 +29,14 @@ CHECK_TAG = "nbval-check-output"
 """nbval's metadata tag for `# NBVAL_CHECK_OUTPUT`: compared under `pytest --nbval-lax`."""
 
 
-def build(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
+KERNELS = {"notebooks/speed_bench.ipynb": (SPEED_KERNEL, "Python 3 (kimi-runbooks speed)")}
+"""Notebooks with a kernelspec of their own (execution/prewarm.py: the speed stage's starts its
+bench worker with the kernel); every other notebook runs on the project's python3 kernel."""
+
+
+def build(cells: list[tuple[str, str]], kernel: tuple[str, str] = ("python3", "Python 3")) -> nbformat.NotebookNode:
     nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {"name": kernel[0], "display_name": kernel[1], "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
     for kind, text in cells:
         if kind == "md":
@@ -57,7 +63,10 @@ def outputs() -> dict[str, str]:
     cell_lists.update({f"notebooks/{name}": cells for name, cells in stages.OTHER_NOTEBOOKS.items()})
     for pid, platform in sorted(catalog.platforms.items()):
         cell_lists[f"runbooks/{pid}.ipynb"] = runbooks.runbook_cells(platform, catalog)
-    return {rel: nbformat.writes(build(cells)) + "\n" for rel, cells in cell_lists.items()}
+    return {
+        rel: nbformat.writes(build(cells, KERNELS.get(rel, ("python3", "Python 3")))) + "\n"
+        for rel, cells in cell_lists.items()
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

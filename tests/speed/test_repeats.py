@@ -18,9 +18,9 @@ from kimi_runbooks.speed.repeats import (
     interval,
     pending,
     repeat_key,
+    repeat_summary,
     repeats_for,
     run_repeats,
-    summary,
     t_cdf,
     t_quantile,
 )
@@ -175,7 +175,7 @@ def test_load_results_one_row_per_scenario_or_per_repeat_and_rescaled(tmp_path):
     assert scaled["output_throughput_ci_high"] == pytest.approx(a["output_throughput_ci_high"] * 0.05)
     assert scaled["median_ttft_ms_sd"] == pytest.approx(0.2 / 0.05)
     assert scaled["median_ttft_ms_n"] == 3  # a count is not rescaled
-    table = summary(per).set_index(["scenario", "metric"])
+    table = repeat_summary(per).set_index(["scenario", "metric"])
     assert table.loc[("a", "median_ttft_ms"), "mean"] == pytest.approx(1.2)
     assert table.loc[("a", "median_ttft_ms"), "t"] == pytest.approx(4.3027, abs=1e-4)
     assert math.isnan(table.loc[("b", "median_ttft_ms"), "low"]) and table.loc[("b", "median_ttft_ms"), "n"] == 1

@@ -7,6 +7,9 @@ machine's root could listen. That one warning is dropped when, and only when, th
 is loopback; on any other address it stays.
 
     python -m kimi_runbooks.execution.kernel install   # make the project's python3 kernelspec use this module
+
+`install` also writes the speed notebook's kernelspec (prewarm.SPEED_KERNEL): the same kernel with
+prewarm.PREWARM_ENV set, which starts the bench worker before ipykernel is even imported.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sys
 from pathlib import Path
 
 from ..rundir import write_redacted
+from . import prewarm
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 WARNING_TEXT = "running over TCP without encryption"
@@ -35,7 +39,8 @@ class LoopbackTransportWarning(logging.Filter):
 
 
 def install(prefix: str = sys.prefix) -> Path:
-    """Install ipykernel's python3 kernelspec into `prefix`, launching this module instead."""
+    """Install ipykernel's python3 kernelspec into `prefix`, launching this module instead, and the
+    speed notebook's (the same, with the bench worker prewarmed); returns the python3 one."""
     from ipykernel.kernelspec import install as install_kernelspec
 
     folder = Path(install_kernelspec(prefix=prefix))
@@ -43,6 +48,13 @@ def install(prefix: str = sys.prefix) -> Path:
     spec = json.loads(spec_file.read_text())
     spec["argv"] = [a if a != "ipykernel_launcher" else "kimi_runbooks.execution.kernel" for a in spec["argv"]]
     write_redacted(spec_file, json.dumps(spec, indent=1) + "\n")
+    speed = Path(install_kernelspec(prefix=prefix, kernel_name=prewarm.SPEED_KERNEL)) / "kernel.json"
+    speed_spec = {
+        **spec,
+        "display_name": "Python 3 (kimi-runbooks speed: bench worker prewarmed)",
+        "env": {**spec.get("env", {}), prewarm.PREWARM_ENV: prewarm.PREWARM_BENCH},
+    }
+    write_redacted(speed, json.dumps(speed_spec, indent=1) + "\n")
     return spec_file
 
 
@@ -50,6 +62,7 @@ def main() -> None:
     if sys.argv[1:2] == ["install"]:
         print(f"installed {install()}")
         return
+    prewarm.start_if_asked()  # first: its imports then overlap the kernel's start and the first cells
     logging.getLogger("IPKernelApp").addFilter(LoopbackTransportWarning())
     from ipykernel import kernelapp
 

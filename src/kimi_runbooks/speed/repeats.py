@@ -316,7 +316,7 @@ def collapse(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def summary(per_repeat: Any, scenarios: Iterable[str] | None = None) -> Any:
+def repeat_summary(per_repeat: Any, scenarios: Iterable[str] | None = None) -> Any:
     """One row per scenario and main metric from per-repeat rows (load_results(..., per_repeat=True)),
     only `scenarios` when given: n, mean, sd, t, low, high and the method (or why there is no interval)."""
     import pandas as pd

@@ -430,4 +430,5 @@ def token_checks(todo: Sequence[Scenario], run: SpeedRun, verify: bool, progress
         env=run.child_env,
         worker=run.worker,
         log_path=run.folder.logs / RunFolder.TOKEN_PROBE_LOG,
+        folder=run.folder,  # its start and end are start-up phases (start_phases.py)
     )

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..rundir import RunFolder
 from ..tools.scripts import script
+from .start_phases import mark
 from .worker import BenchWorker, WorkerUnavailable
 
 log = logging.getLogger(__name__)
@@ -145,11 +146,30 @@ def probe_scenarios(
     timeout_s: float = PROBE_TIMEOUT_S,
     worker: BenchWorker | None = None,
     log_path: Path | None = None,
+    folder: RunFolder | None = None,
 ) -> dict[str, TokenCheck]:
     """Run token_probe.py once for all (scenario id, bench_serving arguments); one check each.
-    With the stage's bench worker it runs there (sglang already imported), else as its own process."""
+    With the stage's bench worker it runs there (sglang already imported, the tokenizer it loads
+    kept for bench_serving), else as its own process. With `folder`, its start and end are
+    recorded as start-up phases (start_phases.py)."""
     if not items:
         return {}
+    mark(folder, "token-check", scenarios=len(items))
+    checks = _probe(items, base_url, python=python, env=env, timeout_s=timeout_s, worker=worker, log_path=log_path)
+    mark(folder, "token-check-done", verified=sum(c.verified is True for c in checks.values()))
+    return checks
+
+
+def _probe(
+    items: Sequence[tuple[str, list[str]]],
+    base_url: str,
+    *,
+    python: str,
+    env: Mapping[str, str],
+    timeout_s: float,
+    worker: BenchWorker | None,
+    log_path: Path | None,
+) -> dict[str, TokenCheck]:
     request = {"base_url": base_url, "timeout": 120, "scenarios": [{"id": i, "bench_args": a} for i, a in items]}
     if worker is not None and worker.unavailable is None and log_path is not None:
         try:

@@ -30,6 +30,7 @@ from typing import IO, Any
 from ..procs import start_session, stop_group
 from ..rundir import RunFolder
 from ..tools.scripts import script
+from .start_phases import mark
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ class _Channel:
     pgid: int
     proc: subprocess.Popen[str] | None = None
     sock: socket.socket | None = None
+    hello: dict[str, Any] | None = None
+    """The worker's first line: import_s (wall seconds to import bench_serving), ready_cpu_s, pid, ..."""
 
     def alive(self) -> bool:
         if self.proc is not None:
@@ -113,17 +116,24 @@ class BenchWorker:
         self.unavailable: str | None = None
         self.starts = 0
         self.connected_to_shared = False
+        self.benchmarks = 0
 
     # ------------------------------------------------------------------ starting
 
     def _open(self) -> _Channel:
+        first = not self.connected_to_shared and not self.starts
         if self.shared is not None:
             shared, self.shared = self.shared, None  # one try: after a failure, a worker of our own
             channel = _connect(shared, time.monotonic() + START_TIMEOUT_S)
             if channel is not None:
                 self.connected_to_shared = True
+                if first:
+                    mark(self.folder, "worker-ready", shared=True, **_timings(channel))
                 return channel
-        return self._spawn()
+        channel = self._spawn()
+        if first:
+            mark(self.folder, "worker-ready", shared=False, **_timings(channel))
+        return channel
 
     def _spawn(self) -> _Channel:
         self.folder.mkdir(self.folder.logs)
@@ -148,6 +158,7 @@ class BenchWorker:
             raise WorkerUnavailable(self.unavailable)
         self.starts += 1
         log.info("bench worker %s ready (%s imported in %ss)", proc.pid, ready.get("module"), ready.get("import_s"))
+        channel.hello = ready
         return channel
 
     def _channel(self) -> _Channel:
@@ -167,6 +178,9 @@ class BenchWorker:
         """(returncode, timed_out) of one benchmark with the CLI's `args`; output in log_path."""
         channel = self._channel()
         deadline = time.monotonic() + timeout
+        if not self.benchmarks:
+            mark(self.folder, "first-benchmark")
+        self.benchmarks += 1
         try:  # the worker writes through a FIFO: only redacted lines reach log_path, even if it is killed
             with self.folder.log_channel(log_path, mode="w") as fifo:
                 self._send(channel, {"args": args, "log": str(fifo)})
@@ -261,6 +275,7 @@ def _connect(shared: dict[str, Any], deadline: float) -> _Channel | None:
         channel.close()
         return None
     log.info("connected to the runbook's bench worker %s", hello.get("pid"))
+    channel.hello = hello
     return channel
 
 
@@ -283,6 +298,11 @@ def _read_line(channel: _Channel, deadline: float, poll: Callable[[], None] | No
                 return ""
             if poll is not None:
                 poll()
+
+
+def _timings(channel: _Channel) -> dict[str, Any]:
+    hello = channel.hello or {}
+    return {"import_s": hello.get("import_s"), "ready_cpu_s": hello.get("ready_cpu_s")}
 
 
 def _json(line: str) -> dict[str, Any] | None:

@@ -128,7 +128,6 @@ TOOLS: dict[str, ToolSpec] = {
         description="NVIDIA AIPerf peer benchmark client (aiperf profile --url ... --tokenizer <dir>)",
     ),
     "router": ToolSpec(
-        name="router",
         key_package="sglang-router",
         module_argv=("-m", "sglang_router.launch_router"),
         smoke_args=("--help",),

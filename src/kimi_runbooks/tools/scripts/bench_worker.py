@@ -9,8 +9,11 @@ stderr sent to the log file, and answers one line (`{"returncode": N}`) on the o
 in this same process (no second import of sglang) and answers `{"results": [...]}`.
 A clean return is 0, SystemExit keeps its code (argparse errors: 2), any other exception is 1
 with its traceback in the log. A request may carry `env` (set before it runs: the stage's API
-key). speed/worker.py drives it over its stdin/stdout, or, started with `--listen PATH` by a
-runbook before its stages, over a Unix socket (speed/shared_worker.py).
+key). Both the probe and bench_serving load their tokenizer through SGLang's
+`sglang.benchmark.utils.get_tokenizer`; in this process one loaded tokenizer per name (and its
+files' modification time) serves the probe and every benchmark after it, instead of a load each.
+speed/worker.py drives it over its stdin/stdout, or, started with `--listen PATH` by a runbook
+before its stages (or a speed notebook's first cell), over a Unix socket (speed/shared_worker.py).
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ import time
 import traceback
 from typing import Any
 
+READY_CPU_S: list[float] = []
+"""The CPU seconds this process had used when it was ready (start-up and imports): with import_s,
+how much a busy machine stretched them."""
+
 
 def _load() -> Any:
     t0 = time.monotonic()
@@ -31,7 +38,41 @@ def _load() -> Any:
         import sglang.bench_serving as serving  # type: ignore[import-not-found]  # older wheels
     if not callable(getattr(serving, "cli_main", None)):
         raise ImportError(f"{serving.__name__} has no cli_main: this SGLang is too old for the worker")
+    _share_tokenizers(serving)
+    READY_CPU_S.append(time.process_time())
     return serving, time.monotonic() - t0
+
+
+def _files_mtime(name: str) -> float | None:
+    """The newest modification time of a local tokenizer (a file, or the files of a folder)."""
+    try:
+        if os.path.isdir(name):
+            return max((e.stat().st_mtime for e in os.scandir(name) if e.is_file()), default=0.0)
+        return os.stat(name).st_mtime if os.path.exists(name) else None
+    except OSError:
+        return None
+
+
+def _share_tokenizers(serving: Any) -> None:
+    """SGLang's get_tokenizer, loading each tokenizer once for this process (see module doc). Only
+    where the module has the function bench_serving calls; other SGLang versions load as before."""
+    try:
+        import sglang.benchmark.utils as utils  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    original = getattr(utils, "get_tokenizer", None)
+    if not callable(original) or getattr(serving, "get_tokenizer", None) is not original:
+        return
+    loaded: dict[tuple[Any, ...], Any] = {}
+
+    def get_tokenizer(name: Any, *args: Any, **kwargs: Any) -> Any:
+        key = (name, _files_mtime(str(name)), args, tuple(sorted(kwargs.items())))
+        if key not in loaded:
+            loaded[key] = original(name, *args, **kwargs)
+        return loaded[key]
+
+    utils.get_tokenizer = get_tokenizer
+    serving.get_tokenizer = get_tokenizer
 
 
 def _run(serving: Any, args: list[str], log: str) -> int:
@@ -126,6 +167,7 @@ def _hello(serving: Any, took: float) -> str:
         "ready": True,
         "module": serving.__name__,
         "import_s": round(took, 3),
+        "ready_cpu_s": round(READY_CPU_S[0], 3) if READY_CPU_S else None,
         "pid": os.getpid(),
         "pgid": os.getpgid(0),
         "python": sys.executable,
@@ -134,16 +176,30 @@ def _hello(serving: Any, took: float) -> str:
     return json.dumps(facts) + "\n"
 
 
-def _listen(serving: Any, took: float, path: str) -> int:
+def _exit_with_parent(parent: int, path: str) -> None:
+    """Exit once the process that started this worker is gone (this one is then re-parented): a
+    runbook or a notebook kernel killed before it could stop its worker leaves no listener behind."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def _listen(serving: Any, took: float, path: str, parent: int) -> int:
     """Serve one connection at a time on a Unix socket (a runbook starts this before its stages,
     so the speed stage finds sglang already imported). The socket appears once ready."""
     import socket
+    import threading
 
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     tmp = f"{path}.{os.getpid()}"
     server.bind(tmp)
     server.listen(1)
     os.rename(tmp, path)  # atomically visible, and only when it can answer
+    threading.Thread(target=_exit_with_parent, args=(parent, path), daemon=True).start()
     while True:
         conn, _ = server.accept()
         with conn, conn.makefile("r", encoding="utf-8") as lines, conn.makefile("w", encoding="utf-8") as reply:
@@ -156,6 +212,7 @@ def _listen(serving: Any, took: float, path: str) -> int:
 
 
 def main() -> int:
+    parent = os.getppid()  # before the imports: a parent that dies during them is noticed too
     reply = os.fdopen(os.dup(1), "w", buffering=1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # stray prints between runs must not corrupt the reply channel
@@ -166,7 +223,7 @@ def main() -> int:
         reply.write(json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
         return 1
     if len(sys.argv) == 3 and sys.argv[1] == "--listen":
-        return _listen(serving, took, sys.argv[2])
+        return _listen(serving, took, sys.argv[2], parent)
     reply.write(_hello(serving, took))
     _serve(serving, sys.stdin, reply)
     return 0
