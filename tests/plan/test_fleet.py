@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
+from kimi_runbooks import deploy
 from kimi_runbooks.plan import PlanConfig, plan
 from kimi_runbooks.plan.view import format_plan
+from kimi_runbooks.rundir import RunFolder
 
 
 def test_two_replicas_get_their_own_devices_ports_and_a_router() -> None:
@@ -105,3 +109,16 @@ def test_idle_devices_offer_both_replica_alternatives() -> None:
     fleet = alts["2 replicas of tp 4 behind sglang-router (cache-aware)"]
     assert fleet.plan is not None and fleet.plan.ok and fleet.plan.router is not None
     assert fleet.as_dict()["devices_used"] == 8 and "sglang_router.launch_router" in fleet.as_dict()["command"]
+
+
+def test_run_folder_scripts_one_per_replica_and_the_router(tmp_path: Path) -> None:
+    p = plan({"platform": "mi300x", "replicas": 2})
+    scripts, router = deploy.write_node_scripts(p, RunFolder(tmp_path))
+    assert [s.name for s in scripts] == ["node-replica-0.sh", "node-replica-1.sh"]
+    assert "HIP_VISIBLE_DEVICES=4,5,6,7" in scripts[1].read_text() and "--port 30002" in scripts[1].read_text()
+    assert router is not None and "sglang_router.launch_router --worker-urls" in router.read_text()
+
+
+def test_the_local_launcher_refuses_a_fleet_with_the_launcher_to_use() -> None:
+    with pytest.raises(deploy.DeployError, match="launcher='multi-node'"):
+        deploy.local_command(plan({"platform": "mi300x", "replicas": 2}), {"PATH": "/usr/bin"})
