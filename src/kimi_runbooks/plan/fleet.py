@@ -16,12 +16,14 @@ from one shell. Only one node is supported: a replica per node of a multi-node p
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from .catalog import Platform
 from .config import PlanConfig
 from .knobs import VISIBLE_DEVICES_ENV
 from .launch_plan import LaunchPlan, NodeCommand
+from .memory import MemoryPlan
 from .rules import RuleResult
 from .shell import render_script, shell_command
 
@@ -153,11 +155,22 @@ def plan_fleet(config: PlanConfig, platform: Platform, plan_one: Callable[[PlanC
         docker=None,
         nodes=nodes if not problems else [],
         router=router if not problems else None,
-        memory=first.memory,
+        memory=_fleet_memory(first.memory, n),
         serve_host=config.host,
         serve_port=config.port,
         results=results,
         device_env={var: used} if not problems else {},
         version_changes=first.version_changes,
         cookbook=first.cookbook,
+    )
+
+
+def _fleet_memory(one: MemoryPlan, n: int) -> MemoryPlan:
+    """One replica's memory per device, with the fleet's N independent pools (as `--dp N` counts them)."""
+    note = f"{n} replicas behind sglang-router: each its own server, checkpoint copy and KV pool"
+    return dataclasses.replace(
+        one,
+        replicas=one.replicas * n,
+        kv_pool_tokens_total=one.kv_pool_tokens_total * n,
+        notes=[*one.notes, note],
     )
