@@ -129,3 +129,12 @@ def test_the_multi_node_launcher_writes_the_fleet_steps(tmp_path: Path) -> None:
     steps = (tmp_path / "run" / "STEPS.txt").read_text()
     assert "1. replica 0, on this node: bash" in steps and "3. when the servers are up" in steps
     assert len(handle.scripts) == 3
+
+
+def test_each_replica_has_its_own_docker_form_and_the_docker_launcher_says_why_not_one() -> None:
+    p = plan({"platform": "mi300x", "replicas": 2})
+    forms = [n.docker_argv for n in p.nodes]
+    assert all(f is not None for f in forms) and p.docker_argv is None
+    assert "127.0.0.1:30002:30002" in (forms[1] or []) and "HIP_VISIBLE_DEVICES=4,5,6,7" in (forms[1] or [])
+    with pytest.raises(deploy.DeployError, match="2 servers \\(replicas behind sglang-router\\)"):
+        deploy.docker_command(p, {"PATH": "/usr/bin", "HOME": "/home/u"})

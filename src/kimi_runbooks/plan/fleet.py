@@ -131,7 +131,16 @@ def plan_fleet(config: PlanConfig, platform: Platform, plan_one: Callable[[PlanC
         update = {"port": config.port + 1 + i, "device_ids": chosen}
         replicas.append(plan_one(one.model_copy(update=update)) if not problems else probe)
     nodes = [
-        NodeCommand("replica", i, p.argv, p.launch_env, p.command, render_script([], [], [], p.launch_env, p.argv))
+        NodeCommand(
+            "replica",
+            i,
+            p.argv,
+            p.launch_env,
+            p.command,
+            render_script([], [], [], p.launch_env, p.argv),
+            docker_argv=p.docker_argv,  # its own container name, published port and device pinning
+            docker=p.docker,
+        )
         for i, p in enumerate(replicas)
     ]
     router = router_command(config, [url_of(config.host, config.port + 1 + i) for i in range(n)])

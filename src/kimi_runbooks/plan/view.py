@@ -31,7 +31,7 @@ def format_plan(p: LaunchPlan) -> str:
             )
             lines += [f"\n## {where}", node.command]
             if node.docker:
-                lines += [f"\n## docker, {node.role} node {node.node_rank}", node.docker]
+                lines += [f"\n## docker, {where}", node.docker]
         if p.router:
             lines += ["\n## router", p.router.command]
     else:
