@@ -71,7 +71,9 @@ def test_a_tp4_recipe_on_an_eight_gpu_node_pins_four_and_lists_the_two_replica_a
     assert p.command.startswith("SGLANG_USE_AITER=1 SGLANG_ROCM_FUSED_DECODE_MLA=0 HIP_VISIBLE_DEVICES=0,1,2,3 ")
     assert p.docker_argv is not None and "HIP_VISIBLE_DEVICES=0,1,2,3" in p.docker_argv
     assert p.env == {"SGLANG_USE_AITER": "1", "SGLANG_ROCM_FUSED_DECODE_MLA": "0"}  # the recipe's, as published
-    replicas, bigger = p.alternatives
+    replicas, fleet, bigger = p.alternatives
+    assert fleet.plan is not None and fleet.plan.ok and fleet.plan.router is not None  # the sglang-router form
+    assert fleet.plan.memory.kv_pool_tokens_total == 2 * p.memory.kv_pool_tokens
     assert replicas.plan is not None and replicas.plan.ok
     assert replicas.plan.argv[replicas.plan.argv.index("--dp") + 1] == "2"
     assert replicas.plan.devices_used == 8 and replicas.plan.device_env == {}

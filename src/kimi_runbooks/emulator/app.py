@@ -110,6 +110,9 @@ async def _lifespan(app: Starlette, state: AppState) -> AsyncIterator[None]:
             log.warning(
                 "PD %s server: served %d requests with a bootstrap room", state.disagg.mode, state.disagg.requests
             )
+        else:  # a plain server (a replica behind sglang-router: the replicas runbook test reads it)
+            served = sum(state.engine.metrics.requests_total.values())
+            log.warning("server: finished %d generation requests", served)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task

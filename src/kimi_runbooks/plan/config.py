@@ -104,6 +104,12 @@ class PlanConfig(BaseModel):
     """Port of the multi-node rendezvous (--dist-init-addr IP:PORT)."""
     ifname: str | None = None
     """Network interface of the multi-node collectives (NCCL/GLOO socket ifname)."""
+    replicas: int | None = Field(default=None, ge=1)
+    """Separate servers behind sglang-router: each the plan's server on its own devices
+    (CUDA/HIP_VISIBLE_DEVICES slices) and port (port+1, port+2, ...), the router on `port`; None or 1: one server."""
+    router_policy: Literal["cache_aware", "round_robin", "random", "power_of_two"] | None = None
+    """sglang-router's --policy for a replicas plan; default cache_aware (a session's shared prefix stays
+    on the replica whose radix cache holds it: agentic, multi-turn traffic)."""
     prefill_ip: str | None = None
     """Address of the prefill node of a PD deployment."""
     decode_ip: str | None = None

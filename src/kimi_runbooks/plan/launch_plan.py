@@ -151,7 +151,7 @@ class LaunchPlan:
         """Accelerators serving this plan, all nodes and roles: the divisor of per-GPU numbers."""
         if self.deployment is not None:
             return sum(role.nodes for role in self.deployment.roles) * self.platform.devices_per_node
-        return resolve_knobs(self.config, self.platform, self.model).devices_used
+        return resolve_knobs(self.config, self.platform, self.model).devices_used * (self.config.replicas or 1)
 
     @property
     def base_url(self) -> str:

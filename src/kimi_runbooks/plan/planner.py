@@ -22,6 +22,7 @@ from .config import DEFAULT_SGLANG_VERSION, PlanConfig
 from .cookbook import cell_args, cell_config, cell_flag_warnings, choose_cell, node_env, state_settings
 from .deployments import plan_deployment
 from .flags import canonical_flag, merge_args, parse_extra_args
+from .fleet import ROUTER_SOURCE, plan_fleet
 from .knobs import (
     ResolvedKnobs,
     apply_knob_flags,
@@ -52,9 +53,30 @@ def plan(config: PlanConfig | dict[str, Any], catalog: Catalog | None = None) ->
     if deployment_id is None and config.model in (None, platform.recipe.model):
         deployment_id = platform.recipe.deployment
     if deployment_id:
-        return plan_deployment(config, catalog, platform, catalog.deployment(deployment_id))
+        launch = plan_deployment(config, catalog, platform, catalog.deployment(deployment_id))
+        if (config.replicas or 1) > 1:
+            launch.results.insert(0, _replicas_of_deployment(config, deployment_id))
+        return launch
     model = catalog.model(config.model or platform.recipe.model)
+    return _plan_any(config, catalog, platform, model)
+
+
+def _plan_any(config: PlanConfig, catalog: Catalog, platform: Platform, model: Model) -> LaunchPlan:
+    """One server, or N of them behind sglang-router when `config.replicas` > 1 (fleet.py)."""
+    if (config.replicas or 1) > 1:
+        return plan_fleet(config, platform, lambda one: _plan_single(one, catalog, platform, model, alternatives=False))
     return _plan_single(config, catalog, platform, model)
+
+
+def _replicas_of_deployment(config: PlanConfig, deployment_id: str) -> RuleResult:
+    return RuleResult(
+        id="replicas-deployment",
+        severity="error",
+        kind="rule",
+        message=f"replicas={config.replicas} applies to one-server plans; deployment {deployment_id} has its own roles",
+        fix="drop replicas (the deployment's router command fronts its roles), or plan a model without a deployment",
+        source=ROUTER_SOURCE,
+    )
 
 
 def _plan_single(
@@ -201,6 +223,19 @@ def _alternatives(
                 model,
             )
         )
+        found.append(
+            _alternative(
+                f"{replicas} replicas of tp {group} behind sglang-router (cache-aware)",
+                f"{replicas} separate tp {group} servers, each on its own devices and port, behind SGLang's router "
+                "(sglang-router, --policy cache_aware): it sends a request to the replica whose radix cache holds "
+                "its longest prefix, so agentic, multi-turn and shared-prefix traffic keeps its cache hits; "
+                "a replica can restart alone",
+                {**base, "replicas": replicas, "router_policy": "cache_aware"},
+                catalog,
+                platform,
+                model,
+            )
+        )
     if (knobs.pp or 1) == 1 and knobs.replicas == 1 and devices > knobs.tp:
         alt = _alternative(
             f"tp {devices} (one server on all {devices} devices)",
@@ -219,7 +254,10 @@ def _alternative(
     title: str, why: str, fields: dict[str, Any], catalog: Catalog, platform: Platform, model: Model
 ) -> Alternative:
     config = PlanConfig.model_validate(fields)
-    alt_plan = _plan_single(config, catalog, platform, model, alternatives=False)
+    if (config.replicas or 1) > 1:
+        alt_plan = _plan_any(config, catalog, platform, model)
+    else:
+        alt_plan = _plan_single(config, catalog, platform, model, alternatives=False)
     refused = [e.id for e in alt_plan.errors]
     return Alternative(title, why, alt_plan if not refused else None, refused)
 

@@ -24,9 +24,14 @@ def format_plan(p: LaunchPlan) -> str:
         lines.append(f"# cookbook: {p.cookbook}")
     if p.nodes:
         for node in p.nodes:
-            lines += [f"\n## {node.role} node {node.node_rank}", node.command]
+            where = (
+                f"{node.role} {node.node_rank} (this node)"
+                if node.role == "replica"
+                else f"{node.role} node {node.node_rank}"
+            )
+            lines += [f"\n## {where}", node.command]
             if node.docker:
-                lines += [f"\n## docker, {node.role} node {node.node_rank}", node.docker]
+                lines += [f"\n## docker, {where}", node.docker]
         if p.router:
             lines += ["\n## router", p.router.command]
     else:

@@ -29,10 +29,12 @@ if TYPE_CHECKING:
 def docker_command(plan: LaunchPlan, environ: dict[str, str]) -> tuple[list[str], str]:
     """The plan's `docker run` argv with ${HOME} filled in, and the container name."""
     if not plan.docker_argv and plan.nodes and plan.nodes[0].docker_argv:
+        kind = "replicas behind sglang-router" if plan.nodes[0].role == "replica" else "nodes"
         raise DeployError(
-            f"a {len(plan.nodes)}-node plan has one docker form per node (kimi-runbooks plan prints each), "
-            "and the docker launcher starts one container on this machine; Fix: use launcher='multi-node' "
-            "(node scripts, or Slurm), or run each node's docker form on that node."
+            f"this plan has {len(plan.nodes)} servers ({kind}), "
+            "one docker form each (kimi-runbooks plan prints them), and the docker launcher starts one container "
+            "on this machine; Fix: use launcher='multi-node' (node scripts, or Slurm), or run each docker form "
+            "where the plan says."
         )
     if not plan.docker_argv:
         raise DeployError(

@@ -184,9 +184,11 @@ def _set_flag(flags: list[str], flag: str, value: str) -> list[str]:
 
 def start_pd_fleet(ctx: LaunchContext, handle: ServerHandle, options: EmulatorOptions) -> Fleet:
     """One emulator per node of the plan (its prefill and decode servers, each with that node's
-    flags: --disaggregation-mode, the prefill's bootstrap port on a free port here), then the plan's
-    sglang-router in front of them on the run's address. The decode server logs to server.log (the
-    server log the invoke and diagnose stages read), the others and the router under logs/."""
+    flags: --disaggregation-mode, the prefill's bootstrap port on a free port here; or the replicas
+    of a `replicas` plan, plan/fleet.py, as --worker-urls), then the plan's sglang-router in front of
+    them on the run's address with the plan's --policy. The (first) decode server or replica 0 logs
+    to server.log (the server log the invoke and diagnose stages read), the others and the router
+    under logs/."""
     assert ctx.plan.router is not None
     python = router_python()  # before anything starts: a missing env is an error with the fix
     env = {**ctx.environ, "PYTHONUNBUFFERED": "1"}
@@ -204,7 +206,7 @@ def start_pd_fleet(ctx: LaunchContext, handle: ServerHandle, options: EmulatorOp
                 flags = _set_flag(flags, "--disaggregation-bootstrap-port", str(bootstrap))
             argv = emulator_argv(ctx.plan, host=ctx.host, port=port, options=options, flags=flags)
             name = f"{node.role}-{node.node_rank}"
-            serves_log = node.role == "decode" and not decode
+            serves_log = node.role in ("decode", "replica") and not decode  # the first decode server or replica
             log = handle.log_path if serves_log and handle.log_path else ctx.folder.logs / f"emulator-{name}.log"
             url = f"http://{url_host(ctx.host)}:{port}"
             process = start_pumped(argv, env, log, handle.api_key_env)

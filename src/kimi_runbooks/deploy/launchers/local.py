@@ -19,6 +19,12 @@ def local_command(plan: LaunchPlan, environ: dict[str, str]) -> tuple[list[str],
     Only references the plan generated are filled; every user value reaches SGLang as typed.
     The plan's device pinning (shown in its command) wins over an exported *_VISIBLE_DEVICES:
     to choose the devices, plan with device_ids."""
+    if plan.deployment is None and plan.router is not None:
+        raise DeployError(
+            f"this plan runs {len(plan.nodes)} servers behind sglang-router (replicas={plan.config.replicas}), and "
+            "launcher='local' starts one server. Fix: launcher='multi-node' writes one script per replica and the "
+            "router's (run them on this node), or launcher='emulator' to rehearse the fleet."
+        )
     try:
         argv = plan.resolved_argv(environ)
         env = plan.resolved_env(environ)

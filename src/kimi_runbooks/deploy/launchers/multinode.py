@@ -37,7 +37,12 @@ def multinode_steps(plan: LaunchPlan, scripts: list[Path], router: Path | None) 
         "# the PlanConfig (model_path, node_ips, ifname, prefill_ip, decode_ip), then:",
     ]
     for i, (node, path) in enumerate(zip(plan.nodes, scripts), 1):
-        lines.append(f"{i}. on {node.role} node {node.node_rank}: bash {shlex.quote(str(path))}")
+        where = (
+            f"{node.role} {node.node_rank}, on this node"
+            if node.role == "replica"
+            else f"on {node.role} node {node.node_rank}"
+        )
+        lines.append(f"{i}. {where}: bash {shlex.quote(str(path))}")
     if router:
         lines.append(
             f"{len(scripts) + 1}. when the servers are up, on the router host: bash {shlex.quote(str(router))}"
