@@ -116,3 +116,14 @@ def test_a_tuned_amd_stack_no_reference_ran_says_so_and_widens_the_band() -> Non
     assert "UNFITTED STACK" in text and "flydsl:W4A8" in text and "moe_path=flydsl" in text
     assert plain.stack["moe_path"] is None and p.stack["moe_path"] == "flydsl"
     assert Stack().label() == "default:unknown"
+
+
+def test_a_pipeline_no_reference_ran_and_a_precision_override_enter_the_prediction() -> None:
+    cal = load_calibration(CATALOG.root)
+    launch = plan({"platform": "mi350x", "tp": 4}, CATALOG)
+    scenarios = parse_predict_spec("in=1000,out=1000,c=40")
+    (pp2,) = predict(launch, scenarios, cal, stack=parse_stack_spec("pp=2"))
+    assert pp2.calibration_basis == "unfitted-stack" and "stack.pipeline[pp2]" in pp2.unfitted_terms
+    (plain,) = predict(launch, scenarios, cal)
+    (w4a8,) = predict(launch, scenarios, cal, stack=parse_stack_spec("precision=W4A8"))
+    assert w4a8.median_tpot_ms != plain.median_tpot_ms  # other stack terms and int8 expert GEMMs

@@ -18,7 +18,7 @@ from .factors import LINK_EFFICIENCY, Factors
 from .hardware import dense_dtype, expert_dtype, hardware_spec
 from .queueing import Outcome, Timing, closed_loop, open_loop, steady_decode
 from .serving import Pool, Serving, serving_from_plan
-from .stack import Stack, plan_stack
+from .stack import PRECISION_OF_FORMAT, Stack, plan_stack
 from .step import Dtypes, PoolShape, decode_step, prefill_time
 from .store import FIRST_PRINCIPLES_BAND_WIDENING, Calibration, load_calibration
 
@@ -28,6 +28,10 @@ no published accept length exists for these recipes (the SGLang cookbook's Kimi-
 unverified and publish none); pass accept= to override."""
 
 __all__ = ["FIRST_PRINCIPLES_BAND_WIDENING", "Prediction", "Predictor", "Scenario", "ScenarioError", "predict"]
+
+PRECISION_DTYPE = {"W4A16": "bf16", "W4A8": "int8", "W8A8": "int8", "FP8": "fp8", "FP4": "fp4", "BF16": "bf16"}
+"""The GEMM precision of a stack's weight/activation precision (hardware.HardwareSpec.peak falls back to
+bf16 where the platform lists no such peak)."""
 
 STEADY_DECODE_EXTRA_CONTEXT = 1000
 """A fixed-duration decode test has generated about this many tokens past its prompt on
@@ -160,6 +164,8 @@ class Predictor:
         self.stack = stack or plan_stack(plan.argv, plan.docker_image, plan.model.weight_format)
         self.factors = factors or calibration.factors(self.family, self.stack)
         expert = "bf16" if self.serving.decode_pool.weight_only_experts else expert_dtype(plan.model, plan.platform)
+        if self.stack.precision and self.stack.precision != PRECISION_OF_FORMAT.get(plan.model.weight_format):
+            expert = PRECISION_DTYPE[self.stack.precision]  # --stack precision=W4A8: the experts' GEMMs run int8
         self.dtypes = Dtypes(dense=dense_dtype(plan.model, plan.platform), expert=expert)
         self.first_principles = _architecture_unfitted(plan.model, calibration)
 

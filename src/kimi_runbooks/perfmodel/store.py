@@ -20,6 +20,13 @@ from .factors import RANGES, Factors, compose, kind_of, term_keys
 from .stack import Stack
 
 CALIBRATION_FILE = Path("perfmodel") / "calibration.yaml"
+
+
+def pipeline_key(pp: int) -> str:
+    """Not a fitted parameter: marks that a fitted reference ran this many pipeline stages, so a pp
+    plan no reference validates says so (the pipeline's own physics is step/serving's)."""
+    return f"stack.pipeline[pp{pp}]"
+
 BAND_METRICS = ("median_tpot_ms", "output_throughput", "median_ttft_ms")
 DEFAULT_BAND = (-0.7, 0.7)  # +-100% when no validation has run yet
 UNFITTED_STACK_BAND_WIDENING = 1.5
@@ -53,7 +60,8 @@ class Calibration:
         """The stack terms this prediction reads that no fitted reference ran (empty: all were)."""
         if not self.references:
             return []
-        names = term_keys(family, stack or Stack()).names()
+        stack = stack or Stack()
+        names = [*term_keys(family, stack).names(), *([pipeline_key(stack.pp)] if stack.pp > 1 else [])]
         return [n for n in names if n.startswith("stack.") and n not in self.fitted_stack_keys]
 
     def validated(self, family: str, stack: Stack | None = None) -> bool:
