@@ -31,7 +31,7 @@ from ._deps import Catalog, plan
 from .factors import KINDS, RANGES, compose, kind_of, prior_of, term_keys
 from .observations import Observation
 from .predict import Prediction, Predictor
-from .store import Calibration, pipeline_key
+from .store import Calibration, family_stack, pipeline_key
 
 DOF_RUNS_PER_PARAMETER = 3.0
 RESIDUAL_SD = 0.25  # typical log error of one row; with RANGES.prior_sd sets the ridge weights
@@ -219,6 +219,7 @@ def calibration_of(ev: Evaluator, values: dict[str, float], rows: Iterable[Obser
         source="fit",
         measured_families=tuple(f for f in families if any(o.kind != "targets" for o in rows if o.family == f)),
         targets_only=tuple(f for f in families if all(o.kind == "targets" for o in rows if o.family == f)),
+        family_stacks=tuple(sorted({family_stack(o.family, o.stack) for o in rows if o.kind != "targets"})),
         # every term a fitted row reads, fitted or held at its prior by the budget: validation covers both
         fitted_stack_keys=tuple(
             sorted({n for o in rows for n in ev.names(o)} | {pipeline_key(o.stack.pp) for o in rows if o.stack.pp > 1})

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from ._deps import Catalog, PlanConfig
+from ._deps import Catalog, PlanConfig, plan
 from .predict import Scenario
-from .stack import Stack, reference_stack
+from .stack import Stack, plan_stack, reference_stack
 
 METRICS = ("median_tpot_ms", "output_throughput", "median_ttft_ms")
 TIGHT_TARGET_CONCURRENCY = 16
@@ -209,6 +209,8 @@ def _targets(ref: Any, family: str, catalog: Catalog) -> list[Observation]:
         dep = catalog.deployment(row["deployment"])
         sc = deployment_scenario(catalog, dep.benchmark or "")
         config = {"platform": ref.platform, "deployment": dep.id}
+        launch = plan(config, catalog)  # the published deployment's own flags are its stack
+        stack = plan_stack(launch.argv, launch.docker_image, launch.model.weight_format)
         tight = (sc.concurrency or 1) >= TIGHT_TARGET_CONCURRENCY
         for metric, key in (("median_tpot_ms", "tpot_ms"), ("median_ttft_ms", "ttft_ms")):
             if row.get(key) is None:
@@ -227,6 +229,7 @@ def _targets(ref: Any, family: str, catalog: Catalog) -> list[Observation]:
                     fit=tight and metric == "median_tpot_ms",
                     weight=TARGET_WEIGHT,
                     note="SLO ceiling, not a measurement",
+                    stack=stack,
                 )
             )
     return out

@@ -101,7 +101,7 @@ BAND_TEXT = {
     "slo-targets-only": (
         "leave-one-page-out band: this family is fitted only to published SLO ceilings, no measurement has validated it"
     ),
-    "borrowed": "leave-one-page-out band: no published results of this family",
+    "borrowed": "leave-one-page-out band: no published results of this family on this MoE path and precision",
     "unfitted-stack": (
         "UNFITTED STACK: no fitted reference ran {terms} (held at their priors); band = the leave-one-page-out "
         "band widened x1.5, a judgement"

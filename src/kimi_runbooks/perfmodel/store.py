@@ -22,10 +22,15 @@ from .stack import Stack
 CALIBRATION_FILE = Path("perfmodel") / "calibration.yaml"
 
 
+def family_stack(family: str, stack: Stack) -> str:
+    return f"{family} {stack.moe_key()}"
+
+
 def pipeline_key(pp: int) -> str:
     """Not a fitted parameter: marks that a fitted reference ran this many pipeline stages, so a pp
     plan no reference validates says so (the pipeline's own physics is step/serving's)."""
     return f"stack.pipeline[pp{pp}]"
+
 
 BAND_METRICS = ("median_tpot_ms", "output_throughput", "median_ttft_ms")
 DEFAULT_BAND = (-0.7, 0.7)  # +-100% when no validation has run yet
@@ -48,6 +53,8 @@ class Calibration:
     """Families whose fit saw only published SLO ceilings (Ascend), no measurement."""
     fitted_stack_keys: tuple[str, ...] = ()
     """Every parameter name a fitted reference's rows read (free or held at its prior)."""
+    family_stacks: tuple[str, ...] = ()
+    """"<family> <moe key>" of every fitted measured row: a family is validated on the MoE paths it ran."""
     band: dict[str, tuple[float, float]] = field(default_factory=dict)
     band_calibrated: dict[str, tuple[float, float]] = field(default_factory=dict)
     band_by_family: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
@@ -65,13 +72,15 @@ class Calibration:
         return [n for n in names if n.startswith("stack.") and n not in self.fitted_stack_keys]
 
     def validated(self, family: str, stack: Stack | None = None) -> bool:
-        """Calibrated on measured results of this family and stack: the run-out band applies."""
-        return family in self.measured_families and not self.unfitted_terms(family, stack)
+        """Calibrated on measured results of this family on this MoE path and precision (the other
+        stack terms fitted somewhere): the run-out band applies."""
+        ran = family_stack(family, stack or Stack()) in self.family_stacks
+        return family in self.measured_families and ran and not self.unfitted_terms(family, stack)
 
     def basis(self, family: str, stack: Stack | None = None) -> str:
         if self.unfitted_terms(family, stack):
             return "unfitted-stack"
-        if family in self.measured_families:
+        if self.validated(family, stack):
             return "measured"
         if family in self.targets_only:
             return "slo-targets-only"
@@ -101,6 +110,7 @@ class Calibration:
             "measured_families": list(self.measured_families),
             "families_fitted_to_targets_only": list(self.targets_only),
             "stack_terms_read_by_fitted_references": list(self.fitted_stack_keys),
+            "family_stacks_measured": list(self.family_stacks),
             "band_new_family": _band_dict(self.band),
             "band_calibrated_family": _band_dict(self.band_calibrated),
             "band_by_family": {k: _band_dict(v) for k, v in sorted(self.band_by_family.items())},
@@ -130,6 +140,7 @@ def load_calibration(params_root: Path) -> Calibration:
         measured_families=tuple(data.get("measured_families") or ()),
         targets_only=tuple(data.get("families_fitted_to_targets_only") or ()),
         fitted_stack_keys=tuple(data.get("stack_terms_read_by_fitted_references") or ()),
+        family_stacks=tuple(data.get("family_stacks_measured") or ()),
         band=_band(data.get("band_new_family")),
         band_calibrated=_band(data.get("band_calibrated_family")),
         band_by_family={k: _band(v) for k, v in (data.get("band_by_family") or {}).items()},
