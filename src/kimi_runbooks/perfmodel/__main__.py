@@ -1,8 +1,10 @@
 """`python -m kimi_runbooks.perfmodel calibrate [--write] [--params-dir DIR]` and `... references`.
 
-calibrate fits the efficiency factors on params/references, validates them (leave one document
-out, leave one run out), prints both tables and, with --write, saves
-params/perfmodel/calibration.yaml (factors and uncertainty bands). Takes a few minutes on 2 cores.
+calibrate fits the bounded hardware efficiencies and software-stack terms on params/references,
+prints the degrees of freedom per family, validates (leave whole pages out, time split, leave one run
+out, held-out references), prints the tables and coverage and, with --write, saves
+params/perfmodel/calibration.yaml (parameters, bands, validation). Exits 1 if a fitted value left its
+documented range. Takes a few minutes on 2 cores.
 references prints each published figure that is compared, never fitted (`compare_only`), beside
 the prediction for its plan: the only check of a model no fitted result covers (Kimi-K3).
 """

@@ -14,6 +14,9 @@
   differs from the reference's.
 * `compare_only: true` (any kind): a published figure a prediction is compared with and never
   fitted (the only Kimi-K3 figure): left out here, see beside_measured.predicted_beside_references.
+* every row carries its software stack (stack.py: the reference's `stack:` block, a row's
+  `launch.stack`, else read from its launch command and image; a target from its deployment's
+  flags), its reference's `published:` date and `held_out: true` (never fitted).
 * `kind: targets` (Ascend): SLO ceilings, not measurements. They are listed for the record;
   those at concurrency >= TIGHT_TARGET_CONCURRENCY (where the published configuration was
   sized to sit at the ceiling) also enter the fit at half weight.
