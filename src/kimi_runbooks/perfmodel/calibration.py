@@ -114,6 +114,7 @@ class Budget:
     runs: dict[str, int]
     dof: dict[str, float]  # per family: sum of its shares of the free parameters
     families_of: dict[str, tuple[str, ...]]
+    points: dict[str, int]  # per family: fitted data points (one run gives one per metric)
 
 
 def free_parameters(ev: Evaluator, rows: Iterable[Observation]) -> Budget:
@@ -141,7 +142,8 @@ def free_parameters(ev: Evaluator, rows: Iterable[Observation]) -> Budget:
                 dof[f] += shares[f]
         else:
             fixed.append(name)
-    return Budget(tuple(free), tuple(fixed), n_runs, dof, {n: tuple(sorted(f)) for n, f in families.items()})
+    points = {f: sum(1 for o in rows if o.family == f) for f in n_runs}
+    return Budget(tuple(free), tuple(fixed), n_runs, dof, {n: tuple(sorted(f)) for n, f in families.items()}, points)
 
 
 def fit(
@@ -243,8 +245,9 @@ def dof_table(budget: Budget) -> str:
     for fam in sorted(budget.runs):
         own = [n for n in budget.free if fam in budget.families_of[n]]
         lines.append(
-            f"  {fam:22} runs {budget.runs[fam]:3d}  free parameters {budget.dof[fam]:5.2f} "
-            f"(of {len(own)} it informs) <= budget {budget.runs[fam] / DOF_RUNS_PER_PARAMETER:5.2f}"
+            f"  {fam:22} data points {budget.points[fam]:3d}, runs {budget.runs[fam]:3d}  "
+            f"free parameters {budget.dof[fam]:5.2f} (of {len(own)} it informs) "
+            f"<= budget {budget.runs[fam] / DOF_RUNS_PER_PARAMETER:5.2f}"
         )
     lines.append(f"  fitted: {', '.join(budget.free)}")
     lines.append(f"  at prior (over budget or fixed): {', '.join(budget.fixed) or '-'}")

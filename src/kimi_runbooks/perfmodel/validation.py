@@ -243,7 +243,12 @@ def calibrate(ev: Evaluator) -> tuple[Calibration, Validation]:
 def budget_report(ev: Evaluator) -> dict[str, Any]:
     b = free_parameters(ev, ev.obs)
     return {
-        fam: {"runs": b.runs[fam], "free_parameters": round(b.dof[fam], 3), "budget": round(b.runs[fam] / 3, 3)}
+        fam: {
+            "data_points": b.points[fam],
+            "runs": b.runs[fam],
+            "free_parameters": round(b.dof[fam], 3),
+            "budget": round(b.runs[fam] / 3, 3),
+        }
         for fam in sorted(b.runs)
     }
 
@@ -258,6 +263,8 @@ def format_checks(checks: list[Check], title: str) -> str:
             f"{c.predicted:10.1f} {c.obs.published:10.1f} {c.error:+7.0%} {c.basis}{kind}"
         )
     s = summary(checks)
+    if not s["rows"]:
+        return "\n".join([*lines, "(no measured rows)"])
     lines.append(
         "median |error| over measured rows: "
         + ", ".join(f"{k} {v:.0%}" for k, v in s["median_abs_error"].items())
