@@ -24,6 +24,14 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
         help='predicted speed for scenarios, e.g. "in=1000,out=1000,c=1,16,64" '
         "(keys: in, out, c or rate, prefix, accept, fixed=1 for equal lengths; lists multiply)",
     )
+    p.add_argument(
+        "--stack",
+        metavar="KEY=VALUE,...",
+        help="the software stack to predict for where the plan's flags and image do not show it, e.g. "
+        '"moe_path=flydsl,precision=W4A8,torch_compile=true,accept_length=2.9" '
+        "(keys: image, sglang_version, attention_backend, moe_path, precision, torch_compile, cuda_graphs, "
+        "speculative, accept_length, pp, tuned)",
+    )
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -46,16 +54,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
             predict,
             published_for_plan_text,
         )
+        from .perfmodel.stack import StackError, parse_stack_spec, plan_stack
 
         try:
             scenarios = parse_predict_spec(args.predict)
-        except PredictSpecError as exc:
+            base = plan_stack(launch.argv, launch.docker_image, launch.model.weight_format)
+            stack = parse_stack_spec(args.stack, base) if args.stack else base
+        except (PredictSpecError, StackError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_INVALID
         from .perfmodel.geometry import NoPerformanceModelError
 
         try:
-            predictions = predict(launch, scenarios) if launch.ok else []
+            predictions = predict(launch, scenarios, stack=stack) if launch.ok else []
         except NoPerformanceModelError as exc:
             print(f"error: --predict: {exc}", file=sys.stderr)
             return EXIT_INVALID

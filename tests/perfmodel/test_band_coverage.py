@@ -1,48 +1,51 @@
-"""Band coverage (issue 26 item 3): a held-out result counts as inside only when it lies in the band
-a user is shown for it, which is the family's band when the family keeps other fitted pages and
-the new-family band when it does not."""
+"""Band coverage (issue 26 item 3): a held-out result counts as inside only when it lies in the band a
+user would have been shown for it, sized from the OTHER pages' errors (never its own), per family and
+per stack, beside the median |error|."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import math
 from typing import Any
 
 from kimi_runbooks.perfmodel.observations import Observation
-from kimi_runbooks.perfmodel.validation import Check, band_coverage, format_coverage
+from kimi_runbooks.perfmodel.stack import Stack
+from kimi_runbooks.perfmodel.validation import Check, coverage, format_coverage, honest_band
 
 
-def _obs(family: str, page: str, published: float = 10.0, metric: str = "median_tpot_ms") -> Observation:
-    scenario: Any = None  # band_coverage never reads the scenario
-    return Observation(page, "speed", "h200", family, "s1", {}, scenario, metric, published, document=page)
+def _obs(family: str, page: str, metric: str = "median_tpot_ms", stack: Stack | None = None) -> Observation:
+    scenario: Any = None  # coverage never reads the scenario
+    return Observation(
+        page, "speed", "h200", family, "s1", {}, scenario, metric, 10.0, document=page, stack=stack or Stack()
+    )
 
 
-class _Cal:
-    """A family band of +-10% and a new-family band of +-100% (in log error)."""
+def test_a_page_never_sizes_its_own_band() -> None:
+    # page p1 is 2x off; the other pages are within 5%: p1's band comes from them and excludes p1
+    far = Check(_obs("a", "p1"), 20.0, "page-out", basis="borrowed")
+    near = [Check(_obs("b", f"q{i}"), 10.0 * (1 + 0.01 * i), "page-out", basis="borrowed") for i in range(-5, 6)]
+    lo, hi = honest_band(far, [far, *near], [])
+    assert hi < math.log(2.0) and lo < 0.01
+    cov = coverage([far, *near], [far, *near], [])
+    assert cov["all"]["median_tpot_ms"]["rows"] == 12
+    assert cov["family a"]["median_tpot_ms"]["inside"] == 0
+    assert cov["family a"]["median_tpot_ms"]["median_abs_error"] == 1.0
 
-    def validated(self, family: str, weight_format: str | None = None) -> bool:
-        return True
 
-    def band_for(self, metric: str, calibrated: bool = False, family: str | None = None) -> tuple[float, float]:
-        return (-0.1, 0.1) if calibrated else (-1.0, 1.0)
-
-
-def test_a_row_is_judged_by_the_band_its_family_would_show() -> None:
-    near, far, alone = _obs("hopper", "p1"), _obs("hopper", "p2"), _obs("amd", "p3")
-    ev: Any = SimpleNamespace(obs=[near, far, alone])
-    checks = [
-        Check(near, 10.5, "page-out"),  # +5%: inside the family's +-10%
-        Check(far, 15.0, "page-out"),  # +50%: outside the family's band (hopper keeps page p1)
-        Check(alone, 15.0, "page-out"),  # +50%: amd has no other page, so the wide band applies
-    ]
-    cov = band_coverage(checks, _Cal(), ev)  # type: ignore[arg-type]
-    assert cov["all"] == {"median_tpot_ms": (2, 3)}
-    assert cov["hopper"] == {"median_tpot_ms": (1, 2)} and cov["amd"] == {"median_tpot_ms": (1, 1)}
+def test_an_unfitted_stack_is_judged_by_its_widened_band_and_grouped_by_stack() -> None:
+    flydsl = Stack(moe_path="flydsl", precision="W4A8")
+    rows = [Check(_obs("b", f"q{i}"), 10.0 * (1 + 0.1 * i), "page-out", basis="borrowed") for i in range(-3, 4)]
+    odd = Check(_obs("a", "p1", stack=flydsl), 13.5, "page-out", basis="unfitted-stack")
+    lo, hi = honest_band(odd, [odd, *rows], [])
+    plain = honest_band(Check(odd.obs, 13.5, "page-out", basis="borrowed"), [odd, *rows], [])
+    assert (lo, hi) == (1.5 * plain[0], 1.5 * plain[1])
+    cov = coverage([odd, *rows], [odd, *rows], [])
+    assert "stack flydsl:W4A8" in cov and cov["stack flydsl:W4A8"]["median_tpot_ms"]["inside"] == 1
     text = format_coverage(cov, "page out")
-    assert "median_tpot_ms 2/3 (67%)" in text and "~80%" in text
+    assert "stack flydsl:W4A8" in text and "in-band" in text and "~80%" in text
 
 
 def test_metrics_outside_the_headline_and_failed_predictions_are_not_counted() -> None:
-    ttft, broken = _obs("hopper", "p1", metric="median_ttft_ms"), _obs("hopper", "p2")
-    ev: Any = SimpleNamespace(obs=[ttft, broken])
-    cov = band_coverage([Check(ttft, 10.0, "page-out"), Check(broken, float("nan"), "page-out")], _Cal(), ev)  # type: ignore[arg-type]
+    ttft, broken = _obs("h", "p1", metric="median_ttft_ms"), _obs("h", "p2")
+    cov = coverage([Check(ttft, 10.0, "page-out"), Check(broken, float("nan"), "page-out")], [], [])
     assert cov == {}
+    assert "(no results)" in format_coverage(cov, "held out")

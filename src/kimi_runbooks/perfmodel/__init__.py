@@ -2,10 +2,10 @@
 
 `predict(plan, [Scenario(input_len=1000, output_len=1000, concurrency=16)])` returns median
 TTFT, median TPOT/ITL, output and total throughput, tok/s per device and per user, each with a
-low/high band. First principles (hardware.py, geometry.py, step.py, queueing.py) plus a few
-efficiency factors per platform family fitted on params/references (calibration.py) and
-validated leaving one document or one run out (validation.py). Predictions are model
-estimates: never a measurement.
+low/high band. First principles (hardware.py, geometry.py, step.py, queueing.py) plus hardware
+efficiencies bounded to their datasheet and named software-stack terms (factors.py, stack.py)
+fitted on params/references (calibration.py) and validated leaving whole pages out, by a time
+split and leaving one run out (validation.py). Predictions are model estimates: never a measurement.
 """
 
 from .beside_measured import (

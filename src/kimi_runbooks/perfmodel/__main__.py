@@ -1,8 +1,10 @@
 """`python -m kimi_runbooks.perfmodel calibrate [--write] [--params-dir DIR]` and `... references`.
 
-calibrate fits the efficiency factors on params/references, validates them (leave one document
-out, leave one run out), prints both tables and, with --write, saves
-params/perfmodel/calibration.yaml (factors and uncertainty bands). Takes a few minutes on 2 cores.
+calibrate fits the bounded hardware efficiencies and software-stack terms on params/references,
+prints the degrees of freedom per family, validates (leave whole pages out, time split, leave one run
+out, held-out references), prints the tables and coverage and, with --write, saves
+params/perfmodel/calibration.yaml (parameters, bands, validation). Exits 1 if a fitted value left its
+documented range. Takes a few minutes on 2 cores.
 references prints each published figure that is compared, never fitted (`compare_only`), beside
 the prediction for its plan: the only check of a model no fitted result covers (Kimi-K3).
 """
@@ -14,10 +16,11 @@ import sys
 
 from ._deps import load_catalog
 from .beside_measured import format_reference_checks, predicted_beside_references
-from .calibration import Evaluator
+from .calibration import Evaluator, dof_table, free_parameters
+from .factors import out_of_range
 from .observations import observations
 from .store import save_calibration
-from .validation import calibrate, format_checks, summary
+from .validation import budget_report, calibrate, format_checks, format_coverage
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,16 +42,21 @@ def main(argv: list[str] | None = None) -> int:
         print(format_reference_checks(predicted_beside_references(catalog, args.model)))
         return 0
     ev = Evaluator(catalog, observations(catalog))
-    calibration, doc_out, run_out = calibrate(ev)
-    print(format_checks(doc_out, "== leave one document out (a platform family never calibrated)"))
+    print(dof_table(free_parameters(ev, ev.obs)))
+    calibration, v = calibrate(ev)
+    print(format_checks(v.page_out, "== leave one page out (every reference of one source page)"))
     print()
-    print(format_checks(run_out, "== leave one run out (a calibrated family, an unseen scenario)"))
+    print(format_checks(v.run_out, "== leave one run out (a calibrated family, an unseen scenario)"))
     print()
-    for fam, f in sorted(calibration.families.items()):
-        print(f"factors {fam}: {f.as_dict()}")
-    print(f"factors global: {calibration.global_factors.as_dict()}")
+    print(format_coverage(v.report()["page_out"]["coverage"], "page out"))
+    for name, value in calibration.values.items():
+        print(f"parameter {name} = {value:.4g}")
+    bad = out_of_range(calibration.values)
+    if bad:
+        print("OUT OF RANGE: " + "; ".join(bad), file=sys.stderr)
+        return 1
     if args.write:
-        extra = {"validation": {"document_out": summary(doc_out), "run_out": summary(run_out)}}
+        extra = {"degrees_of_freedom": budget_report(ev), "validation": v.report()}
         path = save_calibration(calibration, catalog.root, extra)
         print(f"wrote {path}")
     return 0

@@ -1,75 +1,52 @@
-"""Fit the efficiency factors on the published results.
+"""Fit the hardware efficiencies and software-stack terms on the published results.
 
-Least squares on log(predicted / published) over the fit observations (observations.py:
-measured rows weigh 1, tight Ascend SLO targets 0.5), one platform family at a time: the seven
-factors (logs; an efficiency is capped at 1, a fraction of a peak) with a ridge towards
-factors.PRIOR (PRIOR_SD per factor), so what a family's rows do not pin down stays at the
-prior. Solver: scipy least_squares from several starting points (START_GRID), best kept.
+One joint, BOUNDED least squares on log(predicted / published) over the fit observations
+(observations.py: measured rows weigh 1, tight Ascend SLO targets 0.5; `held_out: true` rows never),
+in log coordinates, every parameter held inside its documented range (factors.RANGES), with a ridge
+towards its prior (RANGES.prior_sd) so what the rows do not pin down stays put. Parameters are
+shared where the physics or the software is (factors.py): one streaming efficiency per memory
+technology, one GEMM efficiency for every vendor, one stack term per stack key for every platform
+running that stack.
 
-A family without data of its own uses the GLOBAL factors: the median over fitted families of the
-factors every stack shares (TRANSFERRED), the prior for the stack-specific ones, and the
-expert-kernel factors (KERNEL_FACTORS) of the families that run the same weight format, when
-there are any (the MoE kernel path follows the checkpoint).
+Degrees of freedom (`free_parameters`): a parameter is fitted only while every family whose rows
+inform it stays within its budget of independent runs / 3, a shared parameter counting for each
+family in proportion to that family's runs among those it serves (DOF_RUNS_PER_PARAMETER). The
+rest stay at their priors; `dof_table` prints each family's runs, parameters and budget.
 
-Families are fitted independently, so validation (validation.py) refits only the family that
-lost rows. Command: `python -m kimi_runbooks.perfmodel calibrate [--write]`.
+Command: `python -m kimi_runbooks.perfmodel calibrate [--write]`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
+from scipy.sparse import lil_matrix
 
 from ._deps import Catalog, plan
-from .factors import FACTOR_NAMES, PRIOR, Factors
+from .factors import KINDS, RANGES, compose, kind_of, prior_of, term_keys
 from .observations import Observation
 from .predict import Prediction, Predictor
-from .store import Calibration
+from .store import Calibration, family_stack, pipeline_key
 
-PRIOR_SD = {  # log-sd of each factor around factors.PRIOR: what the rows do not pin down stays put
-    "overhead_us": 1.5,
-    "eta_bw": 0.5,
-    "eta_moe": 1.5,
-    "eta_attn": 1.0,
-    "attn_ns_per_token": 2.0,
-    "eta_gemm": 2.0,
-    "eta_prefill": 1.5,
-}
-"""Dense weight streaming is well understood (tight prior on eta_bw); expert kernels, attention
-latency and small-batch GEMMs are where software stacks differ by 10x (wide priors)."""
-KERNEL_FACTORS = ("eta_moe", "eta_gemm", "eta_prefill")
-TRANSFERRED = ("overhead_us", "eta_bw")
-"""What a family without results borrows from the fitted families (their median): the fixed cost
-per layer and the dense weight-streaming efficiency, which every stack has. The other factors
-belong to one software stack's kernels (attention backend, expert GEMMs, decode GEMMs, prefill)
-and differ by 10x or more between the fitted families (eta_moe 0.03 to 0.93, attn_ns_per_token
-1 to 48): their median carries one stack's quirks into another, so a new family keeps the
-first-principles prior for them, except the expert-kernel factors of its weight format when a
-fitted family runs that format (KERNEL_FACTORS, the MoE kernel path follows the checkpoint).
-Chosen over the median of every factor by the leave-one-document-out table (benchmarks/
-perfmodel_loo.py): 18%/23% against 46%/34% median |error| of TPOT/output throughput when it was
-chosen (five documents); 24%/22% with the MI300X blog added as a second AMD document."""
-RESIDUAL_SD = 0.25  # typical log error of one row; with PRIOR_SD sets the ridge weights
+DOF_RUNS_PER_PARAMETER = 3.0
+RESIDUAL_SD = 0.25  # typical log error of one row; with RANGES.prior_sd sets the ridge weights
 MISSING_RESIDUAL = 5.0  # a prediction that cannot be made (no KV room) counts as a big miss
-MAX_EVALUATIONS = 300
-DIFF_STEP = 1e-3  # relative finite-difference step of the Jacobian
-START_GRID: tuple[dict[str, float], ...] = (
-    {},
-    {"eta_gemm": 0.005},
-    {"eta_moe": 0.05},
-    {"attn_ns_per_token": 30.0},
-    {"eta_gemm": 0.005, "attn_ns_per_token": 30.0},
-)
-"""Starting points: the batch cost of a decode step can come from the expert kernels (eta_moe)
-or from compute (eta_gemm), the context cost from the batch's KV traffic or from one request's
-attention latency; a local solver has to be started near each."""
-
-
-def factors_of(params: np.ndarray) -> Factors:
-    return Factors.from_params(list(params))
+MAX_EVALUATIONS = 60
+DIFF_STEP = 1e-3
+START_OVERRIDES: tuple[dict[str, float], ...] = ({}, {"stack.small_batch_gemm": 0.01, "stack.attn_latency_ns": 30.0})
+"""Starting points: the batch cost of a decode step can come from the expert kernels or from
+small-batch GEMMs, the context cost from the batch's KV traffic or one request's attention latency."""
+POLISH_ROUNDS = 6
+POLISH_TOLERANCE = 1e-3
+"""The predictions are not smooth everywhere (lock-step waves, KV capacity), so trf can stop early: the
+best start is restarted until a restart lowers the cost by less than 0.1% (at most POLISH_ROUNDS)."""
+PRIORITY = KINDS
+"""Order in which parameters of equal sharing claim the budget: hardware first, then stack terms."""
 
 
 def metric_value(p: Prediction, metric: str) -> float:
@@ -77,7 +54,7 @@ def metric_value(p: Prediction, metric: str) -> float:
 
 
 class Evaluator:
-    """Predicts observations under trial factors; plans are built once per launch config."""
+    """Predicts observations under trial parameters; plans are built once per launch config."""
 
     def __init__(self, catalog: Catalog, obs: list[Observation]) -> None:
         self.catalog = catalog
@@ -92,81 +69,186 @@ class Evaluator:
     def _key(o: Observation) -> str:
         return repr(sorted(o.config.items()))
 
+    def names(self, o: Observation) -> tuple[str, ...]:
+        return term_keys(o.family, o.stack).names()
+
     def weight_format(self, o: Observation) -> str:
         return self._predictors[self._key(o)].plan.model.weight_format
 
-    def predict(self, o: Observation, factors: Factors) -> Prediction:
+    def predict(self, o: Observation, values: dict[str, float]) -> Prediction:
         predictor = self._predictors[self._key(o)]
-        predictor.factors = factors
-        return predictor.predict(o.scenario)
+        predictor.factors = compose(values, term_keys(o.family, o.stack))
+        accept = _accept(o)
+        scenario = (
+            o.scenario if accept is None or o.scenario.accept_length else replace(o.scenario, accept_length=accept)
+        )
+        return predictor.predict(scenario)
 
-    def value(self, o: Observation, factors: Factors) -> float:
-        return metric_value(self.predict(o, factors), o.metric)
+    def value(self, o: Observation, values: dict[str, float]) -> float:
+        return metric_value(self.predict(o, values), o.metric)
 
-    def residual(self, o: Observation, factors: Factors) -> float:
-        value = self.value(o, factors)
+    def residual(self, o: Observation, values: dict[str, float]) -> float:
+        value = self.value(o, values)
         ok = math.isfinite(value) and value > 0
         return math.sqrt(o.weight) * (math.log(value / o.published) if ok else MISSING_RESIDUAL)
 
 
-def fit_family(ev: Evaluator, rows: list[Observation]) -> np.ndarray:
-    """One family's factor parameters from its fit rows (multi-start least squares)."""
+def _accept(o: Observation) -> float | None:
+    spec = o.stack.speculative
+    return spec.accept_length if spec is not None else None
+
+
+def runs(rows: Iterable[Observation]) -> dict[str, int]:
+    """Independent runs per family: distinct (reference, scenario) among the fit rows."""
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for o in rows:
+        if o.fit:
+            seen.setdefault(o.family, set()).add((o.reference_id, o.scenario_id))
+    return {fam: len(v) for fam, v in seen.items()}
+
+
+@dataclass(frozen=True)
+class Budget:
+    free: tuple[str, ...]
+    fixed: tuple[str, ...]  # touched by fit rows but left at the prior (over budget, or never fitted)
+    runs: dict[str, int]
+    dof: dict[str, float]  # per family: sum of its shares of the free parameters
+    families_of: dict[str, tuple[str, ...]]
+    points: dict[str, int]  # per family: fitted data points (one run gives one per metric)
+
+
+def free_parameters(ev: Evaluator, rows: Iterable[Observation]) -> Budget:
+    """Which parameters the rows may fit without any family exceeding runs / 3 (greedy: parameters
+    shared by more families first, hardware before stack terms)."""
     rows = [o for o in rows if o.fit]
-    center = np.asarray(PRIOR.as_params())
-    ridge = np.asarray([RESIDUAL_SD / PRIOR_SD[n] for n in FACTOR_NAMES])
+    n_runs = runs(rows)
+    families: dict[str, set[str]] = {}
+    for o in rows:
+        for name in ev.names(o):
+            families.setdefault(name, set()).add(o.family)
+    order = sorted(families, key=lambda n: (-len(families[n]), PRIORITY.index(kind_of(n)), n))
+    dof = dict.fromkeys(n_runs, 0.0)
+    free, fixed = [], []
+    for name in order:
+        fams = families[name]
+        total = sum(n_runs[f] for f in fams)
+        shares = {f: n_runs[f] / total for f in fams}
+        fits = RANGES[kind_of(name)].fitted and all(
+            dof[f] + shares[f] <= n_runs[f] / DOF_RUNS_PER_PARAMETER + 1e-9 for f in fams
+        )
+        if fits:
+            free.append(name)
+            for f in fams:
+                dof[f] += shares[f]
+        else:
+            fixed.append(name)
+    points = {f: sum(1 for o in rows if o.family == f) for f in n_runs}
+    return Budget(tuple(free), tuple(fixed), n_runs, dof, {n: tuple(sorted(f)) for n, f in families.items()}, points)
+
+
+def fit(
+    ev: Evaluator, rows: Iterable[Observation], free: Iterable[str] | None = None, start: dict[str, float] | None = None
+) -> dict[str, float]:
+    """The free parameters' values (bounded, ridge to the prior); the others are not returned. With
+    `start` (validation's run-out refits), the parameters not refitted keep their `start` values."""
+    rows = [o for o in rows if o.fit]
+    names = list(free) if free is not None else list(free_parameters(ev, rows).free)
+    if not names or not rows:
+        return {}
+    index = {n: i for i, n in enumerate(names)}
+    rows = [o for o in rows if any(n in index for n in ev.names(o))]
+    lo = np.log([RANGES[kind_of(n)].lo for n in names])
+    hi = np.log([RANGES[kind_of(n)].hi for n in names])
+    center = np.log([prior_of(n) for n in names])
+    ridge = np.asarray([RESIDUAL_SD / RANGES[kind_of(n)].prior_sd for n in names])
+    sparsity = lil_matrix((len(rows) + len(names), len(names)), dtype=int)
+    for i, o in enumerate(rows):
+        for n in ev.names(o):
+            if n in index:
+                sparsity[i, index[n]] = 1
+    for j in range(len(names)):
+        sparsity[len(rows) + j, j] = 1
+
+    base = dict(start or {})  # what is not refitted keeps its given value (its prior when none)
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        f = factors_of(x)
-        return np.asarray([ev.residual(o, f) for o in rows] + list(ridge * (x - center)))
+        values = {**base, **{n: math.exp(v) for n, v in zip(names, x)}}
+        return np.asarray([ev.residual(o, values) for o in rows] + list(ridge * (x - center)))
 
+    starts = []
+    if start:
+        starts.append(np.log([start.get(n, prior_of(n)) for n in names]))
+    for overrides in START_OVERRIDES:
+        starts.append(np.log([overrides.get(kind_of(n), prior_of(n)) for n in names]))
     best = None
-    for overrides in START_GRID:
-        x0 = np.asarray(Factors(**{**PRIOR.as_dict(), **overrides}).as_params())
-        sol = least_squares(
-            residuals, x0, diff_step=[DIFF_STEP] * len(x0), ftol=1e-6, xtol=1e-6, max_nfev=MAX_EVALUATIONS
-        )
+    for i, x0 in enumerate(starts):
+        sol = _solve(residuals, np.clip(x0, lo + 1e-9, hi - 1e-9), lo, hi, sparsity)
         if best is None or sol.cost < best.cost:
             best = sol
+        if start and i == 0:
+            break  # a warm start (validation's run-out refits) is trusted
+    for _ in range(POLISH_ROUNDS):  # restart from the best point until the cost stops falling
+        assert best is not None
+        again = _solve(residuals, best.x, lo, hi, sparsity)
+        if again.cost >= best.cost * (1 - POLISH_TOLERANCE):
+            break
+        best = again
     assert best is not None
-    return np.asarray(best.x)
+    return {n: float(math.exp(v)) for n, v in zip(names, best.x)}
 
 
-def transferred_global(family_params: list[np.ndarray]) -> np.ndarray:
-    """The factors of a family without results of its own: the median over the fitted families
-    of the TRANSFERRED factors, the prior (factors.PRIOR) for the rest."""
-    prior = np.asarray(PRIOR.as_params())
-    if not family_params:
-        return prior
-    median = np.median(family_params, axis=0)
-    return np.asarray([m if n in TRANSFERRED else p for n, m, p in zip(FACTOR_NAMES, median, prior)])
-
-
-def combine(ev: Evaluator, params: dict[str, np.ndarray], rows: Iterable[Observation]) -> Calibration:
-    """Family factors plus the global and per-weight-format medians a new family borrows."""
-    rows = [o for o in rows if o.fit]
-    families = sorted(params)
-    glob = transferred_global([params[f] for f in families])
-    formats: dict[str, list[np.ndarray]] = {}
-    family_formats: dict[str, tuple[str, ...]] = {}
-    for fam in families:
-        family_formats[fam] = tuple(sorted({ev.weight_format(o) for o in rows if o.family == fam}))
-        for fmt in family_formats[fam]:
-            formats.setdefault(fmt, []).append(params[fam])
-    by_format = {
-        fmt: {n: getattr(factors_of(np.median(v, axis=0)), n) for n in KERNEL_FACTORS} for fmt, v in formats.items()
-    }
-    return Calibration(
-        global_factors=factors_of(glob),
-        families={fam: factors_of(v) for fam, v in params.items()},
-        by_format=by_format,
-        references=tuple(sorted({o.reference_id for o in rows})),
-        source="fit",
-        family_formats=family_formats,
-        targets_only=tuple(fam for fam in families if all(o.kind == "targets" for o in rows if o.family == fam)),
+def _solve(fun: Any, x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, sparsity: Any) -> Any:
+    return least_squares(
+        fun,
+        x0,
+        bounds=(lo, hi),
+        method="trf",
+        jac_sparsity=sparsity,
+        diff_step=DIFF_STEP,
+        ftol=1e-5,
+        xtol=1e-5,
+        max_nfev=MAX_EVALUATIONS,
     )
 
 
-def fit_all(ev: Evaluator, rows: Iterable[Observation]) -> tuple[Calibration, dict[str, np.ndarray]]:
+def calibration_of(ev: Evaluator, values: dict[str, float], rows: Iterable[Observation]) -> Calibration:
+    """A Calibration carrying the fitted values and what they were fitted to (bands come later)."""
     rows = [o for o in rows if o.fit]
-    params = {fam: fit_family(ev, [o for o in rows if o.family == fam]) for fam in sorted({o.family for o in rows})}
-    return combine(ev, params, rows), params
+    families = sorted({o.family for o in rows})
+    return Calibration(
+        values=dict(sorted(values.items())),
+        references=tuple(sorted({o.reference_id for o in rows})),
+        source="fit",
+        measured_families=tuple(f for f in families if any(o.kind != "targets" for o in rows if o.family == f)),
+        targets_only=tuple(f for f in families if all(o.kind == "targets" for o in rows if o.family == f)),
+        family_stacks=tuple(sorted({family_stack(o.family, o.stack) for o in rows if o.kind != "targets"})),
+        # every term a fitted row reads, fitted or held at its prior by the budget: validation covers both
+        fitted_stack_keys=tuple(
+            sorted({n for o in rows for n in ev.names(o)} | {pipeline_key(o.stack.pp) for o in rows if o.stack.pp > 1})
+        ),
+    )
+
+
+def fit_all(ev: Evaluator, rows: Iterable[Observation]) -> tuple[Calibration, Budget]:
+    rows = [o for o in rows if o.fit]
+    budget = free_parameters(ev, rows)
+    values = fit(ev, rows, budget.free)
+    return calibration_of(ev, values, rows), budget
+
+
+def dof_table(budget: Budget) -> str:
+    """Per family: independent runs, the parameters it fits (its shares), the budget runs / 3."""
+    lines = [
+        "degrees of freedom per family (a shared parameter counts by the family's share of its runs; "
+        f"budget = runs / {DOF_RUNS_PER_PARAMETER:g})"
+    ]
+    for fam in sorted(budget.runs):
+        own = [n for n in budget.free if fam in budget.families_of[n]]
+        lines.append(
+            f"  {fam:22} data points {budget.points[fam]:3d}, runs {budget.runs[fam]:3d}  "
+            f"free parameters {budget.dof[fam]:5.2f} (of {len(own)} it informs) "
+            f"<= budget {budget.runs[fam] / DOF_RUNS_PER_PARAMETER:5.2f}"
+        )
+    lines.append(f"  fitted: {', '.join(budget.free)}")
+    lines.append(f"  at prior (over budget or fixed): {', '.join(budget.fixed) or '-'}")
+    return "\n".join(lines)

@@ -14,6 +14,9 @@
   differs from the reference's.
 * `compare_only: true` (any kind): a published figure a prediction is compared with and never
   fitted (the only Kimi-K3 figure): left out here, see beside_measured.predicted_beside_references.
+* every row carries its software stack (stack.py: the reference's `stack:` block, a row's
+  `launch.stack`, else read from its launch command and image; a target from its deployment's
+  flags), its reference's `published:` date and `held_out: true` (never fitted).
 * `kind: targets` (Ascend): SLO ceilings, not measurements. They are listed for the record;
   those at concurrency >= TIGHT_TARGET_CONCURRENCY (where the published configuration was
   sized to sit at the ceiling) also enter the fit at half weight.
@@ -27,8 +30,9 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from ._deps import Catalog, PlanConfig
+from ._deps import Catalog, PlanConfig, plan
 from .predict import Scenario
+from .stack import Stack, plan_stack, reference_stack
 
 METRICS = ("median_tpot_ms", "output_throughput", "median_ttft_ms")
 TIGHT_TARGET_CONCURRENCY = 16
@@ -53,6 +57,12 @@ class Observation:
     extra: dict[str, Any] = field(default_factory=dict)
     document: str = ""
     """The public document the row was published in (source_document): what validation leaves out."""
+    stack: Stack = field(default_factory=Stack)
+    """The software stack the row ran on (stack.py: the reference's `stack:` block, else its command)."""
+    published_on: str = ""
+    """The reference's `published:` date (YYYY-MM-DD) where its source gives one: the time split."""
+    held_out: bool = False
+    """The reference carries `held_out: true`: never fitted, reported apart (validation.py)."""
 
 
 URL = re.compile(r"https?://[^\s,;)'\"]+")
@@ -84,9 +94,11 @@ def _launch_config(platform: str, model: str, launch: dict[str, Any]) -> dict[st
     return config
 
 
-def _speed(ref: Any, family: str) -> list[Observation]:
+def _speed(ref: Any, family: str, fmt: str | None = None) -> list[Observation]:
     out = []
     for result in ref.results:
+        row_launch = {"launch_command": result.get("launch_command"), **(result.get("launch") or {})}
+        stack = reference_stack(ref, fmt, row_launch) if result.get("launch_command") else None
         m = result["metrics"]
         completed = int(m["completed"])
         scenario = Scenario(
@@ -98,23 +110,22 @@ def _speed(ref: Any, family: str) -> list[Observation]:
         config = _launch_config(ref.platform, ref.model, result.get("launch") or ref.launch)
         for metric in METRICS:
             if m.get(metric) is not None:
-                out.append(
-                    Observation(
-                        ref.id,
-                        "speed",
-                        ref.platform,
-                        family,
-                        result["scenario"],
-                        config,
-                        scenario,
-                        metric,
-                        float(m[metric]),
-                    )
+                seen = Observation(
+                    ref.id,
+                    "speed",
+                    ref.platform,
+                    family,
+                    result["scenario"],
+                    config,
+                    scenario,
+                    metric,
+                    float(m[metric]),
                 )
+                out.append(replace(seen, stack=stack) if stack is not None else seen)
     return out
 
 
-def _table(ref: Any, family: str) -> list[Observation]:
+def _table(ref: Any, family: str, fmt: str | None = None) -> list[Observation]:
     out = []
     for row in ref.rows:
         config = _launch_config(ref.platform, ref.model, {**ref.launch, **(row.get("launch") or {})})
@@ -125,14 +136,14 @@ def _table(ref: Any, family: str) -> list[Observation]:
             num_prompts=int(row["num_prompts"]),
             fixed_lengths=bool(row.get("fixed_lengths")) or float(row.get("range_ratio") or 0.0) == 1.0,
         )
+        stack = reference_stack(ref, fmt, row.get("launch")) if row.get("launch") else None
         for metric in METRICS:
             value = row["metrics"].get(metric)
             if value is not None:
-                out.append(
-                    Observation(
-                        ref.id, "table", ref.platform, family, row["scenario"], config, scenario, metric, float(value)
-                    )
+                seen = Observation(
+                    ref.id, "table", ref.platform, family, row["scenario"], config, scenario, metric, float(value)
                 )
+                out.append(replace(seen, stack=stack) if stack is not None else seen)
     return out
 
 
@@ -201,6 +212,8 @@ def _targets(ref: Any, family: str, catalog: Catalog) -> list[Observation]:
         dep = catalog.deployment(row["deployment"])
         sc = deployment_scenario(catalog, dep.benchmark or "")
         config = {"platform": ref.platform, "deployment": dep.id}
+        launch = plan(config, catalog)  # the published deployment's own flags are its stack
+        stack = plan_stack(launch.argv, launch.docker_image, launch.model.weight_format)
         tight = (sc.concurrency or 1) >= TIGHT_TARGET_CONCURRENCY
         for metric, key in (("median_tpot_ms", "tpot_ms"), ("median_ttft_ms", "ttft_ms")):
             if row.get(key) is None:
@@ -219,6 +232,7 @@ def _targets(ref: Any, family: str, catalog: Catalog) -> list[Observation]:
                     fit=tight and metric == "median_tpot_ms",
                     weight=TARGET_WEIGHT,
                     note="SLO ceiling, not a measurement",
+                    stack=stack,
                 )
             )
     return out
@@ -231,14 +245,29 @@ def observations(catalog: Catalog) -> list[Observation]:
         if ref.kind == "accuracy" or getattr(ref, "compare_only", False):
             continue  # not speed; or compared with predictions (beside_measured.predicted_beside_references)
         family = catalog.platform(ref.platform).hardware.perf_family
+        fmt = catalog.models[ref.model].weight_format if ref.model in catalog.models else None
         rows: list[Observation] = []
         if ref.kind == "speed":
-            rows = _speed(ref, family)
+            rows = _speed(ref, family, fmt)
         elif ref.kind == "matrix":
             rows = _matrix(ref, family)
         elif ref.kind == "table":
-            rows = _table(ref, family)
+            rows = _table(ref, family, fmt)
         elif ref.kind == "targets":
             rows = _targets(ref, family, catalog)
-        out.extend(replace(o, document=source_document(ref)) for o in rows)
+        stack = reference_stack(ref, fmt)
+        published = str(getattr(ref, "published", "") or "")
+        held = bool(getattr(ref, "held_out", False))
+        for o in rows:
+            row_stack = o.stack if o.stack != Stack() else stack
+            out.append(
+                replace(
+                    o,
+                    document=source_document(ref),
+                    stack=row_stack,
+                    published_on=published,
+                    held_out=held,
+                    fit=o.fit and not held,
+                )
+            )
     return out

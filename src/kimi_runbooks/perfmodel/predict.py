@@ -17,24 +17,26 @@ from typing import Any
 from ._deps import LaunchPlan, Model, load_catalog
 from .attribution import Attribution, add, with_remainder
 from .comm import kv_transfer_s
-from .factors import Factors
+from .factors import LINK_EFFICIENCY, Factors
 from .hardware import dense_dtype, expert_dtype, hardware_spec
 from .pipeline import Stages, decode_cycle, pipelined_prefill
 from .queueing import Outcome, Timing, closed_loop, open_loop, steady_decode
 from .serving import Pool, Serving, serving_from_plan
 from .shape_basis import shape_basis
+from .stack import PRECISION_OF_FORMAT, Stack, plan_stack
 from .step import Dtypes, PoolShape, decode_step, prefill_chunks
-from .store import Calibration, load_calibration
+from .store import FIRST_PRINCIPLES_BAND_WIDENING, Calibration, load_calibration
 
 DEFAULT_ACCEPT_LENGTH = 2.5
 """Tokens per speculative (EAGLE3 or DSPARK) iteration when the scenario gives none: an assumption,
 no published accept length exists for these recipes (the SGLang cookbook's Kimi-K3 DSPARK cells are
 unverified and publish none); pass accept= to override."""
 
-FIRST_PRINCIPLES_BAND_WIDENING = 2.0
-"""A model whose architecture no fitted reference has (a hybrid linear-attention model, while every
-published result is of pure-MLA Kimi-K2 models) takes the new-family band widened this much (in log
-space): a judgement, since nothing measured on such a model exists to size it."""
+__all__ = ["FIRST_PRINCIPLES_BAND_WIDENING", "Prediction", "Predictor", "Scenario", "ScenarioError", "predict"]
+
+PRECISION_DTYPE = {"W4A16": "bf16", "W4A8": "int8", "W8A8": "int8", "FP8": "fp8", "FP4": "fp4", "BF16": "bf16"}
+"""The GEMM precision of a stack's weight/activation precision (hardware.HardwareSpec.peak falls back to
+bf16 where the platform lists no such peak)."""
 
 STEADY_DECODE_EXTRA_CONTEXT = 1000
 """A fixed-duration decode test has generated about this many tokens past its prompt on
@@ -111,8 +113,12 @@ class Prediction:
     calibration_basis: str = "measured"
     """measured | slo-targets-only (Ascend: fitted to published ceilings, never to a
     measurement, so it takes a new family's band) | borrowed (no results of its own) |
-    first-principles (no fitted result of a model with this architecture: geometry and
-    hardware only, efficiency factors borrowed from another architecture, the widest band)."""
+    unfitted-stack (a software-stack term no fitted reference ran: the page-out band widened,
+    `unfitted_terms` names them) | first-principles (no fitted result of a model with this
+    architecture: geometry and hardware only, the widest band)."""
+    stack: dict[str, Any] = field(default_factory=dict)
+    """The software stack predicted for (stack.py): read from the plan, set with --stack."""
+    unfitted_terms: list[str] = field(default_factory=list)
     fixed_lengths: bool = False
     capacity_limit: str = "kv-pool"
     """What sets kv_capacity_requests: kv-pool, max-running-requests or state-pool (a hybrid model's
@@ -151,17 +157,30 @@ class Predictor:
     """One plan's performance model (built once, asked for many scenarios)."""
 
     def __init__(
-        self, plan: LaunchPlan, calibration: Calibration | None = None, factors: Factors | None = None
+        self,
+        plan: LaunchPlan,
+        calibration: Calibration | None = None,
+        factors: Factors | None = None,
+        stack: Stack | None = None,
     ) -> None:
         self.plan = plan
         self.serving: Serving = serving_from_plan(plan)
-        self.hw = hardware_spec(plan.platform)
+        hw = hardware_spec(plan.platform)
+        # collectives move the link's per-direction figure times hw.link (factors.RANGES, fixed)
+        self.hw = replace(
+            hw,
+            link_bytes_per_s=hw.link_bytes_per_s * LINK_EFFICIENCY,
+            inter_node_bytes_per_s=hw.inter_node_bytes_per_s * LINK_EFFICIENCY,
+        )
         self.family = self.hw.family
         if calibration is None:
             calibration = load_calibration(load_catalog().root)
         self.calibration = calibration
-        self.factors = factors or calibration.factors(self.family, plan.model.weight_format)
+        self.stack = stack or plan_stack(plan.argv, plan.docker_image, plan.model.weight_format)
+        self.factors = factors or calibration.factors(self.family, self.stack)
         expert = "bf16" if self.serving.decode_pool.weight_only_experts else expert_dtype(plan.model, plan.platform)
+        if self.stack.precision and self.stack.precision != PRECISION_OF_FORMAT.get(plan.model.weight_format):
+            expert = PRECISION_DTYPE[self.stack.precision]  # --stack precision=W4A8: the experts' GEMMs run int8
         self.dtypes = Dtypes(dense=dense_dtype(plan.model, plan.platform), expert=expert)
         self.first_principles = _architecture_unfitted(plan.model, calibration)
 
@@ -169,7 +188,7 @@ class Predictor:
     def calibrated_family(self) -> bool:
         if self.first_principles:
             return False
-        return self.calibration.validated(self.family, self.plan.model.weight_format)
+        return self.calibration.validated(self.family, self.stack)
 
     @cached_property
     def shape_basis(self) -> str:
@@ -180,7 +199,7 @@ class Predictor:
     def basis(self) -> str:
         if self.first_principles:
             return "first-principles"
-        return self.calibration.basis(self.family, self.plan.model.weight_format)
+        return self.calibration.basis(self.family, self.stack)
 
     # ---------------------------------------------------------------- pieces
     def shape(self, pool: Pool) -> PoolShape:
@@ -265,7 +284,9 @@ class Predictor:
         decode = self.serving.decode_pool
         if decode.speculative is None:
             return 1.0
-        return min(scenario.accept_length or DEFAULT_ACCEPT_LENGTH, float(decode.speculative.draft_tokens))
+        spec = self.stack.speculative  # the scenario's accept length, else the stack's, else the default
+        given = scenario.accept_length or (spec.accept_length if spec else None) or DEFAULT_ACCEPT_LENGTH
+        return min(given, float(decode.speculative.draft_tokens))
 
     def timing(self, scenario: Scenario) -> Timing:
         s = self.serving
@@ -351,6 +372,8 @@ class Predictor:
             tpot_why=tpot_why,
             ttft_why=ttft_why,
             shape_basis=self.shape_basis,
+            stack=self.stack.as_dict(),
+            unfitted_terms=self.calibration.unfitted_terms(self.family, self.stack),
         )
         _apply_band(p, self.calibration)
         return p
@@ -373,10 +396,9 @@ def _apply_band(p: Prediction, cal: Calibration) -> None:
     """Published = predicted / exp(err): the err quantiles give where a measurement should
     fall. The band is widened to hold the estimate itself when validation found the model
     biased one way (TTFT of a never-calibrated family lands above it)."""
-    widen = FIRST_PRINCIPLES_BAND_WIDENING if p.calibration_basis == "first-principles" else 1.0
     for name, metric in {**LATENCY_BAND, **RATE_BAND}.items():
         value = getattr(p, name)
-        lo_err, hi_err = (widen * e for e in cal.band_for(metric, p.calibrated_family, p.family))
+        lo_err, hi_err = cal.band_for(metric, p.calibration_basis, p.family)
         if name == "tok_s_per_user":  # inverse of TPOT: the TPOT band flips
             lo_err, hi_err = -hi_err, -lo_err
         p.low[name] = min(value * math.exp(-hi_err), value)
@@ -403,6 +425,8 @@ def _architecture_unfitted(model: Model, calibration: Calibration) -> bool:
     return bool(fitted) and architecture_kind(model) not in fitted
 
 
-def predict(plan: LaunchPlan, scenarios: list[Scenario], calibration: Calibration | None = None) -> list[Prediction]:
-    predictor = Predictor(plan, calibration)
+def predict(
+    plan: LaunchPlan, scenarios: list[Scenario], calibration: Calibration | None = None, stack: Stack | None = None
+) -> list[Prediction]:
+    predictor = Predictor(plan, calibration, stack=stack)
     return [predictor.predict(s) for s in scenarios]

@@ -99,10 +99,13 @@ def _band(p: Prediction, name: str, digits: int = 0) -> str:
 BAND_TEXT = {
     "measured": "leave-one-run-out band of a calibrated family",
     "slo-targets-only": (
-        "leave-one-document-out band: this family is fitted only to published SLO ceilings, "
-        "no measurement has validated it"
+        "leave-one-page-out band: this family is fitted only to published SLO ceilings, no measurement has validated it"
     ),
-    "borrowed": "leave-one-document-out band: no published results of this family with this weight format",
+    "borrowed": "leave-one-page-out band: no published results of this family on this MoE path and precision",
+    "unfitted-stack": (
+        "UNFITTED STACK: no fitted reference ran {terms} (held at their priors); band = the leave-one-page-out "
+        "band widened x1.5, a judgement"
+    ),
     "first-principles": (
         "FIRST-PRINCIPLES estimate: no measured result of a model with this architecture was fitted or "
         "validates it (efficiency factors borrowed from pure-MLA Kimi-K2 fits); band = the new-family "
@@ -116,10 +119,15 @@ def format_predictions(preds: list[Prediction], source: str = "") -> str:
     if not preds:
         return "## predicted speed (model estimate)\n(no scenarios)\n"
     first = preds[0]
-    which = BAND_TEXT.get(first.calibration_basis, BAND_TEXT["borrowed"])
+    which = BAND_TEXT.get(first.calibration_basis, BAND_TEXT["borrowed"]).format(
+        terms=", ".join(first.unfitted_terms) or "-"
+    )
+    stack = first.stack
+    shown = ", ".join(f"{k}={v}" for k, v in stack.items() if v is not None and k != "image") if stack else ""
     lines = [
         "## predicted speed (PREDICTED by kimi_runbooks.perfmodel, not measured)",
         f"# family {first.family}, {first.devices} devices; [low-high] = 10th-90th percentile, {which}",
+        f"# stack: {shown or 'read from the plan (nothing shown)'} (set the rest with --stack key=value,...)",
         f"{'in':>7} {'out':>6} {'load':>9} {'TTFT ms':>24} {'TPOT ms':>22} {'out tok/s':>24} "
         f"{'tok/s/dev':>9} {'tok/s/user':>10} {'running':>7}  notes",
     ]

@@ -1,98 +1,119 @@
 """The calibration on disk: params/perfmodel/calibration.yaml.
 
 Written only by `python -m kimi_runbooks.perfmodel calibrate --write` (calibration.py); read by
-every prediction. It holds the global and per-family efficiency factors and the uncertainty
-bands (validation.py): quantiles of the log errors leaving one document out (a platform family
-never calibrated) and leaving one run out (a calibrated family), per metric.
+every prediction. It holds the fitted hardware efficiencies and software-stack terms (factors.py,
+each inside its documented range), which stack terms fitted references touched, and the
+uncertainty bands (validation.py): quantiles of the log errors leaving whole source pages out (a
+family or stack never calibrated) and leaving one run out (a calibrated family), per metric.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..rundir import write_redacted
-from .factors import PRIOR, Factors
+from .factors import RANGES, Factors, compose, kind_of, term_keys
+from .stack import Stack
 
 CALIBRATION_FILE = Path("perfmodel") / "calibration.yaml"
+
+
+def family_stack(family: str, stack: Stack) -> str:
+    return f"{family} {stack.moe_key()}"
+
+
+def pipeline_key(pp: int) -> str:
+    """Not a fitted parameter: marks that a fitted reference ran this many pipeline stages, so a pp
+    plan no reference validates says so (the pipeline's own physics is step/serving's)."""
+    return f"stack.pipeline[pp{pp}]"
+
+
 BAND_METRICS = ("median_tpot_ms", "output_throughput", "median_ttft_ms")
 DEFAULT_BAND = (-0.7, 0.7)  # +-100% when no validation has run yet
+UNFITTED_STACK_BAND_WIDENING = 1.5
+"""A stack no fitted reference ran (a stack term at its prior: say FlyDSL MoE, torch.compile on AMD)
+takes the page-out band widened this much in log space: a judgement, nothing measured sizes it."""
+FIRST_PRINCIPLES_BAND_WIDENING = 2.0
+"""A model whose architecture no fitted reference has takes the page-out band widened this much."""
+WIDENING = {"unfitted-stack": UNFITTED_STACK_BAND_WIDENING, "first-principles": FIRST_PRINCIPLES_BAND_WIDENING}
 
 
 @dataclass(frozen=True)
 class Calibration:
-    global_factors: Factors = PRIOR
-    families: dict[str, Factors] = field(default_factory=dict)
-    by_format: dict[str, dict[str, float]] = field(default_factory=dict)
-    band: dict[str, tuple[float, float]] = field(default_factory=dict)
+    values: dict[str, float] = field(default_factory=dict)
+    """Fitted parameters by name (factors.py); a name not here is at its prior."""
     references: tuple[str, ...] = ()
     source: str = "prior (no calibration file)"
-    band_calibrated: dict[str, tuple[float, float]] = field(default_factory=dict)
-    family_formats: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    band_by_family: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
-    """Per calibrated family: its own leave-one-run-out quantiles, never narrower than band_calibrated
-    (a family the model fits worse, like amd-cdna, gets the wider band its errors earned)."""
+    measured_families: tuple[str, ...] = ()
     targets_only: tuple[str, ...] = ()
-    """Families whose fit saw only published SLO ceilings (Ascend), no measurement: their factors
-    are used, but no validation has measured them, so their band is a new family's."""
+    """Families whose fit saw only published SLO ceilings (Ascend), no measurement."""
+    fitted_stack_keys: tuple[str, ...] = ()
+    """Every parameter name a fitted reference's rows read (free or held at its prior)."""
+    family_stacks: tuple[str, ...] = ()
+    """"<family> <moe key>" of every fitted measured row: a family is validated on the MoE paths it ran."""
+    band: dict[str, tuple[float, float]] = field(default_factory=dict)
+    band_calibrated: dict[str, tuple[float, float]] = field(default_factory=dict)
+    band_by_family: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    """Per calibrated family: its own leave-one-run-out quantiles, never narrower than band_calibrated."""
 
-    def factors(self, family: str, weight_format: str | None = None) -> Factors:
-        """The family's own factors when it was calibrated on this weight format; a calibrated
-        family running another format keeps its own factors but takes the expert-kernel
-        factors of that format; an uncalibrated family takes the global factors, with the
-        format's expert-kernel factors when any family runs it."""
-        overrides = self.by_format.get(weight_format or "", {})
-        if family in self.families:
-            if self.calibrated(family, weight_format) or not overrides:
-                return self.families[family]
-            return replace(self.families[family], **overrides)
-        return replace(self.global_factors, **overrides) if overrides else self.global_factors
+    def factors(self, family: str, stack: Stack | None = None) -> Factors:
+        return compose(self.values, term_keys(family, stack or Stack()))
 
-    def calibrated(self, family: str, weight_format: str | None = None) -> bool:
-        """Published results of this family (and, when given, this weight format) were fitted."""
-        if family not in self.families:
-            return False
-        formats = self.family_formats.get(family)
-        return weight_format is None or not formats or weight_format in formats
+    def unfitted_terms(self, family: str, stack: Stack | None = None) -> list[str]:
+        """The stack terms this prediction reads that no fitted reference ran (empty: all were)."""
+        if not self.references:
+            return []
+        stack = stack or Stack()
+        names = [*term_keys(family, stack).names(), *([pipeline_key(stack.pp)] if stack.pp > 1 else [])]
+        return [n for n in names if n.startswith("stack.") and n not in self.fitted_stack_keys]
 
-    def validated(self, family: str, weight_format: str | None = None) -> bool:
-        """Calibrated on measured results (not only on SLO ceilings): the run-out band applies."""
-        return self.calibrated(family, weight_format) and family not in self.targets_only
+    def validated(self, family: str, stack: Stack | None = None) -> bool:
+        """Calibrated on measured results of this family on this MoE path and precision (the other
+        stack terms fitted somewhere): the run-out band applies."""
+        ran = family_stack(family, stack or Stack()) in self.family_stacks
+        return family in self.measured_families and ran and not self.unfitted_terms(family, stack)
 
-    def basis(self, family: str, weight_format: str | None = None) -> str:
-        """What the family's factors were fitted to, in words a band label can carry."""
-        if self.validated(family, weight_format):
+    def basis(self, family: str, stack: Stack | None = None) -> str:
+        if self.unfitted_terms(family, stack):
+            return "unfitted-stack"
+        if self.validated(family, stack):
             return "measured"
-        if self.calibrated(family, weight_format):
+        if family in self.targets_only:
             return "slo-targets-only"
         return "borrowed"
 
-    def band_for(self, metric: str, calibrated: bool = False, family: str | None = None) -> tuple[float, float]:
-        """(low, high) quantiles of log(predicted / published) for `metric`: leave-one-run-out
-        for a calibrated family (its own when validation gave it one), leave-one-document-out
-        (a new family) otherwise."""
-        own = self.band_by_family.get(family or "", {}) if calibrated else {}
-        if metric in own:
-            return own[metric]
-        table = self.band_calibrated if calibrated and self.band_calibrated else self.band
-        return table.get(metric, DEFAULT_BAND)
+    def band_for(self, metric: str, basis: str = "borrowed", family: str | None = None) -> tuple[float, float]:
+        """(low, high) quantiles of log(predicted / published): leave-one-run-out for a calibrated
+        family on a fitted stack (its own when validation gave it one), else the page-out band,
+        widened for an unfitted stack or architecture (WIDENING)."""
+        if basis == "measured":
+            own = self.band_by_family.get(family or "", {})
+            if metric in own:
+                return own[metric]
+            if metric in self.band_calibrated:
+                return self.band_calibrated[metric]
+        lo, hi = self.band.get(metric, DEFAULT_BAND)
+        widen = WIDENING.get(basis, 1.0)
+        return lo * widen, hi * widen
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "references": list(self.references),
-            "global": self.global_factors.as_dict(),
-            "families": {k: v.as_dict() for k, v in sorted(self.families.items())},
-            "family_weight_formats": {k: list(v) for k, v in sorted(self.family_formats.items())},
-            "by_weight_format": {
-                k: {n: float(f"{x:.6g}") for n, x in v.items()} for k, v in sorted(self.by_format.items())
+            "parameters": {
+                n: {"value": float(f"{v:.6g}"), "range": [RANGES[kind_of(n)].lo, RANGES[kind_of(n)].hi]}
+                for n, v in sorted(self.values.items())
             },
+            "measured_families": list(self.measured_families),
+            "families_fitted_to_targets_only": list(self.targets_only),
+            "stack_terms_read_by_fitted_references": list(self.fitted_stack_keys),
+            "family_stacks_measured": list(self.family_stacks),
             "band_new_family": _band_dict(self.band),
             "band_calibrated_family": _band_dict(self.band_calibrated),
             "band_by_family": {k: _band_dict(v) for k, v in sorted(self.band_by_family.items())},
-            "families_fitted_to_targets_only": list(self.targets_only),
         }
 
 
@@ -114,26 +135,29 @@ def load_calibration(params_root: Path) -> Calibration:
         return Calibration()
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     return Calibration(
-        global_factors=Factors(**data["global"]),
-        families={k: Factors(**v) for k, v in (data.get("families") or {}).items()},
-        by_format={k: dict(v) for k, v in (data.get("by_weight_format") or {}).items()},
-        family_formats={k: tuple(v) for k, v in (data.get("family_weight_formats") or {}).items()},
+        values={k: float(v["value"]) for k, v in (data.get("parameters") or {}).items()},
+        references=tuple(data.get("references") or ()),
+        measured_families=tuple(data.get("measured_families") or ()),
+        targets_only=tuple(data.get("families_fitted_to_targets_only") or ()),
+        fitted_stack_keys=tuple(data.get("stack_terms_read_by_fitted_references") or ()),
+        family_stacks=tuple(data.get("family_stacks_measured") or ()),
         band=_band(data.get("band_new_family")),
         band_calibrated=_band(data.get("band_calibrated_family")),
         band_by_family={k: _band(v) for k, v in (data.get("band_by_family") or {}).items()},
-        targets_only=tuple(data.get("families_fitted_to_targets_only") or ()),
-        references=tuple(data.get("references") or ()),
         source=f"{path.name} ({', '.join(data.get('references') or [])})",
     )
 
 
 HEADER = """\
-# Performance-model calibration: efficiency factors per platform family and the uncertainty band.
-# Generated; do not edit. Reproduce with:  python -m kimi_runbooks.perfmodel calibrate --write
-# Method: src/kimi_runbooks/perfmodel/calibration.py (least squares on log errors of median TPOT,
-# output throughput and median TTFT over params/references; bands = 10th-90th percentiles of
-# log(predicted/published) leaving one document out (new family) or one run out (calibrated
-# family): src/kimi_runbooks/perfmodel/validation.py, table: benchmarks/perfmodel_loo.py).
+# Performance-model calibration: hardware efficiencies (each inside its documented range) and
+# software-stack terms, and the uncertainty bands. Generated; do not edit. Reproduce with:
+#   python -m kimi_runbooks.perfmodel calibrate --write
+# Method: src/kimi_runbooks/perfmodel/calibration.py (bounded least squares on log errors of median
+# TPOT, output throughput and median TTFT over params/references, held_out references never fitted;
+# ranges and why: factors.py RANGES). Bands = 10th-90th percentiles of log(predicted/published)
+# leaving whole source pages out (new family or stack) or one run out (calibrated family):
+# validation.py; table: benchmarks/perfmodel_loo.py. `validation` below: median |error| beside the
+# coverage of the band, per family and per stack, for page-out, the time split and held-out pages.
 """
 
 

@@ -144,7 +144,6 @@ def plan_fleet(config: PlanConfig, platform: Platform, plan_one: Callable[[PlanC
         for i, p in enumerate(replicas)
     ]
     router = router_command(config, [url_of(config.host, config.port + 1 + i) for i in range(n)])
-    command = "\n".join([*(f"{node.command} &" for node in nodes), router.command])
     first = replicas[0]
     var = VISIBLE_DEVICES_ENV[platform.vendor]
     used = ",".join(str(i) for i in ids[: n * group])
@@ -159,9 +158,7 @@ def plan_fleet(config: PlanConfig, platform: Platform, plan_one: Callable[[PlanC
         deployment=None,
         argv=first.argv,
         env=first.env,
-        command=command,
-        docker_argv=None,
-        docker=None,
+        docker_argv=None,  # no single docker form: each replica has its own (nodes[i].docker)
         nodes=nodes if not problems else [],
         router=router if not problems else None,
         memory=_fleet_memory(first.memory, n),
@@ -179,7 +176,6 @@ def _fleet_memory(one: MemoryPlan, n: int) -> MemoryPlan:
     note = f"{n} replicas behind sglang-router: each its own server, checkpoint copy and KV pool"
     return dataclasses.replace(
         one,
-        replicas=one.replicas * n,
-        kv_pool_tokens_total=one.kv_pool_tokens_total * n,
+        replicas=one.replicas * n,  # kv_pool_tokens_total follows: pool x ranks x replicas
         notes=[*one.notes, note],
     )

@@ -126,7 +126,10 @@ class LaunchPlan:
 
     @property
     def command(self) -> str:
-        """The launch as one shell line: the launch env, then argv (the first node's, multi-node)."""
+        """The launch as one shell line: the launch env, then argv (the first node's, multi-node); for
+        replicas behind sglang-router (plan/fleet.py), each replica in the background, then the router."""
+        if self.router is not None and self.nodes and all(n.role == "replica" for n in self.nodes):
+            return "\n".join([*(f"{n.command} &" for n in self.nodes), self.router.command])
         return shell_command(self.argv, self.launch_env)
 
     @property

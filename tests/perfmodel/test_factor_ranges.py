@@ -1,0 +1,66 @@
+"""Issue 26 item 1: every fitted efficiency stays inside its documented range, in the committed
+calibration and in any fit (bounded least squares); no family fits more than its runs / 3."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kimi_runbooks.perfmodel.calibration import DOF_RUNS_PER_PARAMETER, Evaluator, fit, free_parameters
+from kimi_runbooks.perfmodel.factors import RANGES, kind_of, out_of_range
+from kimi_runbooks.perfmodel.observations import observations
+from kimi_runbooks.perfmodel.store import load_calibration
+from kimi_runbooks.plan.catalog import load_catalog
+
+CATALOG = load_catalog()
+
+
+def test_every_committed_parameter_is_inside_its_documented_range() -> None:
+    cal = load_calibration(CATALOG.root)
+    assert cal.values, "the committed calibration fits parameters"
+    assert out_of_range(cal.values) == []
+    for name in cal.values:
+        assert kind_of(name) in RANGES, name
+
+
+def test_every_range_says_why_and_hardware_ranges_cite_a_public_page() -> None:
+    for kind, r in RANGES.items():
+        assert 0 < r.lo < r.prior < r.hi, kind
+        assert len(r.why) > 40, kind
+        if kind.startswith("hw."):
+            assert r.source.startswith("https://"), kind
+    assert (RANGES["hw.stream"].lo, RANGES["hw.stream"].hi) == (0.5, 0.95)
+    assert (RANGES["hw.mma"].lo, RANGES["hw.mma"].hi) == (0.2, 0.9)
+
+
+def test_out_of_range_names_the_offender() -> None:
+    assert out_of_range({"hw.stream[hbm]": 0.04}) == ["hw.stream[hbm]=0.04 outside [0.5, 0.95]"]
+    assert out_of_range({"hw.mma": 0.2, "stack.overhead_us[graphs]": 400.0}) == []
+
+
+def test_a_fit_to_absurdly_slow_results_stays_inside_the_ranges() -> None:
+    """Results 30x slower than any hardware explains: the fit pins efficiencies at their bounds
+    instead of leaving them (the old fit returned AMD dense streaming at 4% of peak)."""
+    rows = [o for o in observations(CATALOG) if o.reference_id == "cookbook-k26-mi350x"]
+    slow = [
+        dataclasses.replace(o, published=o.published * (30.0 if o.metric != "output_throughput" else 1 / 30.0))
+        for o in rows
+    ]
+    ev = Evaluator(CATALOG, slow)
+    names = ["hw.stream[hbm]", "hw.mma", "stack.overhead_us[graphs]"]
+    values = fit(ev, slow, names)
+    assert set(values) == set(names)
+    assert out_of_range(values) == []
+    assert values["hw.stream[hbm]"] == pytest.approx(RANGES["hw.stream"].lo, rel=1e-3)
+
+
+def test_no_family_fits_more_parameters_than_its_runs_over_three() -> None:
+    obs = observations(CATALOG)
+    budget = free_parameters(Evaluator(CATALOG, obs), obs)
+    assert budget.free and budget.fixed  # some terms fitted, some held at their priors
+    for fam, n in budget.runs.items():
+        assert budget.dof[fam] <= n / DOF_RUNS_PER_PARAMETER + 1e-9, fam
+    # parameters are shared where the physics is: one GEMM efficiency for every family
+    assert set(budget.families_of["hw.mma"]) == set(budget.runs)
+    assert not any(RANGES[kind_of(n)].fitted is False for n in budget.free)  # hw.link stays fixed
