@@ -69,6 +69,8 @@ def test_new_references_with_a_stack_block_and_held_out_load(tmp_path: Path) -> 
     data = yaml.safe_load(path.read_text())
     data["stack"] = BLOCK
     data["held_out"] = True
+    for row in data["rows"]:  # the page's tuned rows carry their own stack; this checks the file's block
+        (row.get("launch") or {}).pop("stack", None)
     path.write_text(yaml.safe_dump(data))
     obs = [o for o in observations(load_catalog(params)) if o.reference_id == "rocm-blog-k25-mi300x"]
     assert obs and all(o.stack == stack_from_dict(BLOCK) for o in obs)
@@ -109,7 +111,9 @@ def test_a_tuned_amd_stack_no_reference_ran_says_so_and_widens_the_band() -> Non
     tuned = parse_stack_spec("moe_path=flydsl,precision=W4A8,torch_compile=true")
     (p,) = predict(launch, scenarios, cal, stack=tuned)
     assert p.calibration_basis == "unfitted-stack" and not p.calibrated_family
-    assert "stack.moe_kernel[flydsl:W4A8]" in p.unfitted_terms and "stack.overhead_us[compile]" in p.unfitted_terms
+    # the MI325X W4A8 page ran flydsl:W4A8, but AMD's runs / 3 cannot afford its terms: still unfitted;
+    # torch.compile's per-layer cost is fitted from the compiled runs (shared across vendors)
+    assert "stack.moe_kernel[flydsl:W4A8]" in p.unfitted_terms and "stack.overhead_us[compile]" not in p.unfitted_terms
     lo, hi = cal.band["median_tpot_ms"]
     assert p.high["median_tpot_ms"] == pytest.approx(max(p.median_tpot_ms * math.exp(-1.5 * lo), p.median_tpot_ms))
     text = format_predictions([p])
