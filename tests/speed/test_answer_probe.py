@@ -41,8 +41,14 @@ def test_reasoning_that_uses_up_max_tokens_leaves_no_answer_time() -> None:
     assert short["first_answer"]["max_tokens"] == 256 and short["median_first_answer_ms"] > 0
 
 
-def test_off_for_other_backends_no_probes_or_no_url_and_a_dead_server_is_an_error_not_a_raise() -> None:
-    assert answer_results(_chat(backend="sglang"), "http://127.0.0.1:9", None, None, 3) == {}
+def test_a_native_backend_scenario_of_a_thinking_model_gets_its_first_answer_time_too() -> None:
+    with emulator_server(time_scale=0.02, log_startup=False) as url:
+        out = answer_results(_chat(backend="sglang"), url, None, None, 2)
+    assert out["first_answer"]["thinking"] is True and out["first_answer"]["errors"] == []
+    assert 0 < out["median_first_reasoning_ms"] < out["median_first_answer_ms"]
+
+
+def test_off_with_no_probes_or_no_url_and_a_dead_server_is_an_error_not_a_raise() -> None:
     assert answer_results(_chat(), "http://127.0.0.1:9", None, None, 0) == {}
     assert answer_results(_chat(), None, None, None, 3) == {}
     dead = probe("http://127.0.0.1:9", None, requests=2, timeout=5)

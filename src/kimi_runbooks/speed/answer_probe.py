@@ -1,4 +1,4 @@
-"""Time to first answer token: a few streamed chat requests beside a chat scenario.
+"""Time to first answer token: a few streamed chat requests beside every scenario.
 
 bench_serving's TTFT is the time to the first streamed token of any kind; a thinking model's first
 tokens are its reasoning (``delta.reasoning_content`` when the server runs a reasoning parser), so
@@ -8,7 +8,10 @@ first reasoning token and the first answer (``delta.content``) token. Times are 
 received here (on the emulator: at its time scale; speed.timescale.rescale puts them on time
 scale 1 with the row's other ``*_ms`` columns). The stream is closed at the first answer token.
 A stream whose reasoning used up max_tokens has no
-answer time and is counted, not averaged in.
+answer time and is counted, not averaged in. The probe follows every ok scenario whatever its
+backend: bench_serving's native `/generate` requests do not tell reasoning from answer, and every
+SGLang server also serves chat completions, so a native-backend scenario of a thinking model still
+gets its time to first answer token (at concurrency 1 after the scenario, not under its load).
 """
 
 from __future__ import annotations
@@ -24,8 +27,6 @@ from ..plan.params_models import Scenario
 
 PROMPT = "A user reports that the build fails after a dependency update. Say what you would check first."
 DEFAULT_MAX_TOKENS = 256
-CHAT_BACKENDS = ("sglang-oai-chat",)
-"""Scenarios whose requests are chat completions, where reasoning and answer are told apart."""
 
 
 def _max_tokens(scenario: Scenario) -> int:
@@ -96,9 +97,9 @@ def probe(
 def answer_results(
     scenario: Scenario, base_url: str | None, model: str | None, api_key: str | None, n: int
 ) -> dict[str, Any]:
-    """What a chat scenario's row gains (`first_answer` and its median as a `*_ms` column); {} when
-    the probe is off (n=0), the scenario is not chat, or there is no URL."""
-    if n <= 0 or scenario.backend not in CHAT_BACKENDS or not base_url:
+    """What a scenario's row gains (`first_answer` and its median as a `*_ms` column); {} when the
+    probe is off (n=0) or there is no URL."""
+    if n <= 0 or not base_url:
         return {}
     found = probe(base_url, model, api_key, requests=n, max_tokens=_max_tokens(scenario))
     out: dict[str, Any] = {"first_answer": found}

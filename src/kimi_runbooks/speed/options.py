@@ -56,7 +56,7 @@ class SpeedOptions:
     stop_when_saturated: bool = False
     """Skip the rest of a concurrency sweep once the server queues and throughput stops growing."""
     answer_probe: int = 3
-    """Streamed chat requests after each ok chat scenario timing the first reasoning and the first
+    """Streamed chat requests after each ok scenario (any backend) timing the first reasoning and the first
     answer token (answer_probe.py); 0: none."""
     worker: bool = True
     """One long-lived bench_serving process (worker.py) instead of one process per scenario."""

@@ -221,7 +221,7 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
             row["tokens"] = check.as_dict()
             if check.verified is False:
                 row.update(status="not comparable", error=check.reason)
-        probes = int(run.extra.get("answer_probe") or 0)  # time to first answer token (chat scenarios)
+        probes = int(run.extra.get("answer_probe") or 0)  # time to first answer token (every ok scenario)
         row.update(answer_results(scenario, run.target.url, run.target.model, run.api_key, probes))
     return run.record(row)
 
