@@ -22,7 +22,7 @@ from kimi_runbooks.perfmodel.step import (
     PoolShape,
     decode_step,
     prefill_chunk,
-    prefill_time,
+    prefill_chunks,
 )
 from kimi_runbooks.plan.catalog import load_catalog
 
@@ -132,13 +132,13 @@ def test_prefill_flops_quadratic_and_chunked():
     assert one.gemm == pytest.approx(linear, rel=1e-6)
     assert one.attention == pytest.approx(quadratic, rel=1e-6)
     # chunks of 4096: same FLOPs, the second chunk attends to the first
-    two = prefill_time(g, hw, BF16, UNIT, shape, 8192, 0, chunk=4096)
+    two = _prefill_s(g, hw, shape, 8192, 0, chunk=4096)
     first = prefill_chunk(g, hw, BF16, UNIT, shape, 4096, 0).total
     second = prefill_chunk(g, hw, BF16, UNIT, shape, 4096, 4096).total
     assert two == pytest.approx(first + second)
     # a prefix-cache hit skips the cached tokens' projections but not their attention
-    cached = prefill_time(g, hw, BF16, UNIT, shape, 1000, 7192, chunk=8192)
-    assert cached < prefill_time(g, hw, BF16, UNIT, shape, 8192, 0, chunk=8192)
+    cached = _prefill_s(g, hw, shape, 1000, 7192, chunk=8192)
+    assert cached < _prefill_s(g, hw, shape, 8192, 0, chunk=8192)
 
 
 def test_compute_precision_follows_the_weight_format():
@@ -235,3 +235,7 @@ def test_a_model_without_dimensions_or_parameter_counts_is_refused_with_the_fix(
     with pytest.raises(NoPerformanceModelError, match="parameter_counts") as err:
         geometry(bare, "bf16")
     assert "q_lora_rank" in str(err.value) and "Fix:" in str(err.value)
+
+
+def _prefill_s(g, hw, shape, new_tokens, cached_tokens, chunk):  # one request alone: its passes summed
+    return sum(step.total for step in prefill_chunks(g, hw, BF16, UNIT, shape, new_tokens, cached_tokens, chunk))

@@ -235,20 +235,3 @@ def prefill_chunks(
         passes.append(prefill_chunk(g, hw, dt, f, shape, n, cached_tokens + done))
         done += n
     return passes
-
-
-def prefill_time(
-    g: Geometry,
-    hw: HardwareSpec,
-    dt: Dtypes,
-    f: Factors,
-    shape: PoolShape,
-    new_tokens: float,
-    cached_tokens: float,
-    chunk: int,
-) -> float:
-    """Seconds to prefill one request alone on one stage-less pool (prefill_chunks, summed)."""
-    total = 0.0
-    for step in prefill_chunks(g, hw, dt, f, shape, new_tokens, cached_tokens, chunk):
-        total += step.total
-    return total
