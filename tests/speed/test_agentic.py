@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from kimi_runbooks import speed
-from kimi_runbooks.plan.params_models import TraceDesign
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.emulator.testing import emulator_server
+from kimi_runbooks.plan.params_models import Scenario, TraceDesign
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed.traces import (
     TraceError,
     agentic_trace,
@@ -18,6 +19,8 @@ from kimi_runbooks.speed.traces import (
     load_trace,
     mooncake_trace,
     per_turn,
+    prepare_trace,
+    served_context_length,
     turn_sizes,
 )
 from kimi_runbooks.target.locate import RunHandle
@@ -50,6 +53,23 @@ def test_context_stops_short_of_the_context_length() -> None:
     assert 1 < len(sizes) < 100
     trace = agentic_trace(capped)
     assert trace["conversations"][0][-1]["prompt_tokens"] <= 4000
+
+
+def test_a_design_without_a_context_length_grows_toward_the_served_models(tmp_path: Path) -> None:
+    with emulator_server(time_scale=0.02, log_startup=False, max_model_len=5000) as url:
+        served = served_context_length(url)
+    assert served == 5000  # SGLang's /v1/models max_model_len
+    assert served_context_length("http://127.0.0.1:9", timeout=1) is None  # no server: not capped, no raise
+    long = DESIGN.model_copy(update={"turns": 100})
+    scenario = Scenario(id="agentic", dataset="agentic-trace", num_prompts=3, trace=long)
+    result = prepare_trace(scenario, RunFolder(tmp_path), None, served)
+    assert result is not None
+    _path, doc = result
+    assert doc["metadata"]["design"]["context_length"] == 5000
+    assert max(t["prompt_tokens"] for t in doc["conversations"][0]) <= 5000
+    own = scenario.model_copy(update={"trace": long.model_copy(update={"context_length": 3000})})
+    _, capped = prepare_trace(own, RunFolder(tmp_path / "own"), None, served) or (None, None)
+    assert capped["metadata"]["design"]["context_length"] == 3000  # the design's own wins
 
 
 def test_designed_hit_rate_counts_previous_prompts_and_the_shared_system() -> None:

@@ -27,7 +27,7 @@ class TraceDesign(Strict):
     """Tokens the server generates per turn (bench_serving --sharegpt-output-len)."""
     shared_system: bool = True
     context_length: int | None = Field(default=None, ge=1)
-    """Turns stop before the context passes this (the plan's context length when None and planned)."""
+    """Turns stop before the context passes this (None: the served model's, /v1/models max_model_len)."""
 
 
 SLO_KEYS = ("ttft_ms", "tpot_ms", "e2e_ms")

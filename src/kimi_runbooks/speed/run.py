@@ -48,7 +48,7 @@ from .repeats import pending, repeat_key, repeats_for, run_repeats
 from .results import FINISHED, load_results
 from .saturation import should_stop
 from .tokens import TokenCheck, probe_scenarios, unchecked
-from .traces import TraceError, prepare_trace, trace_results
+from .traces import TraceError, prepare_trace, served_context_length, trace_results
 from .worker import BenchWorker, WorkerUnavailable
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,8 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     output_file = folder.bench_output(repeat_key(scenario.id, repeat, repeats))
     log_path = folder.bench_log(repeat_key(scenario.id, repeat, repeats))
     try:
-        trace = prepare_trace(scenario, folder, run.dataset_path)  # agentic-trace / mooncake: the file replayed
+        # agentic-trace / mooncake: the file replayed, grown toward the served context length
+        trace = prepare_trace(scenario, folder, run.dataset_path, run.extra.get("context_length"))
         argv = build_argv(
             scenario,
             run.target,
@@ -325,6 +326,8 @@ def run_scenarios(
         health_check=o.health_check,
         extra={"answer_probe": o.answer_probe},
     )
+    if any(s.trace is not None and s.trace.context_length is None for s in scenarios):
+        run.extra["context_length"] = served_context_length(tgt.url, api_key)
     run.observe = observe_for_run(
         run, target, scenarios, o.sample_metrics, o.launcher, o.smi, o.price_per_device_hour, o.price_source
     )

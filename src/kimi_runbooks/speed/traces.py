@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from ..plan.params_models import Scenario, TraceDesign
 from ..rundir import RunFolder
 from .arrivals import is_constant, prepare_constant
@@ -232,9 +234,28 @@ def per_turn(raw: dict[str, Any], trace: dict[str, Any], max_turns: int | None =
 TRACE_DATASETS = ("agentic-trace", "mooncake")
 
 
-def prepare_trace(scenario: Scenario, folder: RunFolder, dataset_path: str | Path | None) -> tuple[Path, Any] | None:
+def served_context_length(base_url: str | None, api_key: str | None = None, timeout: float = 5.0) -> int | None:
+    """The served model's context length as SGLang reports it: GET /v1/models `max_model_len` (the
+    model config's context_len; sgl-project/sglang python/sglang/srt/entrypoints/http_server.py,
+    available_models). A generated trace whose design leaves context_length unset grows toward it.
+    None when the server does not say (the trace is then not capped, and its design says so)."""
+    if not base_url:
+        return None
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        cards = httpx.get(base_url.rstrip("/") + "/v1/models", headers=headers, timeout=timeout).json()["data"]
+        value = cards[0].get("max_model_len") if len(cards) == 1 else None
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return None
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
+def prepare_trace(
+    scenario: Scenario, folder: RunFolder, dataset_path: str | Path | None, context_length: int | None = None
+) -> tuple[Path, Any] | None:
     """The trace file a trace scenario replays and its content: the user's own (dataset_path, checked)
-    or one generated from the scenario's design into the run folder. None for other datasets."""
+    or one generated from the scenario's design into the run folder, its turns capped by the design's
+    context_length, else by `context_length` (the served model's). None for other datasets."""
     if is_constant(scenario):
         return prepare_constant(scenario, folder)  # evenly spaced arrivals (speed/arrivals.py)
     if scenario.dataset not in TRACE_DATASETS:
@@ -249,14 +270,17 @@ def prepare_trace(scenario: Scenario, folder: RunFolder, dataset_path: str | Pat
             "'trace:' design (conversations, turns, system_tokens, first_tokens, turn_tokens, output_len) "
             "or pass dataset_path=<your trace file> to the speed stage."
         )
+    design = scenario.trace
+    if design.context_length is None and context_length:
+        design = design.model_copy(update={"context_length": context_length})
     seed = scenario.seed or 0
     path = folder.bench_output(scenario.id).with_suffix(".trace.json")
     folder.mkdir(path.parent)
     if scenario.dataset == "mooncake":
-        rows = mooncake_trace(scenario.trace, seed)
+        rows = mooncake_trace(design, seed)
         folder.save_text(path.with_suffix(".jsonl"), "".join(json.dumps(r) + "\n" for r in rows))
         return path.with_suffix(".jsonl"), rows
-    doc = agentic_trace(scenario.trace, seed)
+    doc = agentic_trace(design, seed)
     folder.save_json(path, doc)
     return path, doc
 
