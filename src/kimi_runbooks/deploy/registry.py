@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -80,6 +80,8 @@ class Entry:
     base_url: str | None = None
     host: str = ""
     run_token: str | None = None
+    extra_pgids: list[list[int]] = field(default_factory=list)
+    """[pgid, start ticks] of the other groups a fleet started (replicas, PD pools, the router)."""
 
     @property
     def owner_pid(self) -> int | None:
