@@ -1046,3 +1046,11 @@ def test_tool_arguments_use_prompt_hints():
         Hints(text="in fahrenheit please"),
     )
     assert args == {"unit": "fahrenheit"}
+
+
+def test_context_length_flag_is_the_served_max_model_len() -> None:
+    # SGLang's /v1/models max_model_len is model_config.context_len: --context-length when given
+    settings, _ = parse_settings(["--model-path", "moonshotai/Kimi-K2.6", "--context-length", "75000"])
+    assert settings.max_model_len == 75000
+    default, _ = parse_settings(["--model-path", "moonshotai/Kimi-K2.6"])
+    assert default.max_model_len == 262144  # the checkpoint's own

@@ -106,8 +106,10 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
             api_key=_api_key(args.api_key_env, parser),
             startup_seconds=args.startup_seconds,
             seed=args.seed,
-            # without --context-length SGLang takes the checkpoint's own (max_position_embeddings)
-            max_model_len=entry.max_context_length if entry is not None else EmulatorSettings.max_model_len,
+            # --context-length when given (SGLang's model_config.context_len), else the checkpoint's own
+            # (max_position_embeddings)
+            max_model_len=args.context_length
+            or (entry.max_context_length if entry is not None else EmulatorSettings.max_model_len),
             launch_args=launch_args,
             strict_sglang=args.strict_sglang,
             enable_metrics=bool(launch_args.get("enable_metrics", False)),
