@@ -25,6 +25,7 @@ from pathlib import Path
 import httpx
 
 from ..procs import kill_group
+from ..rundir import RunFolder
 from ..tools.envs import ToolEnvMissing, tool_env
 from .errors import DeployError
 
@@ -182,13 +183,13 @@ def replica_fleet(
     fleet = Fleet()
     try:
         for i, (argv, url) in enumerate(zip(emulator_argvs, urls, strict=True)):
-            log = logs_dir / f"emulator-replica-{i}.log"
+            log = logs_dir / RunFolder.MEMBER_LOG.format(f"replica-{i}")
             fleet.backends.append(Member(f"replica-{i}", url, start(argv, env, log), log))
         argv = router_argv([], python, host=host, port=port, prometheus_port=prometheus_port, workers=urls) + [
             "--policy",
             policy,
         ]
-        log = logs_dir / "router.log"
+        log = logs_dir / RunFolder.ROUTER_LOG
         fleet.router = Member("router", f"http://{host}:{port}", start(argv, env, log), log, "router")
     except BaseException:
         fleet.stop()

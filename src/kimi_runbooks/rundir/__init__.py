@@ -127,6 +127,7 @@ class RunFolder(LogPipes):
     BENCH_WORKER_LOG = "bench-worker.log"
     TOKEN_PROBE_LOG = "token-probe.log"
     ROUTER_LOG = "router.log"
+    MEMBER_LOG = "emulator-{}.log"  # one emulator of a fleet: a PD pool's server or a replica, by name
     BENCH_WORKER = "bench-worker.json"  # the shared bench worker's socket and pid
     # in an accuracy suite's folder: what the tools write there
     TOOL_LOGS = "logs"  # inspect's .eval logs
@@ -238,6 +239,10 @@ class RunFolder(LogPipes):
     def telemetry_series(self, scenario_id: str) -> Path:
         """Device telemetry (power, utilisation, memory, temperature) while one speed scenario ran."""
         return self.path / "telemetry" / f"{scenario_id}.jsonl"
+
+    def member_log(self, name: str) -> Path:
+        """The log of one emulator a fleet starts (`prefill-0`, `replica-1`) behind the router."""
+        return self.logs / self.MEMBER_LOG.format(name)
 
     def node_script(self, role: str, rank: int) -> Path:
         return self.path / f"node-{role}-{rank}.sh"

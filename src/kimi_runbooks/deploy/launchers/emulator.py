@@ -207,7 +207,7 @@ def start_pd_fleet(ctx: LaunchContext, handle: ServerHandle, options: EmulatorOp
             argv = emulator_argv(ctx.plan, host=ctx.host, port=port, options=options, flags=flags)
             name = f"{node.role}-{node.node_rank}"
             serves_log = node.role in ("decode", "replica") and not decode  # the first decode server or replica
-            log = handle.log_path if serves_log and handle.log_path else ctx.folder.logs / f"emulator-{name}.log"
+            log = handle.log_path if serves_log and handle.log_path else ctx.folder.member_log(name)
             url = f"http://{url_host(ctx.host)}:{port}"
             process = start_pumped(argv, env, log, handle.api_key_env)
             fleet.backends.append(Member(name, url, process, log, node.role))
