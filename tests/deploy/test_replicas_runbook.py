@@ -15,11 +15,8 @@ import re
 
 import pytest
 
-from kimi_runbooks import report
-from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.procs import group_alive
 from kimi_runbooks.rundir import RunFolder
-from tests.support import run_notebook
+from tests.support.fleet_runbook import assert_fleet_stopped, rehearse_through_router
 
 pytestmark = pytest.mark.heavy
 SERVED = re.compile(r"server: finished (\d+) generation requests")
@@ -27,33 +24,15 @@ SERVED = re.compile(r"server: finished (\d+) generation requests")
 
 def test_two_replicas_behind_the_router_pass_the_runbook(require_tool_env, tmp_path):
     require_tool_env("router")
-    run = tmp_path / "run"
-    run_notebook(
-        str(REPO_ROOT / "runbooks" / "mi300x.ipynb"),
-        str(tmp_path / "out.ipynb"),
-        parameters={
-            "tp": 4,
-            "replicas": 2,
-            "router_policy": "cache_aware",
-            "run_dir": str(run),
-            "time_scale": 0.05,
-            "stages": ["deploy", "invoke", "speed", "report"],
-            "stage_overrides": {"speed": {"scenarios": ["smoke-random-ids-c4"]}},
-        },
-    )
-    data = report.collect(run)
-    verdict = report.verdict(data)
-    assert verdict.level == "PASS" and data.emulated, verdict
-    plan = json.loads((run / RunFolder.PLAN).read_text())
+    run = rehearse_through_router(tmp_path, "mi300x", tp=4, replicas=2, router_policy="cache_aware")
+    plan = json.loads(run.file(RunFolder.PLAN).read_text())
     assert [n["role"] for n in plan["nodes"]] == ["replica", "replica"]
     assert "--policy cache_aware" in plan["router"]["command"]
-    router_log = (run / "logs" / RunFolder.ROUTER_LOG).read_text(errors="replace")
+    router_log = (run.logs / RunFolder.ROUTER_LOG).read_text(errors="replace")
     assert router_log.count("finished processing request") > 10
     served = [
         sum(int(n) for n in SERVED.findall(log.read_text(errors="replace")))
-        for log in (run / RunFolder.SERVER_LOG, run / "logs" / "emulator-replica-1.log")
+        for log in (run.server_log, run.member_log("replica-1"))
     ]
     assert all(count > 0 for count in served), served  # both replicas answered requests the router sent
-    record = json.loads((run / RunFolder.PROCESS).read_text())
-    groups = [record["pgid"], *(g for g, _ in record["extra_pgids"])]
-    assert len(groups) == 3 and not any(group_alive(g) for g in groups)
+    assert_fleet_stopped(run, groups=3)

@@ -17,11 +17,8 @@ import re
 
 import pytest
 
-from kimi_runbooks import report
-from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.procs import group_alive
 from kimi_runbooks.rundir import RunFolder
-from tests.support import run_notebook
+from tests.support.fleet_runbook import assert_fleet_stopped, rehearse_through_router
 
 pytestmark = pytest.mark.heavy
 DEPLOYMENT = "ascend-a3-1p1d-16p-in128k-out1k"
@@ -34,30 +31,14 @@ def _served(text: str) -> dict[str, int]:
 
 def test_the_ascend_1p1d_runbook_passes_through_the_router(require_tool_env, tmp_path):
     require_tool_env("router")
-    run = tmp_path / "run"
-    run_notebook(
-        str(REPO_ROOT / "runbooks" / "ascend-a3.ipynb"),
-        str(tmp_path / "out.ipynb"),
-        parameters={
-            "deployment": DEPLOYMENT,
-            "run_dir": str(run),
-            "time_scale": 0.05,
-            "stages": ["deploy", "invoke", "speed", "report"],
-            "stage_overrides": {"speed": {"scenarios": ["smoke-random-ids-c4"]}},
-        },
-    )
-    data = report.collect(run)
-    verdict = report.verdict(data)
-    assert verdict.level == "PASS" and data.emulated, verdict
-    router_log = (run / "logs" / RunFolder.ROUTER_LOG).read_text(errors="replace")
+    run = rehearse_through_router(tmp_path, "ascend-a3", deployment=DEPLOYMENT)
+    router_log = (run.logs / RunFolder.ROUTER_LOG).read_text(errors="replace")
     assert "PrefillDecode" in router_log  # the router ran in PD mode, with the deployment's policy
     assert router_log.count("finished processing request") > 10
-    prefill = _served((run / "logs" / "emulator-prefill-0.log").read_text(errors="replace"))
-    decode = _served((run / RunFolder.SERVER_LOG).read_text(errors="replace"))
+    prefill = _served(run.member_log("prefill-0").read_text(errors="replace"))
+    decode = _served(run.server_log.read_text(errors="replace"))
     assert prefill.get("prefill", 0) > 10 and decode.get("decode", 0) > 10, (prefill, decode)
     assert abs(prefill["prefill"] - decode["decode"]) <= 2  # each request went to both pools of the pair
-    manifest = json.loads((run / RunFolder.MANIFEST).read_text())
+    manifest = json.loads(run.file(RunFolder.MANIFEST).read_text())
     assert manifest["max_total_num_tokens"], "the serving facts come from the decode server behind the router"
-    record = json.loads((run / RunFolder.PROCESS).read_text())
-    groups = [record["pgid"], *(g for g, _ in record["extra_pgids"])]
-    assert len(groups) == 3 and not any(group_alive(g) for g in groups)
+    assert_fleet_stopped(run, groups=3)
