@@ -130,6 +130,25 @@ def test_what_validates_the_shape_is_said():
     assert _pr(TP8).predict(Scenario(1000, 1000, concurrency=1)).shape_basis == ""
 
 
+def test_a_shape_nothing_measured_validates_gets_a_wider_band():
+    """The band of a 2-node pp plan is the same band a single-node plan of its family and stack would
+    show, widened in log space by UNVALIDATED_SHAPE_BAND_WIDENING, and the text says so."""
+    pr = _pr(PP2)
+    p = pr.predict(Scenario(1000, 1000, concurrency=512))
+    widen = shape_basis_module.UNVALIDATED_SHAPE_BAND_WIDENING
+    assert widen > 1 and f"band widened x{widen:g}" in p.shape_basis
+    lo_err, hi_err = pr.calibration.band_for("median_tpot_ms", p.calibration_basis, p.family)
+    value = p.median_tpot_ms
+    assert p.high["median_tpot_ms"] == pytest.approx(max(value * math.exp(-lo_err * widen), value))
+    assert p.low["median_tpot_ms"] == pytest.approx(min(value * math.exp(-hi_err * widen), value))
+    single = _pr(TP8).predict(Scenario(1000, 1000, concurrency=512))
+    assert single.shape_basis == "" and "band widened" not in single.shape_basis
+    lo1, hi1 = pr.calibration.band_for("median_tpot_ms", single.calibration_basis, single.family)
+    assert single.high["median_tpot_ms"] == pytest.approx(
+        max(single.median_tpot_ms * math.exp(-lo1), single.median_tpot_ms)
+    )
+
+
 def test_a_published_run_of_the_same_shape_is_named(monkeypatch):
     ref = Reference(
         id="two-node-pp-run",

@@ -22,7 +22,7 @@ from .hardware import dense_dtype, expert_dtype, hardware_spec
 from .pipeline import Stages, decode_cycle, pipelined_prefill
 from .queueing import Outcome, Timing, closed_loop, open_loop, steady_decode
 from .serving import Pool, Serving, serving_from_plan
-from .shape_basis import shape_basis
+from .shape_basis import ShapeBasis, shape_basis
 from .stack import PRECISION_OF_FORMAT, Stack, plan_stack
 from .step import Dtypes, PoolShape, decode_step, prefill_chunks
 from .store import FIRST_PRINCIPLES_BAND_WIDENING, Calibration, load_calibration
@@ -191,9 +191,13 @@ class Predictor:
         return self.calibration.validated(self.family, self.stack)
 
     @cached_property
+    def _shape(self) -> ShapeBasis:
+        return shape_basis(self.plan, self.serving, self.calibration)
+
+    @property
     def shape_basis(self) -> str:
         """What validates this plan's shape (shape_basis.shape_basis); "" for a single-node tp plan."""
-        return shape_basis(self.plan, self.serving, self.calibration)
+        return self._shape.text
 
     @property
     def basis(self) -> str:
@@ -375,7 +379,7 @@ class Predictor:
             stack=self.stack.as_dict(),
             unfitted_terms=self.calibration.unfitted_terms(self.family, self.stack),
         )
-        _apply_band(p, self.calibration)
+        _apply_band(p, self.calibration, self._shape.band_widening)
         return p
 
 
@@ -392,13 +396,14 @@ RATE_BAND = {
 }
 
 
-def _apply_band(p: Prediction, cal: Calibration) -> None:
+def _apply_band(p: Prediction, cal: Calibration, shape_widening: float = 1.0) -> None:
     """Published = predicted / exp(err): the err quantiles give where a measurement should
     fall. The band is widened to hold the estimate itself when validation found the model
-    biased one way (TTFT of a never-calibrated family lands above it)."""
+    biased one way (TTFT of a never-calibrated family lands above it), and for a shape no
+    published measurement checks (shape_basis.UNVALIDATED_SHAPE_BAND_WIDENING)."""
     for name, metric in {**LATENCY_BAND, **RATE_BAND}.items():
         value = getattr(p, name)
-        lo_err, hi_err = cal.band_for(metric, p.calibration_basis, p.family)
+        lo_err, hi_err = (e * shape_widening for e in cal.band_for(metric, p.calibration_basis, p.family))
         if name == "tok_s_per_user":  # inverse of TPOT: the TPOT band flips
             lo_err, hi_err = -hi_err, -lo_err
         p.low[name] = min(value * math.exp(-hi_err), value)

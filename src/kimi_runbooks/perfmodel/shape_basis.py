@@ -11,7 +11,7 @@ plainly when nothing published does.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._deps import LaunchPlan, Reference, load_catalog
 from .serving import Serving
@@ -47,14 +47,31 @@ def _network(plan: LaunchPlan) -> str:
     return f"{hw.inter_node_gbs:g} GB/s per device between nodes (params/platforms/{plan.platform.id}.yaml: {source})"
 
 
-def shape_basis(plan: LaunchPlan, serving: Serving, calibration: Calibration) -> str:
-    """'' for a single-node plan without pipeline stages; else which published result validates the
-    shape (fitted, or compared only) or 'nothing published validates this shape', and which of the
-    model's terms that leaves unchecked."""
+UNVALIDATED_SHAPE_BAND_WIDENING = 1.5
+"""A shape no published measurement checks (pp, several nodes, PD pools) takes its band widened this
+much in log space on top of the stack's widening: its first-principles terms were never compared
+with a result. A judgement, like store.UNFITTED_STACK_BAND_WIDENING: nothing measured sizes it."""
+
+
+class ShapeBasis(NamedTuple):
+    text: str
+    """'' for a single-node tp plan; else what validates the shape, or that nothing measured does."""
+    measured: bool
+    """A published measurement of this shape exists (fitted or compared only); True for single node."""
+
+    @property
+    def band_widening(self) -> float:
+        return 1.0 if self.measured else UNVALIDATED_SHAPE_BAND_WIDENING
+
+
+def shape_basis(plan: LaunchPlan, serving: Serving, calibration: Calibration) -> ShapeBasis:
+    """Empty text for a single-node plan without pipeline stages; else which published result
+    validates the shape (fitted, or compared only) or 'nothing published validates this shape', and
+    which of the model's terms that leaves unchecked."""
     pp = max(p.pp for p in serving.pools)
     nodes = max(p.nodes for p in serving.pools)
     if pp == 1 and nodes == 1 and not serving.disaggregated:
-        return ""
+        return ShapeBasis("", measured=True)
     catalog = load_catalog()
     deployment = plan.deployment.id if plan.deployment is not None else None
     measured, ceilings = [], []
@@ -81,13 +98,19 @@ def shape_basis(plan: LaunchPlan, serving: Serving, calibration: Calibration) ->
             f"{r.id} ({'fitted' if r.id in calibration.references else 'never fitted, compared only'}; {r.source})"
             for r in measured
         )
-        return f"shape {shape}: validated by {named}. First-principles terms: {terms}"
+        return ShapeBasis(f"shape {shape}: validated by {named}. First-principles terms: {terms}", measured=True)
+    widened = f"band widened x{UNVALIDATED_SHAPE_BAND_WIDENING:g}"
     if ceilings:
-        return (
+        return ShapeBasis(
             f"shape {shape}: only published SLO ceilings, never a measurement: {'; '.join(ceilings)}. "
-            f"Nothing measured validates this shape; first-principles terms: {terms}"
+            f"Nothing measured validates this shape ({widened}); first-principles terms: {terms}",
+            measured=False,
         )
-    return f"shape {shape}: nothing published validates this shape. First-principles terms: {terms}; {_network(plan)}"
+    return ShapeBasis(
+        f"shape {shape}: nothing published validates this shape ({widened}). First-principles terms: {terms}; "
+        f"{_network(plan)}",
+        measured=False,
+    )
 
 
 def _ceiling(row: dict[str, Any]) -> str:
