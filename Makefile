@@ -37,9 +37,11 @@ demo: setup
 	bash scripts/setup_tool_env.sh sgl-eval
 	$(BIN)/python scripts/demo.py
 
-# The fast loop (units and light integration, a few minutes): before every small change.
+# The fast loop (units and light integration, ~4 min on 2 cores): before every small change.
+# Two pytest-xdist workers; --dist loadfile keeps each module (and its module-scoped emulator)
+# on one worker. Much of the suite waits on servers and subprocesses, so two workers overlap that.
 test: setup
-	$(BIN)/pytest -q -m "not slow and not heavy" --durations=15
+	$(BIN)/pytest -q -n 2 --dist loadfile -m "not slow and not heavy" --durations=15
 
 # Everything CI runs (.ci/run): the end-to-end runbooks and the real tool environments too.
 test-all: setup

@@ -729,14 +729,16 @@ def test_scheduler_fifo_and_cancellation():
 
 
 def test_slow_start_answers_503_then_200():
-    settings = EmulatorSettings(fault=parse_fault("slow-start=30"), time_scale=0.01, log_startup=False)
-    assert settings.startup_seconds == 30
-    with emulator_server(settings) as url:
-        assert httpx.get(url + "/health").status_code == 503
-        assert httpx.get(url + "/health_generate").status_code == 503
-        assert httpx.post(url + "/generate", json={"text": "x"}).status_code == 503
-        deadline = time.monotonic() + 5
-        while httpx.get(url + "/health").status_code != 200:
+    # 200 emulated seconds = 2 s of wall time: wide enough that the three 503 probes land inside it
+    # on a loaded machine (30 = 0.3 s was overrun under two pytest-xdist workers), short to wait out
+    settings = EmulatorSettings(fault=parse_fault("slow-start=200"), time_scale=0.01, log_startup=False)
+    assert settings.startup_seconds == 200
+    with emulator_server(settings) as url, httpx.Client(base_url=url) as client:
+        assert client.get("/health").status_code == 503
+        assert client.get("/health_generate").status_code == 503
+        assert client.post("/generate", json={"text": "x"}).status_code == 503
+        deadline = time.monotonic() + 15
+        while client.get("/health").status_code != 200:
             assert time.monotonic() < deadline
             time.sleep(0.02)
 
