@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -54,7 +55,9 @@ def _plan(**kw):
 
 def test_launch_ready_manifest_teardown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
-    with deploy.launch(_plan(), "emulator", run, FAST, progress=True) as handle:
+    # a 2 s start phase (not FAST's 0.4 s), so the 0.25 s readiness poll sees a phase even on a loaded machine
+    shown = dataclasses.replace(FAST, options={**EMULATOR_FAST, "startup_seconds": 100})
+    with deploy.launch(_plan(), "emulator", run, shown, progress=True) as handle:
         assert httpx.get(handle.base_url + "/health", timeout=5).status_code == 200
         pgid = handle.pgid
         assert pgid and not _gone(pgid)

@@ -20,8 +20,12 @@ from typing import Any
 _RECORDER = """#!{python}
 import json, os, sys
 prog = os.path.basename(sys.argv[0])
-with open(os.environ["STUB_CALLS"], "a") as fh:
-    fh.write(json.dumps({{"prog": prog, "argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd()}}) + "\\n")
+line = json.dumps({{"prog": prog, "argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd()}}) + "\\n"
+# one write(2) on an O_APPEND descriptor: the nodes' stubs run at once, and a buffered file would
+# split a line longer than its buffer into several writes that another node's line can land between
+fd = os.open(os.environ["STUB_CALLS"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+os.write(fd, line.encode())
+os.close(fd)
 args = sys.argv[1:]
 if prog == "srun":
     while args and args[0].startswith("-"):
