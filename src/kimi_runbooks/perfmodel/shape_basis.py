@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from ._deps import LaunchPlan, Reference, load_catalog
 from .serving import Serving
-from .store import Calibration
+from .store import UNVALIDATED_SHAPE_BAND_WIDENING, Calibration
 
 
 def _field(ref: Reference, *names: str) -> Any:
@@ -45,12 +45,6 @@ def _network(plan: LaunchPlan) -> str:
     hw = plan.platform.hardware
     source = hw.sources.get("inter_node_gbs", "no source")
     return f"{hw.inter_node_gbs:g} GB/s per device between nodes (params/platforms/{plan.platform.id}.yaml: {source})"
-
-
-UNVALIDATED_SHAPE_BAND_WIDENING = 1.5
-"""A shape no published measurement checks (pp, several nodes, PD pools) takes its band widened this
-much in log space on top of the stack's widening: its first-principles terms were never compared
-with a result. A judgement, like store.UNFITTED_STACK_BAND_WIDENING: nothing measured sizes it."""
 
 
 class ShapeBasis(NamedTuple):

@@ -39,6 +39,10 @@ UNFITTED_STACK_BAND_WIDENING = 1.5
 takes the page-out band widened this much in log space: a judgement, nothing measured sizes it."""
 FIRST_PRINCIPLES_BAND_WIDENING = 2.0
 """A model whose architecture no fitted reference has takes the page-out band widened this much."""
+UNVALIDATED_SHAPE_BAND_WIDENING = 1.5
+"""A shape no published measurement checks (pp, several nodes, PD pools: shape_basis.py) takes its band
+widened this much in log space on top of the basis's widening: its first-principles terms were never
+compared with a result. A judgement too: nothing measured sizes it."""
 WIDENING = {"unfitted-stack": UNFITTED_STACK_BAND_WIDENING, "first-principles": FIRST_PRINCIPLES_BAND_WIDENING}
 
 
