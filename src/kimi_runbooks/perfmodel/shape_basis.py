@@ -93,7 +93,7 @@ def shape_basis(plan: LaunchPlan, serving: Serving, calibration: Calibration) ->
             for r in measured
         )
         return ShapeBasis(f"shape {shape}: validated by {named}. First-principles terms: {terms}", measured=True)
-    widened = f"band widened x{UNVALIDATED_SHAPE_BAND_WIDENING:g}"
+    widened = f"band widened x{UNVALIDATED_SHAPE_BAND_WIDENING:g} on top of any widening above"
     if ceilings:
         return ShapeBasis(
             f"shape {shape}: only published SLO ceilings, never a measurement: {'; '.join(ceilings)}. "
