@@ -37,6 +37,22 @@ class Job:
     room: int | None = None  # PD: the bootstrap room the router gave the request (disagg.py)
     kv_transferred: bool = False  # PD decode: the prompt's KV came from the prefill server, no prefill here
 
+    @classmethod
+    def reserving(
+        cls,
+        prompt_tokens: int,
+        output_tokens: int,
+        limit: int | None,
+        arrival: float,
+        streaming: bool,
+        prompt_ids: list[int] | None = None,
+        output_ids: list[int] | None = None,
+    ) -> Job:
+        """A job that holds prompt + ``limit`` tokens of KV while it runs (its own output when no limit
+        was asked), as SGLang's scheduler reserves max_new_tokens for a running request."""
+        reserve = prompt_tokens + (limit if limit is not None else output_tokens)
+        return cls(prompt_tokens, output_tokens, reserve, arrival, streaming, prompt_ids, output_ids)
+
 
 @dataclass
 class Progress:

@@ -29,7 +29,7 @@ from .engine import Job
 from .error_answers import ApiError
 from .events import EOS_TOKEN_ID, Event, Plan, plan_within_budget, reply_events
 from .formats import ChatFormat, RawTurn
-from .protocol import ChatRequest, parse_body
+from .protocol import ChatRequest
 from .sse import DONE, event
 from .state import AppState
 from .structured import check_constraints, check_response_format, check_tool_choice, json_answer, structured_reply
@@ -62,10 +62,7 @@ class _Turn:
 
 async def chat_completions(request: Request) -> Response:
     state: AppState = request.app.state.emulator
-    arrival = time.monotonic()
-    state.check_ready()
-    raw = await state.read_json(request)
-    req = parse_body(ChatRequest, raw)
+    arrival, raw, req = await state.read_request(request, ChatRequest)
     _validate(state, req)
     cap_request(state.disagg, req)
     check_constraints(req.response_format, req.tools or [], req.tool_choice)
@@ -78,9 +75,9 @@ async def chat_completions(request: Request) -> Response:
     fmt = state.settings.chat_format
     thinks = state.settings.capabilities.model_thinks(req.thinking)
     jobs = [
-        job_for(
+        Job.reserving(
             chat.prompt_tokens,
-            p,
+            p.completion_tokens,
             req.token_limit,
             arrival,
             req.stream,
@@ -153,27 +150,6 @@ def plan_choice(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Pl
     markers = (fmt.think_open if fmt.open_in_output else "", fmt.think_close)
     events = reply_events(reply, thinking=thinks, leak_reasoning=leak, markers=markers)
     return plan_within_budget(reply, events, req.token_limit, req.ignore_eos, rng)
-
-
-def job_for(
-    prompt_tokens: int,
-    plan: Plan,
-    limit: int | None,
-    arrival: float,
-    streaming: bool,
-    prompt_ids: list[int] | None = None,
-    output_ids: list[int] | None = None,
-) -> Job:
-    reserve = prompt_tokens + (limit if limit is not None else plan.completion_tokens)
-    return Job(
-        prompt_tokens=prompt_tokens,
-        output_tokens=plan.completion_tokens,
-        reserve_tokens=reserve,
-        arrival=arrival,
-        streaming=streaming,
-        prompt_ids=prompt_ids,
-        output_ids=output_ids,
-    )
 
 
 def output_ids(fmt: ChatFormat, plan: Plan, history: int, thinks: bool) -> list[int]:

@@ -23,8 +23,7 @@ from .disagg import attach, cap_request
 from .engine import Job
 from .error_answers import ApiError
 from .events import EOS_TOKEN_ID, Plan, text_plan
-from .protocol import CompletionRequest, parse_body
-from .routes_chat import job_for
+from .protocol import CompletionRequest
 from .sse import DONE, event
 from .state import AppState
 from .tokenizer import count_tokens, token_ids
@@ -32,10 +31,7 @@ from .tokenizer import count_tokens, token_ids
 
 async def completions(request: Request) -> Response:
     state: AppState = request.app.state.emulator
-    arrival = time.monotonic()
-    state.check_ready()
-    raw = await state.read_json(request)
-    req = parse_body(CompletionRequest, raw)
+    arrival, raw, req = await state.read_request(request, CompletionRequest)
     cap_request(state.disagg, req)
     prompt_text, prompt_tokens = read_prompt(req.prompt)
     prompt_ids = prompt_key(req.prompt)
@@ -46,7 +42,15 @@ async def completions(request: Request) -> Response:
         rng = state.rng_for("completion", req.prompt, *([choice] if choice else []))
         plans.append(text_plan(completion_text(prompt_text, rng), req.max_tokens, req.ignore_eos, rng))
     jobs = [
-        job_for(prompt_tokens, p, req.max_tokens, arrival, req.stream, prompt_ids, token_ids(p.content_text()))
+        Job.reserving(
+            prompt_tokens,
+            p.completion_tokens,
+            req.max_tokens,
+            arrival,
+            req.stream,
+            prompt_ids,
+            token_ids(p.content_text()),
+        )
         for p in plans
     ]
     report = _CacheReport(jobs, state.settings.enable_cache_report, req.return_cached_tokens_details)

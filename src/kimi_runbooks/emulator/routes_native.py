@@ -28,7 +28,7 @@ from .disagg import attach, cap_request
 from .engine import Job, Progress
 from .error_answers import ApiError, RawError
 from .events import EOS_TOKEN_ID, Plan, text_plan
-from .protocol import GenerateRequest, SamplingParams, parse_body
+from .protocol import GenerateRequest, SamplingParams
 from .sse import DONE, event
 from .state import AppState
 from .tokenizer import piece_id, token_ids
@@ -47,10 +47,7 @@ class _Item:
 
 async def generate(request: Request) -> Response:
     state: AppState = request.app.state.emulator
-    arrival = time.monotonic()
-    state.check_ready()
-    raw = await state.read_json(request, json_only=False)
-    req = parse_body(GenerateRequest, raw)
+    arrival, raw, req = await state.read_request(request, GenerateRequest, json_only=False)
     cap_request(state.disagg, req)
     prompts = _prompts(req)
     params = _params_per_prompt(req.sampling_params, len(prompts))
@@ -120,15 +117,8 @@ def _item(
     state.check_context(prompt_tokens, limit)
     rng = state.rng_for("generate", text)
     plan = text_plan(completion_text(text, rng), limit, params.ignore_eos, rng)
-    reserve = prompt_tokens + (limit if limit is not None else plan.completion_tokens)
-    job = Job(
-        prompt_tokens=prompt_tokens,
-        output_tokens=plan.completion_tokens,
-        reserve_tokens=reserve,
-        arrival=arrival,
-        streaming=streaming,
-        prompt_ids=ids,
-        output_ids=_ids(plan, plan.completion_tokens),
+    job = Job.reserving(
+        prompt_tokens, plan.completion_tokens, limit, arrival, streaming, ids, _ids(plan, plan.completion_tokens)
     )
     return _Item(rid=rid, prompt_tokens=prompt_tokens, plan=plan, job=job)
 

@@ -10,20 +10,23 @@ import hmac
 import json
 import random
 import time
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from starlette.requests import Request
 
 from .content import seeded_rng
 from .disagg import from_launch_args
 from .engine import Engine
 from .error_answers import ApiError, RawError, ValidationFailed
+from .protocol import parse_body
 from .settings import EmulatorSettings
 from .startup import StartupClock
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 # Open without a key, matched by prefix (sglang/srt/utils/auth.py decide_request_auth).
 OPEN_PATHS = ("/health", "/ready", "/metrics")
+Body = TypeVar("Body", bound=BaseModel)
 
 
 class AppState:
@@ -74,6 +77,16 @@ class AppState:
     def check_injected_500(self) -> None:
         if self.engine.faults.should_fail_http_500():
             raise ApiError("Internal server error: emulated fault http-500-rate", 500, err_type="InternalServerError")
+
+    async def read_request(
+        self, request: Request, model: type[Body], json_only: bool = True
+    ) -> tuple[float, Any, Body]:
+        """(arrival time, decoded body, validated body) of a generation request, refused while the
+        server is starting: the opening every generation route shares."""
+        arrival = time.monotonic()
+        self.check_ready()
+        raw = await self.read_json(request, json_only)
+        return arrival, raw, parse_body(model, raw)
 
     async def read_json(self, request: Request, json_only: bool = True) -> Any:
         """The decoded body; refusals shaped like FastAPI's validation errors in SGLang.
