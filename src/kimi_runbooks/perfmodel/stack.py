@@ -33,18 +33,6 @@ MOE_PATHS = (
 )
 PRECISIONS = ("W4A16", "W4A8", "W8A8", "FP8", "FP4", "BF16")
 PRECISION_OF_FORMAT = {"int4": "W4A16", "w4a8": "W4A8", "w8a8": "W8A8", "fp8": "FP8", "nvfp4": "FP4", "mxfp4": "FP4"}
-STACK_KEYS = (
-    "image",
-    "sglang_version",
-    "attention_backend",
-    "moe_path",
-    "precision",
-    "torch_compile",
-    "cuda_graphs",
-    "speculative",
-    "pp",
-    "tuned",
-)
 _VERSION = re.compile(r"v?(\d+\.\d+\.\d+(?:\.post\d+)?)")
 _MOE_RUNNER = {"flashinfer_mxfp4": "flashinfer_cutlass", "deep_gemm": "cutlass", "auto": None}
 
@@ -111,6 +99,10 @@ class Stack:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+STACK_KEYS = tuple(f.name for f in fields(Stack))
+"""The keys of a `stack:` block: Stack's fields, so a new field is a new key without a second list to keep."""
 
 
 def vendor_of(family: str) -> str:
@@ -241,7 +233,7 @@ def parse_stack_spec(text: str, base: Stack | None = None) -> Stack:
         values[key] = None if value.lower() in ("null", "none") else value
     accept = values.pop("accept_length", None)
     algorithm = values.pop("speculative", None)
-    unknown = sorted(set(values) - {f.name for f in fields(Stack)})
+    unknown = sorted(set(values) - set(STACK_KEYS))
     if unknown:
         raise StackError(f"--stack: unknown keys {unknown}. Fix: keep to {', '.join(STACK_KEYS)}, accept_length")
     updates: dict[str, Any] = {}
