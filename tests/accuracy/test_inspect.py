@@ -8,7 +8,7 @@ import shlex
 import pytest
 
 from kimi_runbooks.accuracy import inspect_eval as ie
-from kimi_runbooks.accuracy.common import Endpoint, StageMissing, SuiteFailed
+from kimi_runbooks.accuracy.common import Endpoint, StageMissing, SuiteFailed, ToolJob
 from kimi_runbooks.accuracy.references import reference_entry
 from kimi_runbooks.emulator.testing import emulator_server
 from tests.support import FIXTURES
@@ -60,7 +60,7 @@ def test_inspect_eval_log_from_a_real_run_against_the_emulator(tmp_path, require
     env = require_tool_env("inspect")
     cfg = ie.InspectConfig(max_tokens=512, max_connections=4, epochs=2, limit=3, dataset_path=str(CSV))
     with emulator_server(time_scale=0.01, log_startup=False) as url:
-        run, log, summary, rows = ie.run(cfg, Endpoint(url + "/v1", MODEL), tmp_path, python=env.python)
+        run, log, summary, rows = ie.run(cfg, ToolJob(Endpoint(url + "/v1", MODEL), tmp_path), python=env.python)
     assert log.suffix == ".eval" and log.parent == tmp_path / "logs"
     assert summary["status"] == "success" and summary["dataset_samples"] == 5 and summary["epochs"] == 2
     assert summary["generate_config"]["max_tokens"] == 512 and summary["generate_config"]["top_p"] == 0.95

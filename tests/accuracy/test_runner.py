@@ -133,8 +133,8 @@ def test_kvv_gets_the_limit_and_its_settings_are_in_the_fingerprint(tmp_path, mo
 
     calls = []
 
-    def fake_run_kvv(suite, server, out_dir, **kwargs):
-        calls.append({"suite": suite, "server": server, **kwargs})
+    def fake_run_kvv(suite, job, **kwargs):
+        calls.append({"suite": suite, "server": job.server, **kwargs})
         raise SuiteFailed("stand-in: recorded the call")
 
     monkeypatch.setattr(runner.vendor_verifier, "run_kvv", fake_run_kvv)

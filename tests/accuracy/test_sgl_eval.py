@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kimi_runbooks.accuracy import sgl_eval
-from kimi_runbooks.accuracy.common import Endpoint, StageMissing
+from kimi_runbooks.accuracy.common import Endpoint, StageMissing, ToolJob
 from kimi_runbooks.accuracy.references import reference_entry
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.tools import envs as toolenv
@@ -94,7 +94,7 @@ def test_parse_rejects_other_json(tmp_path):
 def test_missing_staged_dataset_says_how_to_stage(tmp_path):
     cfg = sgl_eval.SglEvalConfig(benchmark="gsm8k", from_dataset=str(tmp_path / "nope.jsonl"))
     with pytest.raises(StageMissing, match="NeMo-Skills"):
-        sgl_eval.run(cfg, Endpoint("http://x/v1", MODEL, "k"), tmp_path, python_argv=["python"])
+        sgl_eval.run(cfg, ToolJob(Endpoint("http://x/v1", MODEL, "k"), tmp_path), python_argv=["python"])
 
 
 def _real_env(name: str):
@@ -107,7 +107,8 @@ def _real_env(name: str):
 def _run_on_emulator(cfg: sgl_eval.SglEvalConfig, env: toolenv.ToolEnv, out_dir: Path) -> Any:
     """The real sgl-eval from its tool env against a fast emulator, offline."""
     with emulator_server(time_scale=0.01, log_startup=False) as url:
-        return sgl_eval.run(cfg, Endpoint(url + "/v1", MODEL), out_dir, python_argv=env.argv(), env=toolenv.OFFLINE_ENV)
+        job = ToolJob(Endpoint(url + "/v1", MODEL), out_dir)
+        return sgl_eval.run(cfg, job, python_argv=env.argv(), env=toolenv.OFFLINE_ENV)
 
 
 @pytest.mark.heavy
@@ -165,8 +166,7 @@ def test_api_key_reaches_sgl_eval_but_no_command_line(tmp_path):
     python_argv = [sys.executable, *toolenv.TOOLS["sgl-eval"].module_argv]  # what ToolEnv.argv() builds
     run, metrics_path, _ = sgl_eval.run(
         sgl_eval.smoke_config("aime25"),
-        Endpoint("http://127.0.0.1:1/v1", MODEL, key),
-        tmp_path / "out",
+        ToolJob(Endpoint("http://127.0.0.1:1/v1", MODEL, key), tmp_path / "out"),
         python_argv=python_argv,
         env={"PYTHONPATH": str(fake)},
     )
@@ -187,7 +187,7 @@ def test_real_sgl_eval_authenticates_with_the_key_from_the_environment(tmp_path)
     cfg = sgl_eval.smoke_config("aime25", num_examples=1, max_tokens=64)
     with emulator_server(time_scale=0.01, log_startup=False, api_key=key) as url:
         run, _, metrics = sgl_eval.run(
-            cfg, Endpoint(url + "/v1", MODEL, key), tmp_path, python_argv=env.argv(), env=toolenv.OFFLINE_ENV
+            cfg, ToolJob(Endpoint(url + "/v1", MODEL, key), tmp_path), python_argv=env.argv(), env=toolenv.OFFLINE_ENV
         )
     m = {r["metric"]: r for r in metrics}
     assert run.returncode == 0 and m["error_rate"]["value"] == 0.0  # no 401s: the key arrived

@@ -11,7 +11,7 @@ import pytest
 
 from kimi_runbooks.accuracy import toolcall_eval as tc
 from kimi_runbooks.accuracy import vendor_verifier as vv
-from kimi_runbooks.accuracy.common import Endpoint, StageMissing
+from kimi_runbooks.accuracy.common import Endpoint, StageMissing, ToolJob
 from kimi_runbooks.accuracy.toolcall_samples import write_ci_samples
 from kimi_runbooks.emulator.testing import emulator_server
 from tests.support.stand_ins import k2vv_stand_in
@@ -58,8 +58,7 @@ def test_k2vv_driver_runs_a_checkout_and_its_files_parse(tmp_path):
     assert vv.ensure_checkout(checkout, vv.K2VV, clone=False) == checkout
     with emulator_server(time_scale=0.01, log_startup=False) as url:
         run, results, summary = vv.run_k2vv(
-            Endpoint(url + "/v1", MODEL),
-            tmp_path / "out",
+            ToolJob(Endpoint(url + "/v1", MODEL), tmp_path / "out"),
             checkout=checkout,
             python=sys.executable,
             samples=samples,
@@ -113,8 +112,7 @@ def test_kvv_limit_reaches_inspects_eval_call(tmp_path, kvv_checkout, limit):
     """eval.py has no --limit; the driver hands the limit to its inspect_ai.eval() call."""
     run, log = vv.run_kvv(
         "ocrbench",
-        Endpoint("http://127.0.0.1:1/v1", MODEL),
-        tmp_path / "out",
+        ToolJob(Endpoint("http://127.0.0.1:1/v1", MODEL), tmp_path / "out"),
         checkout=kvv_checkout,
         python=sys.executable,
         overrides={"max_tokens": 64},
@@ -141,8 +139,7 @@ def test_kvv_runs_the_served_models_own_parameter_set(tmp_path, kvv_checkout, mo
     any other model keeps the K2.6 cookbook's command."""
     run, log = vv.run_kvv(
         "ocrbench",
-        Endpoint("http://127.0.0.1:1/v1", model),
-        tmp_path / "out",
+        ToolJob(Endpoint("http://127.0.0.1:1/v1", model), tmp_path / "out"),
         checkout=kvv_checkout,
         python=sys.executable,
     )

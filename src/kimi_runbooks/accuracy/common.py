@@ -133,12 +133,24 @@ class Endpoint:
     api_key: str = "EMPTY"
 
 
-def tool_folder(folder: RunFolder | None, out_dir: Path) -> RunFolder:
-    """The run folder a driver writes through (a fresh one on ``out_dir`` when it is called on its
-    own), with ``out_dir`` made."""
-    folder = folder or RunFolder.create(out_dir)
-    folder.mkdir(out_dir)
-    return folder
+@dataclass(frozen=True)
+class ToolJob:
+    """What every driver's run of its tool needs besides the tool's own flags: the server it points
+    the tool at, the folder the tool's files go to, the run folder that writes them (redacting the
+    key), and how long the tool may run. The stage builds one per suite (SuiteContext.job), so
+    these are not passed one by one to each driver."""
+
+    server: Endpoint
+    out_dir: Path
+    folder: RunFolder | None = None
+    timeout: float | None = None
+
+    def writer(self) -> RunFolder:
+        """The run folder to write through (a fresh one on ``out_dir`` when the driver is called on
+        its own), with ``out_dir`` made."""
+        folder = self.folder or RunFolder.create(self.out_dir)
+        folder.mkdir(self.out_dir)
+        return folder
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..rundir import RunFolder
 from ..tools.scripts import script
-from .common import Endpoint, StageMissing, SuiteFailed, ToolRun, fail_message, given_flags, run_tool, tool_folder
+from .common import StageMissing, SuiteFailed, ToolJob, ToolRun, fail_message, given_flags, run_tool
 from .references import reference_entry
 
 TASK = "inspect_evals/gpqa_diamond"
@@ -174,16 +174,11 @@ def log_metrics(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run(
-    cfg: InspectConfig,
-    server: Endpoint,
-    work_dir: Path,
-    *,
-    python: Path,
-    timeout: float | None = None,
-    folder: RunFolder | None = None,
+    cfg: InspectConfig, job: ToolJob, *, python: Path
 ) -> tuple[ToolRun, Path, dict[str, Any], list[dict[str, Any]]]:
     """Run the task in the inspect env, then read the newest .eval log it wrote."""
-    folder = tool_folder(folder, work_dir)
+    server, work_dir = job.server, job.out_dir
+    folder = job.writer()
     log_dir = work_dir / RunFolder.TOOL_LOGS
     task, env = task_args(cfg, work_dir, folder)
     argv = [
@@ -200,7 +195,7 @@ def run(
         "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "0"),
     }
     log = RunFolder.tool_log(work_dir, "inspect")
-    tool_run = run_tool(argv, folder, log, "inspect gpqa_diamond", env=env, timeout=timeout)
+    tool_run = run_tool(argv, folder, log, "inspect gpqa_diamond", env=env, timeout=job.timeout)
     if tool_run.returncode != 0:
         hint = ""
         if cfg.dataset_path is None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..rundir import RunFolder
 from ..tools.envs import SGL_EVAL_KEY_ENV
-from .common import Endpoint, StageMissing, SuiteFailed, ToolRun, fail_message, given_flags, run_tool, tool_folder
+from .common import StageMissing, SuiteFailed, ToolJob, ToolRun, fail_message, given_flags, run_tool
 from .references import reference_entry
 
 #: sgl-eval benchmark -> suite id used in accuracy.jsonl and the reference suite it compares to.
@@ -197,14 +197,7 @@ def _per_repeat(folder: Path, problems: int | None, repeats: int) -> list[dict[s
 
 
 def run(
-    cfg: SglEvalConfig,
-    server: Endpoint,
-    out_dir: Path,
-    *,
-    python_argv: list[str],
-    timeout: float | None = None,
-    folder: RunFolder | None = None,
-    env: dict[str, str] | None = None,
+    cfg: SglEvalConfig, job: ToolJob, *, python_argv: list[str], env: dict[str, str] | None = None
 ) -> tuple[ToolRun, Path, list[dict[str, Any]]]:
     """Run sgl-eval (``python_argv`` = the env's interpreter + module args, ToolEnv.argv()) and
     parse metrics.json. The key goes by env var to that wrapper, never on the command line."""
@@ -214,13 +207,14 @@ def run(
             "NeMo-Skills-shaped JSONL ({problem, expected_answer}) there, or drop the path to let "
             "sgl-eval download it."
         )
-    folder = tool_folder(folder, out_dir)
+    server, out_dir = job.server, job.out_dir
+    folder = job.writer()
     argv = [*python_argv, *build_args(cfg, base_url=server.base_url, model=server.model, out_dir=out_dir)]
     child_env = dict(env or {})
     if server.api_key and server.api_key != "EMPTY":  # the toolenv wrapper appends it as --api-key in the child
         child_env[SGL_EVAL_KEY_ENV] = server.api_key
     log = RunFolder.tool_log(out_dir, f"sgl-eval-{cfg.benchmark}")
-    tool_run = run_tool(argv, folder, log, f"sgl-eval {cfg.benchmark}", env=child_env, timeout=timeout)
+    tool_run = run_tool(argv, folder, log, f"sgl-eval {cfg.benchmark}", env=child_env, timeout=job.timeout)
     if tool_run.returncode != 0:
         hint = ""
         if cfg.benchmark in DOWNLOADS and not cfg.from_dataset:

@@ -14,7 +14,7 @@ from ..rundir import RunFolder
 from ..target.locate import RunHandle
 from ..tools import envs as toolenv
 from . import inspect_eval, sgl_eval, toolcall_eval, vendor_verifier
-from .common import Endpoint, EvalRow
+from .common import Endpoint, EvalRow, ToolJob
 from .config import SGL_EVAL_SUITES, SMOKE_LIMIT, SMOKE_TOOLCALL_MAX_TOKENS, SUITES, AccuracyConfig
 from .references import reference_entry
 from .toolcall_samples import write_ci_samples
@@ -29,6 +29,10 @@ class SuiteContext:
         self.emulated: bool = bool(cfg.emulated if cfg.emulated is not None else facts["emulated"])
         self.folder = RunFolder.create(cfg.run_dir, secret_envs=[handle.api_key_env])
         self.work = self.folder.accuracy_work
+
+    def job(self, name: str) -> ToolJob:
+        """A driver's run of its tool for this stage: this server, folder and timeout, its files in work/name."""
+        return ToolJob(self.server, self.work / name, self.folder, self.cfg.timeout_s)
 
     def limit(self, suite: str) -> int | None:
         if suite in self.cfg.limits:
@@ -136,7 +140,7 @@ def _run_k2vv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     conc = ctx.cfg.concurrency or (ref.get("concurrency") if ctx.cfg.published else 8)
     max_tokens = ref.get("max_tokens") if ctx.cfg.published else SMOKE_TOOLCALL_MAX_TOKENS
     limit = ctx.limit(suite)
-    out_dir = ctx.work / "k2vv"
+    job = ctx.job("k2vv")
     settings = suite_settings(
         ctx,
         suite,
@@ -151,19 +155,11 @@ def _run_k2vv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     if limit is not None and samples.is_file():
         # tool_calls_eval.py has no limit flag: it runs on the first `limit` requests, copied here
         samples = vendor_verifier.first_lines(
-            samples, out_dir / RunFolder.FIRST_SAMPLES.format(limit=limit), limit, ctx.folder
+            samples, job.out_dir / RunFolder.FIRST_SAMPLES.format(limit=limit), limit, ctx.folder
         )
         settings["samples_run"] = str(samples)
     run, results_path, summary_path = vendor_verifier.run_k2vv(
-        ctx.server,
-        out_dir,
-        folder=ctx.folder,
-        checkout=checkout,
-        python=python,
-        samples=samples,
-        concurrency=conc,
-        max_tokens=max_tokens,
-        timeout=ctx.cfg.timeout_s,
+        job, checkout=checkout, python=python, samples=samples, concurrency=conc, max_tokens=max_tokens
     )
     results = toolcall_eval.read_results(results_path)
     summary = toolcall_eval.read_summary(summary_path) if summary_path.exists() else toolcall_eval.summarize(results)
@@ -210,13 +206,7 @@ def _run_sgl_eval(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     )
     settings = suite_settings(ctx, suite, cfg.settings())
     run, metrics_path, metrics = sgl_eval.run(
-        cfg,
-        ctx.server,
-        ctx.work / "sgl-eval",
-        python_argv=env.argv(),
-        folder=ctx.folder,
-        timeout=ctx.cfg.timeout_s,
-        env=toolenv.OFFLINE_ENV if ctx.emulated else None,
+        cfg, ctx.job("sgl-eval"), python_argv=env.argv(), env=toolenv.OFFLINE_ENV if ctx.emulated else None
     )
     return _rows(
         ctx,
@@ -240,9 +230,7 @@ def _run_inspect(ctx: SuiteContext, suite: str) -> list[EvalRow]:
         max_connections=ctx.cfg.concurrency or cfg.max_connections,
     )
     settings = suite_settings(ctx, suite, cfg.settings())
-    run, log, summary, metrics = inspect_eval.run(
-        cfg, ctx.server, ctx.work / "inspect", python=env.python, folder=ctx.folder, timeout=ctx.cfg.timeout_s
-    )
+    run, log, summary, metrics = inspect_eval.run(cfg, ctx.job("inspect"), python=env.python)
     settings["epochs"] = summary.get("epochs")
     vers = toolenv.versions(env)
     return _rows(
@@ -268,15 +256,7 @@ def _run_kvv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     limit = ctx.limit(suite)
     settings = suite_settings(ctx, suite, {"overrides": overrides, "checkout": str(checkout), "limit": limit})
     run, log = vendor_verifier.run_kvv(
-        suite,
-        ctx.server,
-        ctx.work / f"kvv-{suite}",
-        folder=ctx.folder,
-        checkout=checkout,
-        python=python,
-        overrides=overrides,
-        limit=limit,
-        timeout=ctx.cfg.timeout_s,
+        suite, ctx.job(f"kvv-{suite}"), checkout=checkout, python=python, overrides=overrides, limit=limit
     )
     summary = inspect_eval.read_eval_log(log, fallback or python)
     return _rows(

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..rundir import RunFolder
 from ..tools.scripts import script
-from .common import Endpoint, StageMissing, SuiteFailed, ToolRun, cli_flag, fail_message, run_tool, tool_folder
+from .common import StageMissing, SuiteFailed, ToolJob, ToolRun, cli_flag, fail_message, run_tool
 from .references import reference_entry
 
 K2VV_SAMPLES = "tool-calls/samples.jsonl"
@@ -172,8 +172,7 @@ def first_lines(src: Path, dest: Path, n: int, folder: RunFolder | None = None) 
 
 
 def run_k2vv(
-    server: Endpoint,
-    out_dir: Path,
+    job: ToolJob,
     *,
     checkout: Path,
     python: str,
@@ -181,8 +180,6 @@ def run_k2vv(
     concurrency: int | None = None,
     temperature: float | None = None,
     max_tokens: int | None = None,
-    timeout: float | None = None,
-    folder: RunFolder | None = None,
 ) -> tuple[ToolRun, Path, Path]:
     """Run K2-Vendor-Verifier's published command; returns (run, results.jsonl, summary.json)."""
     if not samples.is_file():
@@ -190,7 +187,8 @@ def run_k2vv(
             f"K2-Vendor-Verifier samples {samples} not found. Fix: extract tool-calls.tar.gz "
             f"(linked from its README) into {checkout}/tool-calls/, or pass toolcall_samples=..."
         )
-    folder = tool_folder(folder, out_dir)
+    server, out_dir = job.server, job.out_dir
+    folder = job.writer()
     results, summary = out_dir / RunFolder.K2VV_RESULTS, out_dir / RunFolder.K2VV_SUMMARY
     replace: dict[str, str | None] = {
         "--model": server.model,
@@ -208,7 +206,13 @@ def run_k2vv(
     argv = [python, *published_argv("k2vv-toolcall", replace, positional=[str(samples.resolve())])]
     env = {"OPENAI_API_KEY": server.api_key}
     run = run_tool(
-        argv, folder, RunFolder.tool_log(out_dir, "k2vv"), "K2-Vendor-Verifier", cwd=checkout, env=env, timeout=timeout
+        argv,
+        folder,
+        RunFolder.tool_log(out_dir, "k2vv"),
+        "K2-Vendor-Verifier",
+        cwd=checkout,
+        env=env,
+        timeout=job.timeout,
     )
     if run.returncode != 0 or not results.exists():
         raise SuiteFailed(fail_message(run, "K2-Vendor-Verifier tool_calls_eval.py"))
@@ -217,20 +221,18 @@ def run_k2vv(
 
 def run_kvv(
     suite: str,
-    server: Endpoint,
-    out_dir: Path,
+    job: ToolJob,
     *,
     checkout: Path,
     python: str,
     overrides: dict[str, Any] | None = None,
     limit: int | None = None,
-    timeout: float | None = None,
-    folder: RunFolder | None = None,
 ) -> tuple[ToolRun, Path]:
     """Run Kimi-Vendor-Verifier's published command for ocrbench / mmmu-pro; returns (run, .eval log).
 
     limit: only the first N samples (passed to inspect's eval() through tools/scripts/kvv_limit.py)."""
-    folder = tool_folder(folder, out_dir)
+    server, out_dir = job.server, job.out_dir
+    folder = job.writer()
     log_dir = out_dir / RunFolder.TOOL_LOGS
     replace: dict[str, str | None] = {"--model": f"openai/{server.model}"}
     for key, value in (overrides or {}).items():
@@ -246,7 +248,7 @@ def run_kvv(
         "INSPECT_LOG_DIR": str(log_dir.resolve()),
     }
     log = RunFolder.tool_log(out_dir, f"kvv-{suite}")
-    run = run_tool(argv, folder, log, f"Kimi-Vendor-Verifier {suite}", cwd=checkout, env=env, timeout=timeout)
+    run = run_tool(argv, folder, log, f"Kimi-Vendor-Verifier {suite}", cwd=checkout, env=env, timeout=job.timeout)
     logs = sorted(log_dir.glob("*.eval"), key=lambda p: p.stat().st_mtime)
     if run.returncode != 0 or not logs:
         raise SuiteFailed(fail_message(run, f"Kimi-Vendor-Verifier eval.py ({suite})"))
