@@ -58,11 +58,10 @@ def test_k2vv_driver_runs_a_checkout_and_its_files_parse(tmp_path):
     assert vv.ensure_checkout(checkout, vv.K2VV, clone=False) == checkout
     with emulator_server(time_scale=0.01, log_startup=False) as url:
         run, results, summary = vv.run_k2vv(
+            vv.K2vvConfig(samples, concurrency=4),
             ToolJob(Endpoint(url + "/v1", MODEL), tmp_path / "out"),
             checkout=checkout,
             python=sys.executable,
-            samples=samples,
-            concurrency=4,
         )
     assert run.returncode == 0
     rows = tc.read_results(results)

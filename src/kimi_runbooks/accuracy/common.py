@@ -72,12 +72,17 @@ def cli_flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def given_flags(settings: Any, skip: Sequence[str] = ()) -> list[str]:
+def given_options(settings: Any, skip: Sequence[str] = ()) -> dict[str, str]:
     """A tool's command-line options from a settings dataclass whose fields are named as the tool's
-    flags: `--flag value` (cli_flag) for each field not in ``skip`` that is set, in field order (an
+    flags: {--flag: value} (cli_flag) for each field not in ``skip`` that is set, in field order (an
     unset one leaves the tool's own default)."""
     values = [(f.name, getattr(settings, f.name)) for f in fields(settings) if f.name not in skip]
-    return [part for name, value in values if value is not None for part in (cli_flag(name), str(value))]
+    return {cli_flag(name): str(value) for name, value in values if value is not None}
+
+
+def given_flags(settings: Any, skip: Sequence[str] = ()) -> list[str]:
+    """given_options as command-line words: `--flag value ...`."""
+    return [word for option in given_options(settings, skip).items() for word in option]
 
 
 def settings_fingerprint(suite: str, settings: Mapping[str, Any]) -> str:

@@ -158,9 +158,8 @@ def _run_k2vv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
             samples, job.out_dir / RunFolder.FIRST_SAMPLES.format(limit=limit), limit, ctx.folder
         )
         settings["samples_run"] = str(samples)
-    run, results_path, summary_path = vendor_verifier.run_k2vv(
-        job, checkout=checkout, python=python, samples=samples, concurrency=conc, max_tokens=max_tokens
-    )
+    k2vv = vendor_verifier.K2vvConfig(samples, concurrency=conc, max_tokens=max_tokens)
+    run, results_path, summary_path = vendor_verifier.run_k2vv(k2vv, job, checkout=checkout, python=python)
     results = toolcall_eval.read_results(results_path)
     summary = toolcall_eval.read_summary(summary_path) if summary_path.exists() else toolcall_eval.summarize(results)
     summary.setdefault(

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..rundir import RunFolder
 from ..tools.scripts import script
-from .common import StageMissing, SuiteFailed, ToolJob, ToolRun, cli_flag, fail_message, run_tool
+from .common import StageMissing, SuiteFailed, ToolJob, ToolRun, cli_flag, fail_message, given_options, run_tool
 from .references import reference_entry
 
 K2VV_SAMPLES = "tool-calls/samples.jsonl"
@@ -171,17 +171,21 @@ def first_lines(src: Path, dest: Path, n: int, folder: RunFolder | None = None) 
     return folder.save_text(dest, "".join(kept))
 
 
-def run_k2vv(
-    job: ToolJob,
-    *,
-    checkout: Path,
-    python: str,
-    samples: Path,
-    concurrency: int | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-) -> tuple[ToolRun, Path, Path]:
+@dataclass(frozen=True)
+class K2vvConfig:
+    """What this run changes in K2-Vendor-Verifier's published command, as the other drivers' configs
+    do for theirs: the samples file (its positional) and flags named as the fields (given_options);
+    None keeps the published value."""
+
+    samples: Path
+    concurrency: int | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+def run_k2vv(cfg: K2vvConfig, job: ToolJob, *, checkout: Path, python: str) -> tuple[ToolRun, Path, Path]:
     """Run K2-Vendor-Verifier's published command; returns (run, results.jsonl, summary.json)."""
+    samples = cfg.samples
     if not samples.is_file():
         raise StageMissing(
             f"K2-Vendor-Verifier samples {samples} not found. Fix: extract tool-calls.tar.gz "
@@ -196,13 +200,8 @@ def run_k2vv(
         "--api-key": None,
         "--output": str(results.resolve()),
         "--summary": str(summary.resolve()),
+        **given_options(cfg, skip=("samples",)),
     }
-    if concurrency is not None:
-        replace["--concurrency"] = str(concurrency)
-    if temperature is not None:
-        replace["--temperature"] = str(temperature)
-    if max_tokens is not None:
-        replace["--max-tokens"] = str(max_tokens)
     argv = [python, *published_argv("k2vv-toolcall", replace, positional=[str(samples.resolve())])]
     env = {"OPENAI_API_KEY": server.api_key}
     run = run_tool(
