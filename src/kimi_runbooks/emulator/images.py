@@ -15,27 +15,16 @@ import math
 import warnings
 from dataclasses import dataclass
 
-from PIL import Image
+from PIL import Image, ImageColor
 
 _URL_IMAGE_TOKENS = 256  # charge for images the emulator does not fetch
 _MAX_IMAGE_TOKENS = 16384
 _PATCH = 28  # MoonViT patch 14 with 2x2 merge: one token per 28x28 pixels
 _MAX_PIXELS = 64_000_000
 
-_PALETTE = {
-    "black": (0, 0, 0),
-    "white": (255, 255, 255),
-    "gray": (128, 128, 128),
-    "red": (220, 30, 30),
-    "green": (30, 170, 60),
-    "blue": (30, 60, 220),
-    "yellow": (240, 220, 40),
-    "orange": (245, 140, 20),
-    "purple": (130, 50, 160),
-    "pink": (240, 150, 190),
-    "brown": (120, 75, 40),
-    "cyan": (40, 200, 220),
-}
+_COLOURS = ("black", "white", "gray", "red", "green", "blue", "yellow", "orange", "purple", "pink", "brown", "cyan")
+_PALETTE = {name: ImageColor.getrgb(name) for name in _COLOURS}
+"""The names an image's mean pixel is described by, at the RGB of Pillow's (CSS) colour table."""
 
 
 class ImageError(ValueError):

@@ -11,14 +11,13 @@ so the speed section's line costs a report with nothing to draw no plotly import
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..origin import source_label
 from ..rundir import RunFolder, read_jsonl
 from ..speed.operating_point import SearchResult, summaries
+from .figure_inputs import figure_origin, finite_number
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -34,12 +33,6 @@ def searches(run_dir: Any) -> list[SearchResult]:
     return summaries(read_jsonl(folder.bench)) if folder.bench.is_file() else []
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def probe_points(result: SearchResult, speed: pd.DataFrame | None) -> pd.DataFrame:
     """One row per probe with a tok/s per user and a tok/s per device (value, met, why, x, y)."""
     by_id: dict[str, dict[Any, Any]] = {}
@@ -48,7 +41,7 @@ def probe_points(result: SearchResult, speed: pd.DataFrame | None) -> pd.DataFra
     rows = []
     for probe in result.probes:
         rec = by_id.get(probe.scenario, {})
-        x, y = _number(rec.get(X)), _number(rec.get(Y))
+        x, y = finite_number(rec.get(X)), finite_number(rec.get(Y))
         if x is None or y is None or probe.status != "ok":
             continue
         rows.append({"scenario": probe.scenario, "value": probe.value, "met": probe.met, "why": probe.why, X: x, Y: y})
@@ -137,16 +130,9 @@ def summary_line(result: SearchResult, points: pd.DataFrame, origin: str) -> str
     return f"{result.scenario} (SLO {_slo_text(result)}, step {result.step:g}): {found}; {probes}{note} [{origin}]"
 
 
-def _origin(speed: pd.DataFrame | None, emulated: bool, run_id: str | None) -> str:
-    origin = source_label(emulated, run_id, upper=True)
-    if emulated and speed is not None and "rescaled" in speed.columns and bool(speed["rescaled"].any()):
-        origin += ", rescaled to time scale 1"
-    return origin
-
-
 def operating_point_lines(run_dir: Any, speed: pd.DataFrame | None, emulated: bool, run_id: str | None) -> list[str]:
     """A line per search (the speed section's table line)."""
-    origin = _origin(speed, emulated, run_id)
+    origin = figure_origin(speed, emulated, run_id)
     return [summary_line(result, probe_points(result, speed), origin) for result in searches(run_dir)]
 
 
@@ -154,7 +140,7 @@ def operating_points(
     run_dir: Any, speed: pd.DataFrame | None, emulated: bool, run_id: str | None
 ) -> tuple[list[go.Figure], list[str]]:
     """(a frontier figure per search with enough probes, a note per search not drawn)."""
-    origin = _origin(speed, emulated, run_id)
+    origin = figure_origin(speed, emulated, run_id)
     figures, notes = [], []
     for result in searches(run_dir):
         points = probe_points(result, speed)

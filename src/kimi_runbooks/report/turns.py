@@ -10,24 +10,17 @@ of one or two points, and a hit rate no request reported is left out rather than
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..origin import source_label
+from .figure_inputs import figure_origin, finite_number
 from .figures import RUN, styled
 
 MIN_TURNS = 3
 """Turns with a TTFT a scenario needs before its per-turn curve is drawn."""
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
 
 
 def _usable(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -35,8 +28,8 @@ def _usable(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
         t
         for t in turns
         if isinstance(t, dict)
-        and _number(t.get("median_ttft_ms")) is not None
-        and _number(t.get("mean_context_tokens"))
+        and finite_number(t.get("median_ttft_ms")) is not None
+        and finite_number(t.get("mean_context_tokens"))
     ]
 
 
@@ -59,7 +52,7 @@ def _title(turns: list[dict[str, Any]]) -> str:
         f"{first.get('turn')}) to {last['median_ttft_ms']:.0f} ms at {last['mean_context_tokens']:.0f} (turn "
         f"{last.get('turn')})"
     )
-    hits = [_number(t.get("cache_hit_rate")) for t in turns]
+    hits = [finite_number(t.get("cache_hit_rate")) for t in turns]
     if hits[-1] is not None:
         text += f"; cache hit rate {hits[-1]:.0%} at the last turn"
     return text
@@ -85,7 +78,7 @@ def turns_figure(scenario: str, turns: list[dict[str, Any]], origin: str) -> go.
         row=1,
         col=1,
     )
-    hits = [(t.get("turn"), _number(t.get("cache_hit_rate"))) for t in usable]
+    hits = [(t.get("turn"), finite_number(t.get("cache_hit_rate"))) for t in usable]
     shown = [(k, h) for k, h in hits if h is not None]
     if shown:
         fig.add_trace(
@@ -116,9 +109,7 @@ def turns_figure(scenario: str, turns: list[dict[str, Any]], origin: str) -> go.
 
 def turn_figures(speed: pd.DataFrame | None, emulated: bool, run_id: str | None) -> tuple[list[go.Figure], list[str]]:
     """A figure per scenario with enough turns, and a note per scenario without (why not drawn)."""
-    origin = source_label(emulated, run_id, upper=True)
-    if emulated and speed is not None and "rescaled" in speed.columns and bool(speed["rescaled"].any()):
-        origin += ", rescaled to time scale 1"
+    origin = figure_origin(speed, emulated, run_id)
     figures, notes = [], []
     for scenario, turns in turn_scenarios(speed):
         usable = _usable(turns)

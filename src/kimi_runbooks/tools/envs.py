@@ -79,8 +79,8 @@ class ToolSpec:
 
     key_package: str  # distribution whose version identifies the tool
     module_argv: tuple[str, ...]  # python args that start the tool's CLI
-    smoke_args: tuple[str, ...]  # CLI args for the cheap "does it start" check
     description: str
+    smoke_args: tuple[str, ...] = ("--help",)  # CLI args for the cheap "does it start" check
 
 
 SGL_EVAL_KEY_ENV = "KIMI_RUNBOOKS_SGL_EVAL_API_KEY"
@@ -90,7 +90,6 @@ TOOLS: dict[str, ToolSpec] = {
     "bench": ToolSpec(
         key_package="sglang",
         module_argv=("-m", "sglang.bench_serving"),
-        smoke_args=("--help",),
         description="SGLang 0.5.23 benchmark client (python -m sglang.bench_serving)",
     ),
     "sgl-eval": ToolSpec(
@@ -98,7 +97,6 @@ TOOLS: dict[str, ToolSpec] = {
         # sgl_eval has no __main__; tools/scripts/sgl_eval_main.py does what its console script
         # does and takes the key from SGL_EVAL_KEY_ENV inside the child (never on a command line).
         module_argv=(str(script("sgl_eval_main.py")),),
-        smoke_args=("--help",),
         description="sgl-eval accuracy harness (sgl-eval run aime25 ...)",
     ),
     "inspect": ToolSpec(
@@ -110,7 +108,6 @@ TOOLS: dict[str, ToolSpec] = {
     "llamacpp": ToolSpec(
         key_package="llama-cpp-python",
         module_argv=("-m", "llama_cpp.server"),
-        smoke_args=("--help",),
         description="llama-cpp-python's OpenAI-compatible server + SmolLM2-135M GGUF (model/, tokenizer/ in the env)",
     ),
     "agents": ToolSpec(
@@ -130,7 +127,6 @@ TOOLS: dict[str, ToolSpec] = {
     "router": ToolSpec(
         key_package="sglang-router",
         module_argv=("-m", "sglang_router.launch_router"),
-        smoke_args=("--help",),
         description="SGLang's router, sglang-router (python -m sglang_router.launch_router --worker-urls ...)",
     ),
 }
