@@ -116,23 +116,16 @@ class ServerHandle:
         live.unregister(self)
 
     def to_run_handle(self) -> RunHandle:
-        return RunHandle(
-            base_url=self.base_url,
-            model=self.model,
-            launcher=self.launcher,
-            platform=self.platform,
-            api_key_env=self.api_key_env,
-            emulated=self.emulated,
-            max_total_num_tokens=self.max_total_num_tokens,
-            run_id=self.run_id,
-            pid=self.pid,
-            pgid=self.pgid,
-            container=self.container,
-            slurm_job_id=self.slurm_job_id,
-            log=str(self.log_path) if self.log_path else None,
-            time_scale=self.time_scale,
-            readiness=self.readiness,
-        )
+        """What later stages read: each RunHandle field from this handle's attribute of that name, plus
+        where its processes and log are."""
+        processes = {
+            "pid": self.pid,
+            "pgid": self.pgid,
+            "container": self.container,
+            "slurm_job_id": self.slurm_job_id,
+            "log": str(self.log_path) if self.log_path else None,
+        }
+        return RunHandle.model_validate(self, from_attributes=True).model_copy(update=processes)
 
     def process_record(self) -> dict[str, Any]:
         """What process.json keeps so a later process (teardown_run) can stop this server."""

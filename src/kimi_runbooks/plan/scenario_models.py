@@ -11,6 +11,17 @@ from .values import ArgValue, Strict
 
 # --------------------------------------------------------------------------- scenarios
 
+MAX_REPEATS = 100
+"""Runs of one scenario at most, whether a scenario file or the runbook's `repeats` asks for them."""
+
+
+def checked_repeats(value: int | None, subject: str, fix: str) -> int | None:
+    """`value` when it is None or 1..MAX_REPEATS: the one bound on repeats, for a scenario file and
+    for the runbook's parameter, each with its own `subject` (how the message opens) and `fix`."""
+    if value is not None and not 1 <= value <= MAX_REPEATS:
+        raise ValueError(f"{subject}must be a whole number from 1 to {MAX_REPEATS} (got {value}). Fix: {fix}")
+    return value
+
 
 class TraceDesign(Strict):
     """A synthetic multi-turn trace shaped like a coding agent's sessions (speed/traces.py makes it)."""
@@ -90,12 +101,9 @@ class Scenario(Strict):
     @field_validator("repeats")
     @classmethod
     def _repeats(cls, value: int | None) -> int | None:
-        if value is not None and not 1 <= value <= 100:
-            raise ValueError(
-                f"repeats must be a whole number from 1 to 100 (got {value}). Fix: e.g. repeats: 3 for a mean "
-                "with a 95% interval, or leave it out for one run"
-            )
-        return value
+        return checked_repeats(
+            value, "repeats ", "e.g. repeats: 3 for a mean with a 95% interval, or leave it out for one run"
+        )
 
     @model_validator(mode="after")
     def _search_and_arrival(self) -> Scenario:

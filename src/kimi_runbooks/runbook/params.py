@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..plan import PlanConfig
 from ..plan.config import validation_text
+from ..plan.scenario_models import checked_repeats
 from ..secrets import SecretError, require_redactable
 from ..stages import STAGE_NAMES, availability, stage
 
@@ -90,12 +91,12 @@ class RunbookOptions(BaseModel):
     @field_validator("repeats")
     @classmethod
     def _repeats(cls, value: int | None) -> int | None:
-        if value is not None and not 1 <= value <= 100:
-            raise ValueError(
-                f"must be a whole number from 1 to 100 (got {value}). Fix: e.g. -p repeats 3 for a mean with a "
-                "95% interval per speed scenario, or leave it unset (None) for one run each"
-            )
-        return value
+        return checked_repeats(
+            value,
+            "",
+            "e.g. -p repeats 3 for a mean with a 95% interval per speed scenario, or leave it unset (None) for one "
+            "run each",
+        )
 
     @field_validator("stages")
     @classmethod

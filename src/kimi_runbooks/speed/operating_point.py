@@ -62,28 +62,19 @@ class SearchResult:
     slo: dict[str, float]
     criterion: str
     step: float
-    probes: list[Probe] = field(default_factory=list)
     best: float | None = None
     above: float | None = None
     """The lowest probed value above `best` that did not meet the SLO (None: high met)."""
     note: str = ""
+    probes: list[Probe] = field(default_factory=list)
+    """Last, so the record (as_dict) lists the probes after the verdict."""
 
     @property
     def failed(self) -> list[Probe]:
         return [p for p in self.probes if p.status != "ok"]
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "scenario": self.scenario,
-            "over": self.over,
-            "slo": self.slo,
-            "criterion": self.criterion,
-            "step": self.step,
-            "best": self.best,
-            "above": self.above,
-            "note": self.note,
-            "probes": [dataclasses.asdict(p) for p in self.probes],
-        }
+        return dataclasses.asdict(self)
 
 
 def grid(spec: SearchSpec) -> list[float]:

@@ -108,13 +108,8 @@ class SpeedRun:
     python: str
     capacity: MemoryPlan | None
     common: dict[str, Any]
-    tokenizer: str | Path | None = None
-    offline: bool = False
-    command_prefix: Sequence[str] | None = None
-    seed: int | None = None
-    dataset_path: str | Path | None = None
-    timeout_s: float | Mapping[str, float] | None = DEFAULT_TIMEOUT_S
-    health_check: bool = True
+    options: SpeedOptions = field(default_factory=SpeedOptions)
+    """The stage's options, as given (tokenizer, offline, dataset_path, timeouts, ...)."""
     token_checks: dict[str, TokenCheck] = field(default_factory=dict)
     worker: BenchWorker | None = None
     """One long-lived bench_serving process for the stage (worker.py); None: a process per scenario."""
@@ -162,17 +157,17 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     log_path = folder.bench_log(repeat_key(scenario.id, repeat, repeats))
     try:
         # agentic-trace / mooncake: the file replayed, grown toward the served context length
-        trace = prepare_trace(scenario, folder, run.dataset_path, run.extra.get("context_length"))
+        trace = prepare_trace(scenario, folder, run.options.dataset_path, run.extra.get("context_length"))
         argv = build_argv(
             scenario,
             run.target,
             output_file=output_file,
-            tokenizer=run.tokenizer,
-            offline=run.offline,
-            command_prefix=run.command_prefix,
-            seed=run.seed,
+            tokenizer=run.options.tokenizer,
+            offline=run.options.offline,
+            command_prefix=run.options.command_prefix,
+            seed=run.options.seed,
             python=run.python,
-            dataset_path=trace[0] if trace else run.dataset_path,
+            dataset_path=trace[0] if trace else run.options.dataset_path,
         )
     except (BenchConfigError, TraceError) as exc:
         row.update(status="skipped", metrics={}, argv=[], log=None, error=str(exc))
@@ -180,7 +175,7 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     argv += goodput_argv(run.observe.scaled_slo(scenario.id) if run.observe else {})  # SGLang's own goodput
     argv += ["--flush-cache"] if repeats > 1 and "--flush-cache" not in argv else []  # repeats.py: same prompts
     row.update(argv=argv, log=str(log_path), output_file=str(output_file))
-    down = server_problem(run) if run.health_check else None
+    down = server_problem(run) if run.options.health_check else None
     if down:
         folder.save_text(log_path, down + "\n")
         row.update(
@@ -192,7 +187,7 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     folder.mkdir(output_file.parent)
     output_file.unlink(missing_ok=True)  # bench_serving appends; one attempt per file
     t0 = time.monotonic()
-    timeout = _timeout_for(scenario, run.timeout_s)
+    timeout = _timeout_for(scenario, run.options.timeout_s)
     if run.observe is None:
         code, timed_out = _execute(run, argv, log_path, timeout, scenario.id)
     else:
@@ -317,13 +312,7 @@ def run_scenarios(
             "emulated": emulated,
             "offline": o.offline,
         },
-        tokenizer=o.tokenizer,
-        offline=o.offline,
-        command_prefix=o.command_prefix,
-        seed=o.seed,
-        dataset_path=o.dataset_path,
-        timeout_s=o.timeout_s,
-        health_check=o.health_check,
+        options=o,
         extra={"answer_probe": o.answer_probe},
     )
     if any(s.trace is not None and s.trace.context_length is None for s in scenarios):
@@ -415,11 +404,11 @@ def token_checks(todo: Sequence[Scenario], run: SpeedRun, verify: bool, progress
                 scenario,
                 run.target,
                 output_file=run.folder.bench_output(scenario.id),
-                tokenizer=run.tokenizer,
-                offline=run.offline,
-                seed=run.seed,
+                tokenizer=run.options.tokenizer,
+                offline=run.options.offline,
+                seed=run.options.seed,
                 python="python",
-                dataset_path=run.dataset_path,
+                dataset_path=run.options.dataset_path,
             )
         except BenchConfigError:
             continue
