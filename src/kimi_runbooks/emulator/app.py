@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -26,13 +26,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import routes_chat, routes_completions, routes_info, routes_native
 from .deviations import EMULATED_HEADER
 from .error_answers import ApiError, RawError, error_response
+from .openapi import Endpoint, Handler, openapi
+from .protocol import ChatRequest, CompletionRequest, GenerateRequest
 from .settings import EmulatorSettings
 from .state import AppState
 from .tokenizer import bpe
 
 log = logging.getLogger(__name__)
-
-Handler = Callable[[Request], Awaitable[Response]]
 
 
 def create_app(settings: EmulatorSettings | None = None) -> Starlette:
@@ -45,30 +45,33 @@ def create_app(settings: EmulatorSettings | None = None) -> Starlette:
         exception_handlers={HTTPException: _http_exception},
     )
     app.state.emulator = state
+    app.state.openapi = openapi(ENDPOINTS)
     app.add_middleware(FrontMiddleware, state=state)
     return app
 
 
+ENDPOINTS = (
+    Endpoint("/health", routes_info.health, "200 once the (simulated) start phase is over, else 503"),
+    Endpoint("/health_generate", routes_info.health_generate, "Like /health"),
+    Endpoint("/ready", routes_info.ready, "Like /health, JSON body"),
+    Endpoint("/v1/models", routes_info.models, "Served model list"),
+    Endpoint("/v1/models/{model:path}", routes_info.model_card, "One model card; 404 for another name"),
+    Endpoint("/model_info", routes_info.get_model_info, "Model facts"),
+    Endpoint("/get_model_info", routes_info.get_model_info, "Alias of /model_info"),
+    Endpoint("/server_info", routes_info.get_server_info, "Resolved server args, version, capacity"),
+    Endpoint("/get_server_info", routes_info.get_server_info, "Alias of /server_info"),
+    Endpoint("/flush_cache", routes_info.flush_cache, "Flush the prefix cache", ("GET", "POST")),
+    Endpoint("/metrics", routes_info.metrics, "Prometheus text, sglang:* names (with --enable-metrics)"),
+    Endpoint("/openapi.json", routes_info.openapi_json, "This document"),
+    Endpoint("/generate", routes_native.generate, "SGLang native generation", ("POST", "PUT"), GenerateRequest),
+    Endpoint("/v1/completions", routes_completions.completions, "OpenAI completions", ("POST",), CompletionRequest),
+    Endpoint("/v1/chat/completions", routes_chat.chat_completions, "OpenAI chat completions", ("POST",), ChatRequest),
+)
+"""Every path the emulator serves; /openapi.json is generated from this table (openapi.py)."""
+
+
 def _routes() -> list[Route]:
-    get, post, both = ["GET"], ["POST"], ["GET", "POST"]
-    table: list[tuple[str, Handler, list[str]]] = [
-        ("/health", routes_info.health, get),
-        ("/health_generate", routes_info.health_generate, get),
-        ("/ready", routes_info.ready, get),
-        ("/v1/models", routes_info.models, get),
-        ("/v1/models/{model:path}", routes_info.model_card, get),
-        ("/model_info", routes_info.get_model_info, get),
-        ("/get_model_info", routes_info.get_model_info, get),
-        ("/server_info", routes_info.get_server_info, get),
-        ("/get_server_info", routes_info.get_server_info, get),
-        ("/flush_cache", routes_info.flush_cache, both),
-        ("/metrics", routes_info.metrics, get),
-        ("/openapi.json", routes_info.openapi_json, get),
-        ("/generate", routes_native.generate, ["POST", "PUT"]),
-        ("/v1/completions", routes_completions.completions, post),
-        ("/v1/chat/completions", routes_chat.chat_completions, post),
-    ]
-    return [Route(path, _guarded(handler), methods=methods) for path, handler, methods in table]
+    return [Route(e.path, _guarded(e.handler), methods=list(e.methods)) for e in ENDPOINTS]
 
 
 def _guarded(handler: Handler) -> Handler:

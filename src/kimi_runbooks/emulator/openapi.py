@@ -1,12 +1,25 @@
-"""A hand-written OpenAPI 3 description of the emulator's endpoints.
+"""The OpenAPI document the emulator serves at /openapi.json, generated from what it serves.
 
-Minimal on purpose: enough for a fuzzer or a reader to know each path, method and
-the main body fields; the authoritative shapes are SGLang's and OpenAI's.
+SGLang's FastAPI server derives its document from its routes and its pydantic request models;
+the emulator does the same: each path, method and summary comes from the route table (app.py
+ENDPOINTS) and each request body's schema from the pydantic model the handler validates with
+(protocol.py), so the document cannot drift from what the emulator accepts. The authoritative
+shapes remain SGLang's and OpenAI's.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+from starlette.requests import Request
+from starlette.responses import Response
+
+Handler = Callable[[Request], Awaitable[Response]]
 
 _ERROR = {
     "type": "object",
@@ -18,109 +31,54 @@ _ERROR = {
         "code": {"type": "integer"},
     },
 }
-
-_MESSAGE = {
-    "type": "object",
-    "required": ["role"],
-    "properties": {
-        "role": {"enum": ["system", "developer", "user", "assistant", "tool"]},
-        "content": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}, {"type": "null"}]},
-        "tool_call_id": {"type": "string"},
-        "tool_calls": {"type": "array"},
-    },
-}
-
-_CHAT = {
-    "type": "object",
-    "required": ["model", "messages"],
-    "properties": {
-        "model": {"type": "string"},
-        "messages": {"type": "array", "minItems": 1, "items": _MESSAGE},
-        "max_tokens": {"type": "integer", "minimum": 0},
-        "max_completion_tokens": {"type": "integer", "minimum": 0},
-        "temperature": {"type": "number", "minimum": 0},
-        "top_p": {"type": "number"},
-        "stream": {"type": "boolean"},
-        "stream_options": {"type": "object"},
-        "tools": {"type": "array"},
-        "tool_choice": {},
-        "ignore_eos": {"type": "boolean"},
-        "chat_template_kwargs": {"type": "object"},
-    },
-}
-
-_COMPLETION = {
-    "type": "object",
-    "required": ["model", "prompt"],
-    "properties": {
-        "model": {"type": "string"},
-        "prompt": {"oneOf": [{"type": "string"}, {"type": "array"}]},
-        "max_tokens": {"type": "integer", "minimum": 0},
-        "stream": {"type": "boolean"},
-        "ignore_eos": {"type": "boolean"},
-        "echo": {"type": "boolean"},
-    },
-}
-
-_GENERATE = {
-    "type": "object",
-    "properties": {
-        "text": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
-        "input_ids": {"type": "array"},
-        "sampling_params": {
-            "type": "object",
-            "properties": {
-                "max_new_tokens": {"type": "integer", "minimum": 0},
-                "ignore_eos": {"type": "boolean"},
-                "temperature": {"type": "number", "minimum": 0},
-            },
-        },
-        "stream": {"type": "boolean"},
-    },
-}
+_SCHEMAS = "#/components/schemas/{model}"
 
 
-def _op(summary: str, body: dict[str, Any] | None = None, stream: bool = False) -> dict[str, Any]:
-    op: dict[str, Any] = {
-        "summary": summary,
+@dataclass(frozen=True)
+class Endpoint:
+    """One path the emulator serves: the handler, its methods, and what the document says of it.
+    ``body`` is the pydantic model the handler validates its JSON body with; such a route also
+    streams (text/event-stream) when the body asks for stream=true."""
+
+    path: str
+    handler: Handler
+    summary: str
+    methods: tuple[str, ...] = ("GET",)
+    body: type[BaseModel] | None = None
+
+
+def _operation(endpoint: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
+    ok = "OK" + (" (text/event-stream when stream=true)" if endpoint.body else "")
+    operation: dict[str, Any] = {
+        "summary": endpoint.summary,
         "responses": {
-            "200": {"description": "OK" + (" (text/event-stream when stream=true)" if stream else "")},
+            "200": {"description": ok},
             "400": {"description": "Bad request", "content": {"application/json": {"schema": _ERROR}}},
             "401": {"description": "Missing or wrong API key"},
         },
     }
-    if body is not None:
-        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
-    return op
+    if endpoint.body is not None:
+        schema = schemas[(endpoint.body, "validation")]
+        operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
+    return operation
 
 
-def openapi() -> dict[str, Any]:
-    """The OpenAPI document served at /openapi.json."""
-
-    def get(summary: str) -> dict[str, Any]:
-        return {"get": _op(summary)}
-
+def openapi(endpoints: Sequence[Endpoint]) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of ``endpoints`` (the emulator's route table)."""
+    bodies = list(dict.fromkeys(e.body for e in endpoints if e.body is not None))
+    schemas, components = models_json_schema([(b, "validation") for b in bodies], ref_template=_SCHEMAS)
+    paths: dict[str, dict[str, Any]] = {}
+    for endpoint in endpoints:
+        path = re.sub(r"\{(\w+):\w+\}", r"{\1}", endpoint.path)  # Starlette's {model:path} -> {model}
+        for method in endpoint.methods:
+            paths.setdefault(path, {})[method.lower()] = _operation(endpoint, schemas)
     return {
-        "openapi": "3.0.3",
+        "openapi": "3.1.0",
         "info": {
             "title": "kimi-runbooks SGLang emulator (EMULATED)",
             "version": "0.5.23-emulated",
             "description": "CPU test double speaking SGLang's HTTP API as Kimi-K2.6 would.",
         },
-        "paths": {
-            "/health": get("200 once the (simulated) start phase is over, else 503"),
-            "/health_generate": get("Like /health"),
-            "/ready": get("Like /health, JSON body"),
-            "/v1/models": get("Served model list"),
-            "/v1/models/{model}": get("One model card; 404 for another name"),
-            "/model_info": get("Model facts"),
-            "/get_model_info": get("Alias of /model_info"),
-            "/server_info": get("Resolved server args, version, capacity"),
-            "/get_server_info": get("Alias of /server_info"),
-            "/metrics": get("Prometheus text, sglang:* names"),
-            "/flush_cache": {"get": _op("Flush the prefix cache"), "post": _op("Flush the prefix cache")},
-            "/v1/chat/completions": {"post": _op("OpenAI chat completions", _CHAT, True)},
-            "/v1/completions": {"post": _op("OpenAI completions", _COMPLETION, True)},
-            "/generate": {"post": _op("SGLang native generation", _GENERATE, True)},
-        },
+        "paths": paths,
+        "components": {"schemas": components.get("$defs", {})},
     }

@@ -15,7 +15,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from .error_answers import RawError
-from .openapi import openapi
 from .server_info import model_info, server_info
 from .state import AppState
 
@@ -112,4 +111,5 @@ async def metrics(request: Request) -> Response:
 
 
 async def openapi_json(request: Request) -> Response:
-    return JSONResponse(openapi())
+    """The document create_app generated from its route table (openapi.py)."""
+    return JSONResponse(request.app.state.openapi)
