@@ -125,8 +125,8 @@ def test_the_fact_names_are_the_facts_the_planner_builds(monkeypatch: pytest.Mon
     seen: list[set[str]] = []
     original = knobs.rule_facts
 
-    def spy(**kwargs: object) -> dict[str, object]:
-        facts = original(**kwargs)  # type: ignore[arg-type]
+    def spy(*args: object, **kwargs: object) -> dict[str, object]:
+        facts = original(*args, **kwargs)  # type: ignore[arg-type]
         seen.append(set(facts))
         return facts
 

@@ -48,8 +48,8 @@ def _facts(config: dict) -> dict:
 
     original = launch.rule_facts
 
-    def spy(**kwargs):  # type: ignore[no-untyped-def]
-        facts = original(**kwargs)
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        facts = original(*args, **kwargs)
         captured.update(facts)
         return facts
 

@@ -47,7 +47,7 @@ class Endpoint:
     body: type[BaseModel] | None = None
 
 
-def _operation(endpoint: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
+def _operation(endpoint: Endpoint, body_schema: dict[str, Any] | None) -> dict[str, Any]:
     ok = "OK" + (" (text/event-stream when stream=true)" if endpoint.body else "")
     operation: dict[str, Any] = {
         "summary": endpoint.summary,
@@ -57,9 +57,8 @@ def _operation(endpoint: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
             "401": {"description": "Missing or wrong API key"},
         },
     }
-    if endpoint.body is not None:
-        schema = schemas[(endpoint.body, "validation")]
-        operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
+    if body_schema is not None:
+        operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": body_schema}}}
     return operation
 
 
@@ -71,7 +70,8 @@ def openapi(endpoints: Sequence[Endpoint]) -> dict[str, Any]:
     for endpoint in endpoints:
         path = re.sub(r"\{(\w+):\w+\}", r"{\1}", endpoint.path)  # Starlette's {model:path} -> {model}
         for method in endpoint.methods:
-            paths.setdefault(path, {})[method.lower()] = _operation(endpoint, schemas)
+            body_schema = schemas[(endpoint.body, "validation")] if endpoint.body else None
+            paths.setdefault(path, {})[method.lower()] = _operation(endpoint, body_schema)
     return {
         "openapi": "3.1.0",
         "info": {

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass
 from typing import TypeVar
 
 from .catalog import ArgValue, Catalog, Deployment, ParamsError, Platform, Role
 from .config import PlanConfig
 from .flags import ExtraFlag, canonical_flag, merge_args, parse_extra_args
-from .knobs import METRICS_FLAG, apply_knob_flags, rule_facts, unknown_allows
+from .knobs import METRICS_FLAG, ServerShape, apply_knob_flags, rule_facts, unknown_allows
 from .launch_plan import LaunchPlan, NodeCommand
 from .memory import MemoryPlan, plan_memory
 from .rules import RuleResult, check_rules
@@ -105,6 +106,34 @@ def _args_lookup(args: list[tuple[str, ArgValue | None]]) -> dict[str, ArgValue 
     return {canonical_flag(f): v for f, v in args}
 
 
+@dataclass(frozen=True)
+class RoleShape(ServerShape):
+    """A deployment role's server layout read from its flags, as the planner's ResolvedKnobs is for
+    a single server."""
+
+    mem_fraction_static: float
+
+    @classmethod
+    def of(cls, lookup: dict[str, ArgValue | None], platform: Platform, nnodes: int) -> RoleShape:
+        """From a role's canonical flags; a flag the role leaves out takes SGLang's default."""
+        kv = lookup.get("--kv-cache-dtype")
+        mem = lookup.get("--mem-fraction-static", platform.default_mem_fraction_static)
+        return cls(
+            tp=_number("--tp", lookup.get("--tp", 1), int),
+            dp=_number("--dp", lookup["--dp"], int) if "--dp" in lookup else None,
+            ep=_number("--ep", lookup["--ep"], int) if "--ep" in lookup else None,
+            enable_dp_attention=lookup.get("--enable-dp-attention", False) not in (None, False),
+            kv_cache_dtype=str(kv) if kv and kv != "auto" else None,
+            mem_fraction_static=_number("--mem-fraction-static", mem, float),
+            context_length=_number("--context-length", lookup["--context-length"], int)
+            if "--context-length" in lookup
+            else None,
+            nnodes=nnodes,
+            pp=None,
+            devices_per_node=None,
+        )
+
+
 def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, deployment: Deployment) -> LaunchPlan:
     model = catalog.model(config.model or deployment.model)
     leading, extra = parse_extra_args(config.extra_args)
@@ -117,41 +146,22 @@ def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, de
     for role in deployment.roles:
         role_env = {**deployment.env, **role.env, **config.env}
         lookup = _args_lookup(_role_args(config, role, 0, extra))
-        tp = _number("--tp", lookup.get("--tp", 1), int)
-        dp = _number("--dp", lookup["--dp"], int) if "--dp" in lookup else None
-        ep = _number("--ep", lookup["--ep"], int) if "--ep" in lookup else None
-        default_mem = platform.default_mem_fraction_static
-        mem = _number("--mem-fraction-static", lookup.get("--mem-fraction-static", default_mem), float)
-        ctx = _number("--context-length", lookup["--context-length"], int) if "--context-length" in lookup else None
-        dp_attention = lookup.get("--enable-dp-attention", False) not in (None, False)
-        kv = lookup.get("--kv-cache-dtype")
+        shape = RoleShape.of(lookup, platform, role.nodes)
         speculative = lookup.get("--speculative-algorithm") not in (None, False)
         memory = plan_memory(
             platform,
             model,
-            tp=tp,
-            mem_fraction_static=mem,
-            kv_cache_dtype=str(kv) if kv and kv != "auto" else model.default_kv_cache_dtype,
-            dp_attention_ranks=(dp or 1) if dp_attention else 1,
+            tp=shape.tp,
+            mem_fraction_static=shape.mem_fraction_static,
+            kv_cache_dtype=shape.kv_cache_dtype or model.default_kv_cache_dtype,
+            dp_attention_ranks=(shape.dp or 1) if shape.enable_dp_attention else 1,
             speculative=speculative,
         )
         if role.name in ("mixed", "decode"):
             serving_memory = memory
+        mem_fraction = shape.mem_fraction_static
         facts = rule_facts(
-            config=config,
-            platform=platform,
-            model=model,
-            tp=tp,
-            dp=dp,
-            ep=ep,
-            pp=None,
-            enable_dp_attention=dp_attention,
-            kv_cache_dtype=str(kv) if kv else None,
-            mem_fraction_static=mem,
-            context_length=ctx,
-            speculative=speculative,
-            nnodes=role.nodes,
-            memory=memory,
+            config, platform, model, shape, memory, mem_fraction_static=mem_fraction, speculative=speculative
         )
         facts["host"] = "127.0.0.1"  # deployments bind node addresses, checked by their own docs
         results.extend(check_rules(catalog.rules, facts, set(config.allow), role=role.name))

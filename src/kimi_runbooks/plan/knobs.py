@@ -46,24 +46,33 @@ EAGLE3_ARGS: list[tuple[str, ArgValue]] = [
 
 
 @dataclass(frozen=True)
-class ResolvedKnobs:
-    model_path: str
-    served_model_name: str | None
+class ServerShape:
+    """What the launch rules read of one server's layout (rule_facts): the plan's ResolvedKnobs, or
+    a deployment role's flags (deployments.RoleShape), so both planners hand rule_facts one thing."""
+
     tp: int
     dp: int | None
     ep: int | None
     pp: int | None
     enable_dp_attention: bool
-    quantization: str | None
     kv_cache_dtype: str | None
+    context_length: int | None
+    nnodes: int
+    devices_per_node: int | None
+    """Accelerators per node the user has; None: the platform's."""
+
+
+@dataclass(frozen=True)
+class ResolvedKnobs(ServerShape):
+    model_path: str
+    served_model_name: str | None
+    quantization: str | None
     effective_kv_cache_dtype: str
     mem_fraction_static: float | None
     effective_mem_fraction_static: float
-    context_length: int | None
     reasoning_parser: str | None
     tool_call_parser: str | None
     env: dict[str, str]
-    nnodes: int
     devices_per_node: int
     """Accelerators per node the user has (config.devices, else the platform's)."""
 
@@ -266,26 +275,22 @@ def image_version(image: str | None) -> str:
 
 
 def rule_facts(
-    *,
     config: PlanConfig,
     platform: Platform,
     model: Model,
-    tp: int,
-    dp: int | None,
-    ep: int | None,
-    pp: int | None,
-    enable_dp_attention: bool,
-    kv_cache_dtype: str | None,
-    mem_fraction_static: float,
-    context_length: int | None,
-    speculative: bool,
-    nnodes: int,
+    shape: ServerShape,
     memory: MemoryPlan,
-    devices_per_node: int | None = None,
+    *,
+    mem_fraction_static: float,
+    speculative: bool,
     cookbook: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The facts params/rules are evaluated on: the platform's, the model's and this server's
+    (``shape``, with its memory plan)."""
+    tp, dp, ep, pp, nnodes = shape.tp, shape.dp, shape.ep, shape.pp, shape.nnodes
+    enable_dp_attention, kv_cache_dtype = shape.enable_dp_attention, shape.kv_cache_dtype
     heads = model.architecture.num_attention_heads
-    per_node = devices_per_node or platform.devices_per_node
+    per_node = shape.devices_per_node or platform.devices_per_node
     devices = per_node * nnodes
     dp_replicas = dp if (dp and dp > 1 and not enable_dp_attention) else 1
     needed = tp * (pp or 1) * dp_replicas
@@ -327,7 +332,7 @@ def rule_facts(
         "enable_dp_attention": enable_dp_attention,
         "kv_cache_dtype": kv_cache_dtype or "auto",
         "mem_fraction_static": mem_fraction_static,
-        "context_length": context_length or model.max_context_length,
+        "context_length": shape.context_length or model.max_context_length,
         "speculative": speculative,
         "host": config.host,
         "api_key_env": config.api_key_env or "",

@@ -112,22 +112,15 @@ def _plan_single(
         state=state_settings(lookup) if model.architecture.hybrid else None,
         context_length=knobs.context_length,
     )
+    mem_fraction = knobs.effective_mem_fraction_static
     facts = rule_facts(
-        config=config,
-        platform=platform,
-        model=model,
-        tp=knobs.tp,
-        dp=knobs.dp,
-        ep=knobs.ep,
-        pp=knobs.pp,
-        enable_dp_attention=knobs.enable_dp_attention,
-        kv_cache_dtype=knobs.kv_cache_dtype,
-        mem_fraction_static=knobs.effective_mem_fraction_static,
-        context_length=knobs.context_length,
+        config,
+        platform,
+        model,
+        knobs,
+        memory,
+        mem_fraction_static=mem_fraction,
         speculative=speculative,
-        nnodes=knobs.nnodes,
-        memory=memory,
-        devices_per_node=knobs.devices_per_node,
         cookbook=choice.facts(),
     )
     results: list[RuleResult] = [*refused, *check_rules(catalog.rules, facts, set(config.allow))]
