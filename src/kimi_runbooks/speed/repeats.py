@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..plan.scenario_models import MAX_REPEATS
+
 LEVEL = 0.95
 MAIN_METRICS = ("median_ttft_ms", "median_tpot_ms", "output_throughput", "goodput_tok_s")
 """The metrics a repeated scenario reports with an interval (goodput only where an SLO gave one)."""
@@ -37,7 +39,6 @@ INTERVAL_SUFFIXES = ("_ci_low", "_ci_high", "_sd")
 """Columns on the same scale as their metric (speed.timescale rescales them with it)."""
 NO_INTERVAL = "one run: no interval (a 95% interval needs 2 runs or more; set repeats)"
 METHOD = "mean of {n} runs, 95% interval for the mean (Student t, {df} degrees of freedom)"
-MAX_REPEATS = 100
 
 
 class RepeatsError(ValueError):
