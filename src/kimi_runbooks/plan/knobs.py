@@ -61,6 +61,11 @@ class ServerShape:
     devices_per_node: int | None
     """Accelerators per node the user has; None: the platform's."""
 
+    @property
+    def replicas(self) -> int:
+        """Whole server replicas `--dp` starts (without DP attention each dp rank is a full tp group)."""
+        return self.dp if (self.dp and self.dp > 1 and not self.enable_dp_attention) else 1
+
 
 @dataclass(frozen=True)
 class ResolvedKnobs(ServerShape):
@@ -75,11 +80,6 @@ class ResolvedKnobs(ServerShape):
     env: dict[str, str]
     devices_per_node: int
     """Accelerators per node the user has (config.devices, else the platform's)."""
-
-    @property
-    def replicas(self) -> int:
-        """Whole server replicas `--dp` starts (without DP attention each dp rank is a full tp group)."""
-        return self.dp if (self.dp and self.dp > 1 and not self.enable_dp_attention) else 1
 
     @property
     def devices_used(self) -> int:
@@ -292,7 +292,7 @@ def rule_facts(
     heads = model.architecture.num_attention_heads
     per_node = shape.devices_per_node or platform.devices_per_node
     devices = per_node * nnodes
-    dp_replicas = dp if (dp and dp > 1 and not enable_dp_attention) else 1
+    dp_replicas = shape.replicas
     needed = tp * (pp or 1) * dp_replicas
     return {
         "platform": platform.id,
