@@ -37,7 +37,7 @@ demo: setup
 	bash scripts/setup_tool_env.sh sgl-eval
 	$(BIN)/python scripts/demo.py
 
-# The fast loop (units and light integration, ~4 min on 2 cores): before every small change.
+# The fast loop (units and light integration, ~4-5.5 min on 2 cores): before every small change.
 # Two pytest-xdist workers; --dist loadfile keeps each module (and its module-scoped emulator)
 # on one worker. Much of the suite waits on servers and subprocesses, so two workers overlap that.
 test: setup
