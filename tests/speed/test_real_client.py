@@ -152,5 +152,7 @@ def test_time_scaled_rehearsal_is_rescaled_to_the_profile(bench_env, real_client
     real = rescale(df, 0.05).iloc[0]
     assert real["median_tpot_ms"] == pytest.approx(20.0, rel=0.20)
     # TTFT carries the client's per-request overhead (HTTP, tokenizing), scaled up 20x with the
-    # rest: never below the model's 100 ms, but visibly above it (the report says rescaled)
-    assert 95.0 <= real["median_ttft_ms"] < 300.0
+    # rest: never below the model's 100 ms, and visibly above it (the report says rescaled). The
+    # upper bound only has to tell a scaled TTFT from an unscaled one, which would read 2000 ms:
+    # CI's loaded machine added 10 ms of raw overhead (305 ms rescaled), so 300 ms was too tight.
+    assert 95.0 <= real["median_ttft_ms"] < 1000.0
