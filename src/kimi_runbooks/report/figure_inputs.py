@@ -1,5 +1,6 @@
 """What the report's per-scenario figures (per-turn curves, operating-point frontiers) read the same way:
-the label naming where their numbers come from, and which values can be drawn at all.
+the label naming where their numbers come from, which values can be drawn at all, and the rule that a
+figure with too few points is said in a note instead of drawn.
 
 Free of plotly, so the speed section's table lines, which need the same label, cost no plotly import.
 """
@@ -7,7 +8,9 @@ Free of plotly, so the speed section's table lines, which need the same label, c
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable, Iterable, Sized
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -28,3 +31,35 @@ def finite_number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
+
+
+Figure = TypeVar("Figure")
+
+
+@dataclass(frozen=True)
+class TooFew:
+    """The least number of usable points a per-scenario figure is drawn from, and the note's words
+    when a scenario has fewer: "<scenario>: <figure> not drawn: <n> <points>, <needs> <minimum> (<hint>)"."""
+
+    minimum: int
+    figure: str
+    points: str
+    needs: str
+    hint: str
+
+    def drawn_or_noted(
+        self, candidates: Iterable[tuple[str, Sized, Callable[[], Figure]]]
+    ) -> tuple[list[Figure], list[str]]:
+        """(the figures of the scenarios with enough points, a note per scenario without), from
+        (scenario, its usable points, what draws them) triples; nothing is drawn for a noted one."""
+        figures: list[Figure] = []
+        notes: list[str] = []
+        for scenario, points, draw in candidates:
+            if len(points) < self.minimum:
+                notes.append(
+                    f"{scenario}: {self.figure} not drawn: {len(points)} {self.points}, {self.needs} "
+                    f"{self.minimum} ({self.hint})"
+                )
+            else:
+                figures.append(draw())
+        return figures, notes

@@ -11,19 +11,27 @@ so the speed section's line costs a report with nothing to draw no plotly import
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ..rundir import RunFolder, read_jsonl
 from ..speed.operating_point import SearchResult, summaries
-from .figure_inputs import figure_origin, finite_number
+from .figure_inputs import TooFew, figure_origin, finite_number
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 MIN_PROBES = 3
 """Probes with both numbers a search needs before its frontier is drawn."""
+TOO_FEW_PROBES = TooFew(
+    MIN_PROBES,
+    "frontier",
+    "probe(s) with tok/s per user and per device",
+    "a frontier needs",
+    "a wider bracket or a smaller step gives more",
+)
 X, Y = "tok_s_per_user", "output_tok_s_per_gpu"
 
 
@@ -141,14 +149,7 @@ def operating_points(
 ) -> tuple[list[go.Figure], list[str]]:
     """(a frontier figure per search with enough probes, a note per search not drawn)."""
     origin = figure_origin(speed, emulated, run_id)
-    figures, notes = [], []
-    for result in searches(run_dir):
-        points = probe_points(result, speed)
-        if len(points) < MIN_PROBES:
-            notes.append(
-                f"{result.scenario}: frontier not drawn: {len(points)} probe(s) with tok/s per user and per "
-                f"device, a frontier needs {MIN_PROBES} (a wider bracket or a smaller step gives more)"
-            )
-            continue
-        figures.append(frontier_figure(result, points, origin))
-    return figures, notes
+    candidates = ((result, probe_points(result, speed)) for result in searches(run_dir))
+    return TOO_FEW_PROBES.drawn_or_noted(
+        (result.scenario, points, partial(frontier_figure, result, points, origin)) for result, points in candidates
+    )

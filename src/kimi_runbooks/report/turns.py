@@ -10,17 +10,25 @@ of one or two points, and a hit rate no request reported is left out rather than
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figure_inputs import figure_origin, finite_number
+from .figure_inputs import TooFew, figure_origin, finite_number
 from .figures import RUN, styled
 
 MIN_TURNS = 3
 """Turns with a TTFT a scenario needs before its per-turn curve is drawn."""
+TOO_FEW_TURNS = TooFew(
+    MIN_TURNS,
+    "per-turn figure",
+    "turn(s) with a TTFT",
+    "a curve needs",
+    "a trace with more turns, or more conversations, gives one",
+)
 
 
 def _usable(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -110,14 +118,7 @@ def turns_figure(scenario: str, turns: list[dict[str, Any]], origin: str) -> go.
 def turn_figures(speed: pd.DataFrame | None, emulated: bool, run_id: str | None) -> tuple[list[go.Figure], list[str]]:
     """A figure per scenario with enough turns, and a note per scenario without (why not drawn)."""
     origin = figure_origin(speed, emulated, run_id)
-    figures, notes = [], []
-    for scenario, turns in turn_scenarios(speed):
-        usable = _usable(turns)
-        if len(usable) < MIN_TURNS:
-            notes.append(
-                f"{scenario}: per-turn figure not drawn: {len(usable)} turn(s) with a TTFT, a curve needs "
-                f"{MIN_TURNS} (a trace with more turns, or more conversations, gives one)"
-            )
-            continue
-        figures.append(turns_figure(scenario, turns, origin))
-    return figures, notes
+    return TOO_FEW_TURNS.drawn_or_noted(
+        (scenario, _usable(turns), partial(turns_figure, scenario, turns, origin))
+        for scenario, turns in turn_scenarios(speed)
+    )
