@@ -4,10 +4,11 @@ SGLang 0.5.23's real bench_serving client drives the emulator with requests whos
 end-to-end latency spread on purpose: inputs of 100-1000 tokens at 0.4 ms a prefill token (TTFT
 ~140-1040 ms with the prefill queue), outputs of 6-60 tokens at 10 ms a token, and a running
 request's next token stalled while another's prefill runs (TPOT 10-83 ms). The emulator schedules
-by its clock, so the spread repeats run to run (within ~1%); the nearest request is ~7% from a ceiling.
+by its clock, but which requests overlap follows the client's pace, so a loaded machine shifts the spread.
 The SLOs sit inside each spread, so every metric has requests that meet it and requests that miss it.
 The project's goodput (from the per-request details) must then equal SGLang's figure, overall and per metric;
-and the same details judged with a metric left out or in the wrong unit must NOT equal it, so the comparison can fail.
+and the same details judged in the wrong unit, or with a metric left out that some requests missed alone,
+must NOT equal it, so the comparison can fail.
 """
 
 from __future__ import annotations
@@ -43,9 +44,17 @@ def tokenizer(require_tool_env, tmp_path_factory):
     return make_offline_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer", env=env)
 
 
+def _observed(t: goodput.RequestTiming) -> dict[str, float | None]:
+    return {"ttft_ms": t.ttft_ms, "tpot_ms": t.tpot_ms, "e2e_ms": t.e2e_ms}
+
+
 def _near_a_ceiling(t: goodput.RequestTiming) -> bool:
-    observed = {"ttft_ms": t.ttft_ms, "tpot_ms": t.tpot_ms, "e2e_ms": t.e2e_ms}
-    return any(v is not None and abs(v - SLO[k]) <= AMBIGUOUS_MS for k, v in observed.items())
+    return any(v is not None and abs(v - SLO[k]) <= AMBIGUOUS_MS for k, v in _observed(t).items())
+
+
+def _missed(t: goodput.RequestTiming) -> set[str]:
+    """The ceilings this request's own timings are above."""
+    return {k for k, v in _observed(t).items() if v is not None and v > SLO[k]}
 
 
 @pytest.mark.heavy
@@ -89,8 +98,15 @@ def test_goodput_equals_sglangs_when_some_requests_miss_the_slo(tokenizer, tmp_p
     ours_mean = sum(t.e2e_ms for t in timings) / len(timings)  # type: ignore[misc]
     assert ours_mean == pytest.approx(raw["mean_e2e_latency_ms"], abs=AMBIGUOUS_MS)
 
-    # the comparison can fail: the same details judged wrongly give a different count than SGLang's
-    wrong = {f"without {key}": {k: v for k, v in SLO.items() if k != key} for key in SLO}
+    # the comparison can fail: the same details judged wrongly give a different count than SGLang's.
+    # Leaving a metric out changes the count only through requests that missed that metric alone;
+    # which those are depends on how the client's requests overlapped (CI's loaded machine once gave
+    # none for e2e), so that check runs for each metric some requests missed alone, and one must.
+    alone = {key: sum(_missed(t) == {key} for t in timings) for key in SLO}
+    print("requests that missed only this ceiling:", alone)
+    decisive = [key for key, n in alone.items() if n > slack]
+    assert decisive, f"no request missed exactly one ceiling ({alone}): leaving a metric out cannot be tested"
+    wrong = {f"without {key}": {k: v for k, v in SLO.items() if k != key} for key in decisive}
     wrong["ceilings read as seconds"] = {k: v * 1000 for k, v in SLO.items()}
     wrong["timings read as seconds"] = {k: v / 1000 for k, v in SLO.items()}
     for name, slo in wrong.items():
