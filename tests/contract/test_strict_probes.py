@@ -40,9 +40,13 @@ def test_strict_emulator_shows_no_marker(strict_url: str) -> None:
         assert "is_emulated" not in http.get("/metrics").text
 
 
-def test_invoke_probes_behave_against_a_server_that_looks_like_sglang(strict_url: str, tmp_path) -> None:
+def test_invoke_probes_behave_against_a_server_that_looks_like_sglang(
+    strict_url: str, tmp_path, require_tool_env
+) -> None:
     # the run's tokenizer (as a runbook with model_path has one): kvv_prompt_tokens counts the
-    # expected prompt tokens with it in the bench env, as it would with a real model's
+    # expected prompt tokens with it in the bench env, as it would with a real model's (so without
+    # that env the probe fails, rightly: the test skips on a machine without it, never in CI)
+    require_tool_env("bench")
     tokenizer = make_offline_tokenizer(tmp_path / "tokenizer")
     handle = RunHandle(base_url=strict_url, model="moonshotai/Kimi-K2.6", launcher="external", tokenizer=str(tokenizer))
     results = invoke.run_all(handle, timeout=60.0, max_tokens_thinking=4096, concurrency=3)
