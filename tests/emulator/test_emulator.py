@@ -825,9 +825,9 @@ def test_http_500_rate_is_a_deterministic_fraction():
     def statuses():
         with emulator_server(
             EmulatorSettings(fault="http-500-rate=0.3", seed=3, time_scale=FAST, log_startup=False)
-        ) as url:
+        ) as url, httpx.Client(base_url=url) as client:
             return [
-                httpx.post(url + "/generate", json={"text": "x", "sampling_params": {"max_new_tokens": 1}}).status_code
+                client.post("/generate", json={"text": "x", "sampling_params": {"max_new_tokens": 1}}).status_code
                 for _ in range(60)
             ]
 

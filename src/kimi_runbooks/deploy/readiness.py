@@ -12,6 +12,7 @@ from ..progress import report_progress
 from ..rundir import now_iso
 from ..target.health import Readiness, check_server
 from ..target.locate import fetch_server_info
+from ..target.tls import verified_tls
 from .diagnose import diagnose, tail
 from .errors import DeployError, DeployTimeout
 
@@ -79,7 +80,7 @@ def wait_ready(
             printer(f"[{time.monotonic() - started:7.1f}s] {text}")
 
     say(f"waiting for {base} to be ready (model {handle.model!r}, timeout {timeout:g}s)")
-    with httpx.Client(timeout=PROBE_TIMEOUT) as client:
+    with httpx.Client(timeout=PROBE_TIMEOUT, verify=verified_tls()) as client:
         while True:
             elapsed = time.monotonic() - started
             code = handle.exit_code()

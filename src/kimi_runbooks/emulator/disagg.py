@@ -35,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from ..target.tls import verified_tls
 from .error_answers import ApiError
 
 log = logging.getLogger(__name__)
@@ -167,7 +168,7 @@ class Disaggregation:
         url = f"http://{host}:{int(port)}{KV_ROUTE}{room}"
         deadline = time.monotonic() + self.timeout_s
         pause = max(0.002, 0.02 * self.time_scale)
-        async with httpx.AsyncClient(timeout=5.0) as client:
+        async with httpx.AsyncClient(timeout=5.0, verify=verified_tls()) as client:
             while True:
                 try:
                     answer = await client.get(url)

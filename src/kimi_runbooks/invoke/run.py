@@ -7,12 +7,13 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from openai import OpenAI
+from openai import DefaultHttpxClient, OpenAI
 
 from ..secrets import redact
 from ..target import locate as target_mod
 from ..target.health import check_server
 from ..target.locate import RunHandle, fetch_server_info
+from ..target.tls import verified_tls
 from .agentic import AGENTIC_CASES
 from .checks import CHECKS
 from .contracts import CONTRACT_CHECKS
@@ -185,7 +186,13 @@ def run_all(
     if isinstance(image_expect, str):
         image_expect = [image_expect]
     blocked = unusable_reason(handle, timeout)
-    client = OpenAI(base_url=handle.openai_base_url, api_key=handle.api_key(), timeout=timeout, max_retries=0)
+    client = OpenAI(
+        base_url=handle.openai_base_url,
+        api_key=handle.api_key(),
+        timeout=timeout,
+        max_retries=0,
+        http_client=DefaultHttpxClient(verify=verified_tls()),
+    )
     session = Session(
         client=client,
         handle=handle,

@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 
 from ..plan.params_models import Scenario
+from ..target.tls import verified_tls
 
 PROMPT = "A user reports that the build fails after a dependency update. Say what you would check first."
 DEFAULT_MAX_TOKENS = 256
@@ -75,7 +76,7 @@ def probe(
         "stream": True,
     }
     times, errors = [], []
-    with httpx.Client(timeout=timeout, headers=headers) as client:
+    with httpx.Client(timeout=timeout, headers=headers, verify=verified_tls()) as client:
         for _ in range(requests):
             try:
                 times.append(_one(client, url, body))

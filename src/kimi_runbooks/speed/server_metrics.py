@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ..procs import BackgroundLoop
 from ..rundir import RunFolder
+from ..target.tls import verified_tls
 
 GAUGES_SUMMED = (
     "num_running_reqs",
@@ -94,7 +95,7 @@ class MetricsSampler:
         # one client for every scrape, made before the scenario starts: building one costs tens of
         # milliseconds on a loaded machine, as long as a whole smoke scenario
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        self._client = httpx.Client(timeout=min(5.0, max(self.interval_s, 1.0)), headers=headers)
+        self._client = httpx.Client(timeout=min(5.0, max(self.interval_s, 1.0)), headers=headers, verify=verified_tls())
         self._t0 = time.monotonic()
         self.scrape_once(self._client)  # the baseline before the first request (histogram counters are cumulative)
         self._loop = BackgroundLoop(f"metrics-{self.scenario}", self._run).start()

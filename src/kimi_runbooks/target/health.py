@@ -23,6 +23,8 @@ from typing import Any
 
 import httpx
 
+from .tls import verified_tls
+
 PROBE_PROMPT = "Reply with one word: is this server ready to answer questions?"
 """The one-token generation's prompt: several tokens long on purpose (see the module doc)."""
 
@@ -264,7 +266,7 @@ def check_server(
         result.add("key", True, f"key read from ${api_key_env}")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     own = client is None
-    http = client or httpx.Client(timeout=timeout)
+    http = client or httpx.Client(timeout=timeout, verify=verified_tls())
     try:
         server = _Server(http, base, headers, timeout)
         _chain(result, server, model, api_key_env, health_paths if health else None, model_source)
