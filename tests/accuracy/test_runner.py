@@ -98,6 +98,7 @@ def _checkout_with_python(path, marker, text):
     return path
 
 
+@pytest.mark.slow  # three K2-Vendor-Verifier smoke runs: ~15 s; make test-all and CI run it
 def test_k2vv_smoke_runs_the_limit_at_the_smoke_budget_and_setting_changes_rerun(tmp_path):
     from kimi_runbooks.accuracy import vendor_verifier as vv
     from kimi_runbooks.accuracy.toolcall_samples import write_ci_samples

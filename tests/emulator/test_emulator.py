@@ -823,9 +823,12 @@ def test_http_500_rate_fault():
 
 def test_http_500_rate_is_a_deterministic_fraction():
     def statuses():
-        with emulator_server(
-            EmulatorSettings(fault="http-500-rate=0.3", seed=3, time_scale=FAST, log_startup=False)
-        ) as url, httpx.Client(base_url=url) as client:
+        with (
+            emulator_server(
+                EmulatorSettings(fault="http-500-rate=0.3", seed=3, time_scale=FAST, log_startup=False)
+            ) as url,
+            httpx.Client(base_url=url) as client,
+        ):
             return [
                 client.post("/generate", json={"text": "x", "sampling_params": {"max_new_tokens": 1}}).status_code
                 for _ in range(60)

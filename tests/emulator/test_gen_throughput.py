@@ -43,6 +43,7 @@ def test_the_exported_gauge_reads_zero_once_nothing_runs() -> None:
     assert metrics.last_gen_throughput == 184.0  # /server_info keeps the reporter's value
 
 
+@pytest.mark.slow  # 16 requests at time scale 1 in real time: ~20 s; make test-all and CI run it
 def test_at_c16_the_gauge_is_the_batchs_decode_rate_not_one_requests() -> None:
     body = {"input_ids": list(range(1, 65)), "sampling_params": {"max_new_tokens": 160, "ignore_eos": True}}
     readings: list[tuple[float, float, float]] = []  # (t, gen_throughput, generation tokens so far)

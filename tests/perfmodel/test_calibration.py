@@ -47,6 +47,7 @@ def test_every_published_speed_result_is_an_observation():
     assert all(o.weight == 0.5 for o in targets)
 
 
+@pytest.mark.slow  # the whole calibration fit: ~17 s; make test-all and CI run it
 def test_committed_calibration_is_what_the_fit_gives():
     """`calibrate --write` reproduces the committed calibration: the same parameters, the same values."""
     committed = load_calibration(CATALOG.root)

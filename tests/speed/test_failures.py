@@ -171,6 +171,7 @@ def test_failed_scenarios_are_failures_in_the_report_not_skips(tmp_path):
         speed.raise_if_failed(speed.load_results(folder.path))
 
 
+@pytest.mark.slow  # a whole speed stage whose scenarios fail: ~10 s; make test-all and CI run it
 def test_a_stage_whose_scenarios_failed_is_not_ok(tmp_path, monkeypatch):
     """The notebook ends by raising, so the runbook records the stage as failed (it said "ok")."""
     run_dir = tmp_path / "run"

@@ -48,6 +48,7 @@ def _ran(argv_log: Path) -> list[str]:
     return [Path(next(a for a in argv if a.endswith(".jsonl") and "bench_raw" in a)).name[:-6] for argv in seen]
 
 
+@pytest.mark.slow  # whole speed stages with the real client, repeated: ~19 s; make test-all and CI run it
 def test_stage_repeats_each_scenario_and_a_scenario_sets_its_own(server, tmp_path):
     handle = RunHandle(base_url=server, model="moonshotai/Kimi-K2.6", launcher="emulator")
     argv_log = tmp_path / "argv.jsonl"
@@ -90,6 +91,7 @@ speed.run_scenarios([tiny_scenario("a-c1", repeats=3)], handle, sys.argv[2], off
 """
 
 
+@pytest.mark.slow  # a speed stage killed and resumed: ~12 s; make test-all and CI run it
 def test_a_stage_killed_during_a_repeat_resumes_at_that_repeat(server, tmp_path):
     argv_log = tmp_path / "argv.jsonl"
     root = Path(__file__).resolve().parents[2]

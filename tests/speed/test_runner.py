@@ -49,6 +49,7 @@ def _handle(url: str, **kw) -> RunHandle:
     return RunHandle(base_url=url, model="moonshotai/Kimi-K2.6", launcher="emulator", **kw)
 
 
+@pytest.mark.slow  # a speed stage run, failed and resumed: ~14 s; make test-all and CI run it
 def test_statuses_resume_and_redaction(server, tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_TEST_KEY", "sk-should-never-be-written")
     argv_log = tmp_path / "argv.jsonl"
