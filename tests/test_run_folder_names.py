@@ -16,6 +16,7 @@ so they are known to fail when a literal reappears.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import shutil
 from pathlib import Path
@@ -73,6 +74,7 @@ def _strings(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
+@functools.cache
 def _run_folder_names() -> tuple[set[str], set[str]]:
     """(file names and templates, directory names) as rundir/__init__.py spells them."""
     tree = ast.parse((SRC / RUNDIR).read_text())
@@ -89,26 +91,32 @@ def _run_folder_names() -> tuple[set[str], set[str]]:
 
 
 def violations(root: Path) -> list[str]:
-    files, dirs = _run_folder_names()
     found = []
     for path in sorted(root.rglob("*.py")):
-        if path.relative_to(root) == RUNDIR:
-            continue
-        tree = ast.parse(path.read_text(), str(path))
-        where = path.relative_to(root)
-        for line, text in _strings(tree):
-            if text in files:
-                found.append(f"{where}:{line}: {text!r} is RunFolder's name: use its constant or path method")
-            elif FILE_NAME.match(text) and text not in NOT_THE_RUN_FOLDERS:
-                found.append(f"{where}:{line}: {text!r} looks like a run-folder file: name it on RunFolder")
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.BinOp)
-                and isinstance(node.op, ast.Div)
-                and (name := _template(node.right)) in dirs
-                and (str(where), name) not in NOT_THE_RUN_FOLDERS_DIRS
-            ):
-                found.append(f"{where}:{node.lineno}: / {_template(node.right)!r}: use RunFolder's directory")
+        if path.relative_to(root) != RUNDIR:
+            found += _file_violations(str(path.relative_to(root)), path.read_text())
+    return found
+
+
+@functools.cache
+def _file_violations(where: str, text: str) -> list[str]:
+    """One file's findings; cached by its text, so the put-back copies parse only the file they change."""
+    files, dirs = _run_folder_names()
+    found = []
+    tree = ast.parse(text, where)
+    for line, value in _strings(tree):
+        if value in files:
+            found.append(f"{where}:{line}: {value!r} is RunFolder's name: use its constant or path method")
+        elif FILE_NAME.match(value) and value not in NOT_THE_RUN_FOLDERS:
+            found.append(f"{where}:{line}: {value!r} looks like a run-folder file: name it on RunFolder")
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Div)
+            and (name := _template(node.right)) in dirs
+            and (where, name) not in NOT_THE_RUN_FOLDERS_DIRS
+        ):
+            found.append(f"{where}:{node.lineno}: / {_template(node.right)!r}: use RunFolder's directory")
     return found
 
 

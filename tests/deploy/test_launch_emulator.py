@@ -144,7 +144,11 @@ def test_port_in_use_diagnosed(tmp_path: Path) -> None:
         with pytest.raises(deploy.PreflightError) as refused:
             deploy.launch(_plan(), "emulator", tmp_path / "a", FAST, port=port)
         assert f"port {port} on 127.0.0.1 is in use by pid {os.getpid()}" in str(refused.value)
-        # without preflight the server itself fails, and the log says why
+    # without preflight the server itself fails, and the log says why. The port's holder is bound
+    # but not listening: a listener that never answers would hold each readiness probe for its
+    # whole timeout (10 s here) before the launcher looked at the exited server again
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
         with pytest.raises(deploy.DeployError) as err:
             deploy.launch(_plan(), "emulator", tmp_path / "b", FAST, port=port, preflight=False)
     assert err.value.diagnosis.kind == "port-in-use"
