@@ -40,3 +40,13 @@ def test_every_named_file_is_the_folder_path_and_its_constant(tmp_path: Path) ->
         tmp_path / n for n in ("server.log", "invoke.json", "bench.jsonl", "accuracy.jsonl", "report.html")
     )
     assert (folder.sbatch, folder.steps) == (tmp_path / RunFolder.SBATCH, tmp_path / RunFolder.STEPS)
+
+
+def test_row_number_reads_numbers_and_strings_and_nan_for_the_rest():
+    import math
+
+    from kimi_runbooks.rundir import row_number
+
+    assert [row_number(v) for v in (3, 2.5, "7", " 1e3 ", True)] == [3.0, 2.5, 7.0, 1000.0, 1.0]
+    for missing in (None, "", "n/a", [1], {"value": 1}, math.nan):
+        assert math.isnan(row_number(missing)), missing

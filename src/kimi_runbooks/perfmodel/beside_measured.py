@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..rundir import row_number
 from ._deps import Catalog, LaunchPlan, PlanConfig, load_catalog
 from ._deps import plan as make_plan
 from .predict import Predictor, Scenario
@@ -53,24 +54,19 @@ COLUMNS = [
 ]
 
 
-def _num(value: Any) -> float:
-    """A row's value as a float; NaN where it is missing or not a number."""
-    return float(pd.to_numeric(value, errors="coerce"))
-
-
 def _scenario(row: pd.Series) -> Scenario | None:
-    completed = _num(row.get("completed"))
-    tin, tout = _num(row.get("total_input_tokens")), _num(row.get("total_output_tokens"))
+    completed = row_number(row.get("completed"))
+    tin, tout = row_number(row.get("total_input_tokens")), row_number(row.get("total_output_tokens"))
     if completed > 0 and tin > 0 and tout > 0:  # measured lengths (range ratio < 1 shortens them)
         input_len, output_len = float(round(tin / completed)), float(round(tout / completed))
     else:
-        input_len, output_len = _num(row.get("input_len")), _num(row.get("output_len"))
+        input_len, output_len = row_number(row.get("input_len")), row_number(row.get("output_len"))
         if not (input_len > 0 and output_len > 0):
             return None
-    concurrency = _num(row.get("max_concurrency"))
-    rate = _num(row.get("request_rate"))
+    concurrency = row_number(row.get("max_concurrency"))
+    rate = row_number(row.get("request_rate"))
     prompts = int(completed) if completed > 0 else None
-    ratio = _num(row.get("random_range_ratio", row.get("range_ratio")))
+    ratio = row_number(row.get("random_range_ratio", row.get("range_ratio")))
     fixed = ratio == 1.0  # every request the same lengths: lock-step waves (queueing.synchronized_waves)
     if concurrency > 0:
         return Scenario(
@@ -92,7 +88,7 @@ def compare_to_prediction(rows_df: pd.DataFrame, plan: LaunchPlan, predictor: Pr
             continue
         p = predictor.predict(scenario)
         for metric in COMPARED:
-            measured = _num(row.get(metric))
+            measured = row_number(row.get(metric))
             predicted = float(getattr(p, metric))
             if not math.isfinite(measured):
                 continue
@@ -183,7 +179,7 @@ def predicted_beside_measured(
     for _, row in ok.iterrows():
         rec: dict[str, Any] = {"scenario": row.get("scenario")}
         for metric in COMPARED:
-            rec[metric] = _num(row.get(metric))
+            rec[metric] = row_number(row.get(metric))
         why = reason
         scenario = _scenario(row) if predictor is not None else None
         if predictor is not None and scenario is None:

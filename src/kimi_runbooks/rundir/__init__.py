@@ -12,6 +12,7 @@ other way.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -71,6 +72,17 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
         if isinstance(row, dict):
             rows.append(row)
     return rows
+
+
+def row_number(value: Any) -> float:
+    """A row's value as a float (a number, or a string of one, as older rows and reference tables
+    carry them); NaN where it is missing or not a number, so a table's arithmetic skips it."""
+    if isinstance(value, str):
+        value = value.strip()
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def read_json(path: str | Path) -> Any:

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from ..plan.catalog import Catalog, load_catalog
+from ..rundir import row_number
 from .results import add_derived, run_label
 
 HIGHER_IS_BETTER = {
@@ -213,11 +214,6 @@ def reference_frame(platforms: Iterable[str] | str | None = None, catalog: Catal
     return add_derived(df)
 
 
-def _num(value: Any) -> float:
-    """A row's value as a float; NaN where it is missing or not a number."""
-    return float(pd.to_numeric(value, errors="coerce"))
-
-
 def compare(
     run: pd.DataFrame,
     references: pd.DataFrame,
@@ -257,11 +253,11 @@ def compare(
     records = []
     for _, r in ok.iterrows():
         label = r.get("label") or run_label(bool(r.get("emulated")))
-        runs = _num(r.get("n_runs"))
+        runs = row_number(r.get("n_runs"))
         n = int(runs) if math.isfinite(runs) and runs >= 1 else 1
         for _, ref in refs[refs["scenario"] == r["scenario"]].iterrows():
             for metric in metrics:
-                a, b = _num(r.get(metric)), _num(ref.get(metric))
+                a, b = row_number(r.get(metric)), row_number(ref.get(metric))
                 if not (math.isfinite(a) and math.isfinite(b)) or b == 0:
                     continue
                 ratio = a / b
