@@ -65,7 +65,7 @@ def frontier_figure(result: SearchResult, points: pd.DataFrame, origin: str) -> 
     """Every probe a point (met: filled, missed: open), their Pareto frontier, the chosen point a star."""
     import plotly.graph_objects as go
 
-    from ..speed.figures import pareto_front
+    from ..speed.figures import frontier_line
     from .figures import OTHER_REF, RUN, styled
 
     fig = go.Figure()
@@ -85,12 +85,7 @@ def frontier_figure(result: SearchResult, points: pd.DataFrame, origin: str) -> 
                 marker={"color": RUN if met else OTHER_REF, "symbol": symbol, "size": 10},
             )
         )
-    front = pareto_front(points, X, Y)
-    fig.add_trace(
-        go.Scatter(
-            x=front[X], y=front[Y], mode="lines", name="frontier of the probes", line={"color": RUN, "dash": "dot"}
-        )
-    )
+    fig.add_trace(frontier_line(points, X, Y, "frontier of the probes", {"color": RUN, "dash": "dot"}))
     chosen = points[points["value"] == result.best] if result.best is not None else points.iloc[0:0]
     if not chosen.empty:
         fig.add_trace(

@@ -154,18 +154,13 @@ def add_pareto(
         )
     )
     if line is not None:
-        front = pareto_front(points, x, y)
-        fig.add_trace(
-            go.Scatter(
-                x=front[x],
-                y=front[y],
-                mode="lines",
-                name=f"{name} frontier",
-                legendgroup=legendgroup,
-                line=line,
-                showlegend=False,
-            )
-        )
+        fig.add_trace(frontier_line(points, x, y, f"{name} frontier", line, legendgroup=legendgroup, showlegend=False))
+
+
+def frontier_line(points: pd.DataFrame, x: str, y: str, name: str, line: dict[str, Any], **trace: Any) -> go.Scatter:
+    """The Pareto frontier of `points` (pareto_front) as one line trace; `trace` adds plotly options."""
+    front = pareto_front(points, x, y)
+    return go.Scatter(x=front[x], y=front[y], mode="lines", name=name, line=line, **trace)
 
 
 def _group(row: Any) -> str:
