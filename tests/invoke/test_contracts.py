@@ -15,6 +15,7 @@ from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.capabilities import ModelCapabilities
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.invoke.contracts import LONG_CONTEXT_FRACTION
+from kimi_runbooks.invoke.run import DEFAULT_NAMES
 from kimi_runbooks.invoke.served import ServedModel, checks_for
 from kimi_runbooks.plan import load_catalog
 from tests.support.hybrid_models import k3_like, k27_code_like
@@ -63,7 +64,7 @@ def _served(model: Any, context: int = CONTEXT) -> ServedModel:
 
 
 def test_checks_follow_the_declared_capabilities_not_the_model_name():
-    names = list(invoke.run.DEFAULT_NAMES)
+    names = list(DEFAULT_NAMES)
     k3 = checks_for(ServedModel.from_model(k3_like()), names)
     assert {"reasoning_effort", "always_thinking", "video", "long_context", "tool_call"} <= set(k3)
     assert "instant" not in k3 and "instant_then_call" not in k3
@@ -101,7 +102,7 @@ def test_a_run_folders_plan_gives_the_served_model(tmp_path):
 def test_without_a_served_model_the_default_checks_are_unchanged(emulator_url: str):
     results = invoke.run_all(emulator_url, None, model="moonshotai/Kimi-K2.6", **FAST)
     names = [r.name for r in results]
-    assert [n for n in names if n in invoke.ALL_NAMES] == invoke.run.DEFAULT_NAMES
+    assert [n for n in names if n in invoke.ALL_NAMES] == DEFAULT_NAMES
     assert not set(names) & set(invoke.CONTRACT_CHECKS)
 
 

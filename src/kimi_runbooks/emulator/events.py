@@ -46,6 +46,14 @@ class Plan:
     def content_text(self) -> str:
         return "".join(e.text for e in self.events if e.kind == "content")
 
+    def arguments_end(self, call: ToolCall) -> int | None:
+        """Position of the event that completes `call`'s arguments (its last argument token), or
+        None when the events stop before all of them (max_tokens cut the call short)."""
+        positions = [i for i, e in enumerate(self.events) if e.kind == "tool_args" and e.call == call.index]
+        if not positions or len(positions) != len(tokenize(call.arguments)):
+            return None
+        return positions[-1]
+
     def emitted_tool_calls(self) -> list[tuple[ToolCall, str]]:
         """Tool calls whose header was emitted, with the argument text emitted so far."""
         out = []

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
@@ -33,7 +33,7 @@ from .protocol import ChatRequest
 from .sse import DONE, event
 from .state import AppState
 from .structured import check_constraints, check_response_format, check_tool_choice, json_answer, structured_reply
-from .tokenizer import token_ids, tokenize
+from .tokenizer import token_ids
 from .tool_faults import ToolFaults
 
 
@@ -53,6 +53,8 @@ class _Turn:
     cache_report: bool  # --enable-cache-report: usage.prompt_tokens_details.cached_tokens
     cache_details: bool  # the request asked return_cached_tokens_details (sglext)
     jobs: list[Job]  # the engine sets cached_tokens on them when they are admitted
+    argument_ends: dict[tuple[int, int], int | None] = field(default_factory=dict)
+    """(choice, call) -> Plan.arguments_end, found once per call, not once per streamed token."""
 
     @property
     def cached_tokens(self) -> int:
@@ -217,8 +219,10 @@ def _token_chunk(ev: Event, pos: int, plan: Plan, index: int, turn: _Turn) -> di
     position = turn.faults.stream_index(call.index)
     call_id = turn.faults.call_id(call.name, turn.history_calls, call.index)
     if not turn.fmt.streams_tool_arguments:  # the whole call, once its last argument token is out
-        emitted = sum(1 for e in plan.events[: pos + 1] if e.kind == "tool_args" and e.call == call.index)
-        if ev.kind == "tool_name" or emitted != len(tokenize(call.arguments)):
+        key = (index, call.index)
+        if key not in turn.argument_ends:
+            turn.argument_ends[key] = plan.arguments_end(call)
+        if pos != turn.argument_ends[key]:
             return None
         piece = shapes.tool_call(call_id, position, call.name, call.arguments)
     elif ev.kind == "tool_name":
