@@ -37,7 +37,7 @@ demo: setup
 	bash scripts/setup_tool_env.sh sgl-eval
 	$(BIN)/python scripts/demo.py
 
-# The fast loop (units and light integration, ~3-4 min on 2 cores): before every small change.
+# The fast loop (units and light integration, ~3-5 min on 2 cores): before every small change.
 # Three pytest-xdist workers on two cores; --dist loadfile keeps each module (and its module-scoped
 # emulator) on one worker. Much of the loop waits on servers and subprocesses, so a third worker
 # fills that wait (measured here: 2 workers 3 min 45 s to 4 min 11 s, 3 workers 2 min 50 s).
@@ -45,7 +45,8 @@ test: setup
 	$(BIN)/pytest -q -n 3 --dist loadfile -m "not slow and not heavy" --durations=15
 
 # Everything CI runs (.ci/run): the end-to-end runbooks and the real tool environments too.
-# Two workers as in the fast loop: 38 min here against 59 min serial (CI's 90 min holds setup too).
+# Two workers (its timing-sensitive end-to-end tests keep a core each): 30 min here against 59 min
+# serial (CI's 90 min holds set-up too).
 test-all: setup
 	$(BIN)/pytest -q -n 2 --dist loadfile --durations=15
 
