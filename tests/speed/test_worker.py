@@ -67,8 +67,14 @@ def test_worker_results_match_one_process_per_scenario(tokenizer, tmp_path):
     for w, p in zip(rows_w, rows_p, strict=True):
         assert set(w["metrics"]) == set(p["metrics"])  # every key of the CLI's result line
         assert w["metrics"]["completed"] == p["metrics"]["completed"] == 12
-        for key in ("median_ttft_ms", "median_itl_ms"):
-            assert w["metrics"][key] == pytest.approx(p["metrics"][key], rel=0.15), key  # within noise
+        # Within noise: on a loaded 2-core machine the two runs' medians drift apart by tens of ms of
+        # scheduling delay (CI read 82 vs 100 ms TTFT), so the bound is absolute as well as relative.
+        # A worker that measured something else (a re-loaded tokenizer, a cold connection per request)
+        # adds far more, and both must sit above the profile's floor.
+        assert w["metrics"]["median_ttft_ms"] == pytest.approx(p["metrics"]["median_ttft_ms"], rel=0.15, abs=30)
+        assert w["metrics"]["median_itl_ms"] == pytest.approx(p["metrics"]["median_itl_ms"], rel=0.15, abs=4)
+        for row in (w, p):
+            assert row["metrics"]["median_ttft_ms"] >= 40 and row["metrics"]["median_itl_ms"] >= 8 * 0.9
     assert list(by_worker.columns) == list(by_process.columns)
     log = (tmp_path / "worker" / "logs" / "bench-w-b.log").read_text()
     assert "Serving Benchmark Result" in log  # the CLI's printed block, in the scenario's own log
