@@ -22,7 +22,6 @@ from .knobs import METRICS_FLAG
 from .rules import RuleResult
 from .server_options import read_extra_options
 from .shell import env_ref
-from .state_pool import DEFAULT_FULL_MEMORY_RATIO, StateSettings
 
 _KNOB_OF_FLAG = {
     "--tp": "tp",
@@ -178,34 +177,6 @@ def node_env(cell: CookbookCell | None, config: PlanConfig, rank: int) -> dict[s
     ip = ips[rank] if rank < len(ips) else env_ref(f"NODE{rank}_IP", f"NODE{rank}_IP to the address of node {rank}")
     fill = {"<your-nic>": nic, "<this-node-ip>": ip}
     return {name: fill.get(value, value) for name, value in cell.multi_node_env.items()}
-
-
-def state_settings(lookup: dict[str, ArgValue | None]) -> StateSettings:
-    """The state-pool flags of a command (canonical flag -> value), as SGLang defaults them."""
-
-    def number(flag: str) -> int | None:
-        value = lookup.get(flag)
-        return int(str(value)) if value not in (None, False) else None
-
-    ratio = lookup.get("--mamba-full-memory-ratio")
-    draft = 0
-    if lookup.get("--speculative-algorithm") not in (None, False):
-        tokens = number("--speculative-num-draft-tokens")
-        block = number("--speculative-dspark-block-size")
-        # DSPARK verifies block + 1 tokens (SGLang cookbook Kimi-K3, 2. Configuration Tips: 'block size + 1 (= 8)')
-        draft = tokens if tokens else (block + 1 if block else 0)
-        if lookup.get("--enable-linear-replayssm-spec") not in (None, False):
-            draft = 0
-    return StateSettings(
-        full_memory_ratio=float(str(ratio)) if ratio not in (None, False) else DEFAULT_FULL_MEMORY_RATIO,
-        ssm_dtype=str(lookup.get("--mamba-ssm-dtype") or "float32"),
-        radix_strategy=str(lookup.get("--mamba-radix-cache-strategy") or "auto"),
-        disable_radix_cache=lookup.get("--disable-radix-cache") not in (None, False),
-        disable_overlap_schedule=lookup.get("--disable-overlap-schedule") not in (None, False),
-        speculative_draft_tokens=draft,
-        max_running_requests=number("--max-running-requests"),
-        max_total_tokens=number("--max-total-tokens"),
-    )
 
 
 def _tokens(cell: CookbookCell) -> list[str]:

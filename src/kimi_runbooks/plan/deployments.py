@@ -11,9 +11,17 @@ from typing import TypeVar
 from .catalog import ArgValue, Catalog, Deployment, ParamsError, Platform, Role
 from .config import PlanConfig
 from .flags import ExtraFlag, canonical_flag, merge_args, parse_extra_args
-from .knobs import METRICS_FLAG, ServerShape, apply_knob_flags, rule_facts, unknown_allows
+from .knobs import (
+    METRICS_FLAG,
+    ServerShape,
+    apply_knob_flags,
+    rule_facts,
+    server_memory,
+    speculative_in,
+    unknown_allows,
+)
 from .launch_plan import LaunchPlan, NodeCommand
-from .memory import MemoryPlan, plan_memory
+from .memory import MemoryPlan
 from .rules import RuleResult, check_rules
 from .server_options import read_extra_options
 from .shell import args_to_argv, env_ref, join_word, render_script, shell_command
@@ -147,15 +155,14 @@ def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, de
         role_env = {**deployment.env, **role.env, **config.env}
         lookup = _args_lookup(_role_args(config, role, 0, extra))
         shape = RoleShape.of(lookup, platform, role.nodes)
-        speculative = lookup.get("--speculative-algorithm") not in (None, False)
-        memory = plan_memory(
+        speculative = speculative_in(lookup)
+        memory = server_memory(
             platform,
             model,
-            tp=shape.tp,
+            shape,
+            lookup,
             mem_fraction_static=shape.mem_fraction_static,
             kv_cache_dtype=shape.kv_cache_dtype or model.default_kv_cache_dtype,
-            dp_attention_ranks=(shape.dp or 1) if shape.enable_dp_attention else 1,
-            speculative=speculative,
         )
         if role.name in ("mixed", "decode"):
             serving_memory = memory

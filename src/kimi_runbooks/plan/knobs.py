@@ -12,9 +12,10 @@ from pydantic import ValidationError
 from .catalog import ArgValue, Catalog, Model, Platform
 from .config import PlanConfig
 from .flags import FLAG_ALIASES, ExtraFlag, canonical_flag, knob_of
-from .memory import MemoryPlan
+from .memory import MemoryPlan, plan_memory
 from .rules import RuleResult
 from .shell import env_ref, shell_join
+from .state_pool import state_settings
 
 __all__ = ["FLAG_ALIASES", "KNOB_FLAGS", "canonical_flag", "resolve_knobs", "rule_facts", "server_args"]
 
@@ -272,6 +273,38 @@ def image_version(image: str | None) -> str:
     """The SGLang version in a docker image tag (lmsysorg/sglang:v0.5.9-rocm700-mi35x -> 0.5.9), or ""."""
     match = _IMAGE_TAG_VERSION.search(image or "")
     return match.group(1) if match else ""
+
+
+def speculative_in(lookup: dict[str, ArgValue | None]) -> bool:
+    """Whether a server's canonical flags turn on speculative decoding."""
+    return lookup.get("--speculative-algorithm") not in (None, False)
+
+
+def server_memory(
+    platform: Platform,
+    model: Model,
+    shape: ServerShape,
+    lookup: dict[str, ArgValue | None],
+    *,
+    mem_fraction_static: float,
+    kv_cache_dtype: str,
+) -> MemoryPlan:
+    """One server's memory plan from its layout and canonical flags: the same arithmetic whether the
+    layout is the plan's knobs or a deployment role's flags (pipeline stages, DP-attention pools,
+    replicas, a hybrid model's state pool, the context length)."""
+    return plan_memory(
+        platform,
+        model,
+        tp=shape.tp,
+        pp=shape.pp or 1,
+        mem_fraction_static=mem_fraction_static,
+        kv_cache_dtype=kv_cache_dtype,
+        dp_attention_ranks=(shape.dp or 1) if shape.enable_dp_attention else 1,
+        speculative=speculative_in(lookup),
+        replicas=shape.replicas,
+        state=state_settings(lookup) if model.architecture.hybrid else None,
+        context_length=shape.context_length,
+    )
 
 
 def rule_facts(

@@ -19,7 +19,7 @@ from typing import Any
 
 from .catalog import Catalog, Model, Platform, Rule, load_catalog
 from .config import DEFAULT_SGLANG_VERSION, PlanConfig
-from .cookbook import cell_args, cell_config, cell_flag_warnings, choose_cell, node_env, state_settings
+from .cookbook import cell_args, cell_config, cell_flag_warnings, choose_cell, node_env
 from .deployments import plan_deployment
 from .flags import canonical_flag, merge_args, parse_extra_args
 from .fleet import ROUTER_SOURCE, plan_fleet
@@ -30,10 +30,11 @@ from .knobs import (
     resolve_knobs,
     rule_facts,
     server_args,
+    server_memory,
+    speculative_in,
     unknown_allows,
 )
 from .launch_plan import Alternative, LaunchPlan, NodeCommand, VersionChange
-from .memory import plan_memory
 from .rules import RuleExpressionError, RuleResult, check_rules, evaluate, rule_applies
 from .server_options import read_extra_options
 from .shell import Ref, Word, args_to_argv, env_ref, join_word, render_script, shell_command
@@ -97,20 +98,14 @@ def _plan_single(
     else:
         args = merge_args(server_args(config, knobs, model, platform.vendor), [*recipe_extra, *extra])
     lookup = {canonical_flag(f): v for f, v in args}
-    speculative = lookup.get("--speculative-algorithm") not in (None, False)
-    dp_ranks = (knobs.dp or 1) if knobs.enable_dp_attention else 1
-    memory = plan_memory(
+    speculative = speculative_in(lookup)
+    memory = server_memory(
         platform,
         model,
-        tp=knobs.tp,
-        pp=knobs.pp or 1,
+        knobs,
+        lookup,
         mem_fraction_static=knobs.effective_mem_fraction_static,
         kv_cache_dtype=knobs.effective_kv_cache_dtype,
-        dp_attention_ranks=dp_ranks,
-        speculative=speculative,
-        replicas=knobs.replicas,
-        state=state_settings(lookup) if model.architecture.hybrid else None,
-        context_length=knobs.context_length,
     )
     mem_fraction = knobs.effective_mem_fraction_static
     facts = rule_facts(

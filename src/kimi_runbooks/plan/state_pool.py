@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .params_models import GIB, LinearAttention
+from .values import ArgValue
 
 STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 """--mamba-ssm-dtype choices (SGLang 0.5.23 srt/configs/mamba_utils.py dtype_map); unset: float32."""
@@ -195,3 +196,31 @@ def split_rest_memory(
 
 def rest_bytes_of(budget_gib: float) -> int:
     return max(math.floor(budget_gib * GIB), 0)
+
+
+def state_settings(lookup: dict[str, ArgValue | None]) -> StateSettings:
+    """The state-pool flags of a command (canonical flag -> value), as SGLang defaults them."""
+
+    def number(flag: str) -> int | None:
+        value = lookup.get(flag)
+        return int(str(value)) if value not in (None, False) else None
+
+    ratio = lookup.get("--mamba-full-memory-ratio")
+    draft = 0
+    if lookup.get("--speculative-algorithm") not in (None, False):
+        tokens = number("--speculative-num-draft-tokens")
+        block = number("--speculative-dspark-block-size")
+        # DSPARK verifies block + 1 tokens (SGLang cookbook Kimi-K3, 2. Configuration Tips: 'block size + 1 (= 8)')
+        draft = tokens if tokens else (block + 1 if block else 0)
+        if lookup.get("--enable-linear-replayssm-spec") not in (None, False):
+            draft = 0
+    return StateSettings(
+        full_memory_ratio=float(str(ratio)) if ratio not in (None, False) else DEFAULT_FULL_MEMORY_RATIO,
+        ssm_dtype=str(lookup.get("--mamba-ssm-dtype") or "float32"),
+        radix_strategy=str(lookup.get("--mamba-radix-cache-strategy") or "auto"),
+        disable_radix_cache=lookup.get("--disable-radix-cache") not in (None, False),
+        disable_overlap_schedule=lookup.get("--disable-overlap-schedule") not in (None, False),
+        speculative_draft_tokens=draft,
+        max_running_requests=number("--max-running-requests"),
+        max_total_tokens=number("--max-total-tokens"),
+    )
