@@ -645,8 +645,10 @@ def test_latency_follows_profile():
             _timed_generate(http, 2)  # warm the connection
             ttft, itls = _timed_generate(http, 50)
     assert len(itls) == 49
-    assert ttft == pytest.approx(0.200, rel=0.15)
-    assert statistics.fmean(itls) == pytest.approx(0.010, rel=0.15)
+    # one TTFT and the median gap: a loaded machine's scheduling stall (tens of ms) lands on single
+    # samples and on a mean, not on the median of 49 gaps
+    assert ttft == pytest.approx(0.200, abs=0.05)
+    assert statistics.median(itls) == pytest.approx(0.010, rel=0.15)
 
 
 def test_ttft_grows_with_input_and_itl_with_running_requests():

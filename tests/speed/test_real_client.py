@@ -150,7 +150,10 @@ def test_time_scaled_rehearsal_is_rescaled_to_the_profile(bench_env, real_client
     assert raw["status"] == "ok", raw.get("error")
     assert raw["median_tpot_ms"] == pytest.approx(1.0, rel=0.5)  # 0.05 x 20 ms, plus client overhead
     real = rescale(df, 0.05).iloc[0]
-    assert real["median_tpot_ms"] == pytest.approx(20.0, rel=0.20)
+    # the model's 20 ms per token, plus the client's per-token overhead scaled up 20x with it (0.25 ms
+    # of raw overhead on a loaded machine reads 5 ms here): an unscaled TPOT (1 ms) or one scaled
+    # twice (400 ms) still fails
+    assert 19.0 <= real["median_tpot_ms"] < 30.0
     # TTFT carries the client's per-request overhead (HTTP, tokenizing), scaled up 20x with the
     # rest: never below the model's 100 ms, and visibly above it (the report says rescaled). The
     # upper bound only has to tell a scaled TTFT from an unscaled one, which would read 2000 ms:
