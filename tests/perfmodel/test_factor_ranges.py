@@ -8,8 +8,9 @@ import dataclasses
 import pytest
 
 from kimi_runbooks.perfmodel.calibration import DOF_RUNS_PER_PARAMETER, Evaluator, fit, free_parameters
-from kimi_runbooks.perfmodel.factors import RANGES, kind_of, out_of_range
+from kimi_runbooks.perfmodel.factors import RANGES, compose, kind_of, out_of_range, pooled, term_keys
 from kimi_runbooks.perfmodel.observations import observations
+from kimi_runbooks.perfmodel.stack import Stack
 from kimi_runbooks.perfmodel.store import load_calibration
 from kimi_runbooks.plan.catalog import load_catalog
 
@@ -64,3 +65,24 @@ def test_no_family_fits_more_parameters_than_its_runs_over_three() -> None:
     # parameters are shared where the physics is: one GEMM efficiency for every family
     assert set(budget.families_of["hw.mma"]) == set(budget.runs)
     assert not any(RANGES[kind_of(n)].fitted is False for n in budget.free)  # hw.link stays fixed
+
+
+def test_an_unfitted_expert_kernel_term_borrows_the_fitted_paths_of_its_weight_format() -> None:
+    fitted = {
+        "stack.moe_kernel[flashinfer_cutlass:FP4]": 0.9,
+        "stack.moe_kernel[cutlass:FP4]": 0.4,
+        "stack.moe_kernel[default:W4A16]": 0.05,
+        "hw.stream[hbm]": 0.8,
+    }
+    # the geometric mean of the two FP4 paths; W4A16 and the hardware term take no part
+    assert pooled(fitted, "stack.moe_kernel[default:FP4]") == pytest.approx(0.6)
+    assert pooled(fitted, "stack.moe_kernel[flydsl:W4A16:tuned]") == pytest.approx(0.05)
+    # no fitted path of the format, a term of another kind, or a term not keyed by a MoE path: the prior
+    assert pooled(fitted, "stack.moe_kernel[deepep:W4A8]") == RANGES["stack.moe_kernel"].prior
+    assert pooled(fitted, "stack.small_batch_gemm[default:FP4]") == RANGES["stack.small_batch_gemm"].prior
+    assert pooled(fitted, "stack.attn_latency_ns[amd:aiter]") == RANGES["stack.attn_latency_ns"].prior
+    # compose uses it for what the fit left out, never over a fitted value
+    keys = term_keys("nvidia-blackwell", Stack(moe_path=None, precision="FP4"))
+    assert keys.moe == "stack.moe_kernel[default:FP4]"
+    assert compose(fitted, keys).eta_moe == pytest.approx(0.8 * 0.6)
+    assert compose({**fitted, keys.moe: 0.2}, keys).eta_moe == pytest.approx(0.8 * 0.2)

@@ -250,5 +250,8 @@ def dof_table(budget: Budget) -> str:
             f"<= budget {budget.runs[fam] / DOF_RUNS_PER_PARAMETER:5.2f}"
         )
     lines.append(f"  fitted: {', '.join(budget.free)}")
-    lines.append(f"  at prior (over budget or fixed): {', '.join(budget.fixed) or '-'}")
+    lines.append(
+        "  not fitted (over budget or fixed; an expert-kernel term borrows the fitted terms of its weight format, "
+        f"else its prior): {', '.join(budget.fixed) or '-'}"
+    )
     return "\n".join(lines)

@@ -24,6 +24,7 @@ A parameter no fitted row touched stays at its prior (the middle of its range, R
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from .stack import Stack, vendor_of
@@ -181,11 +182,37 @@ def term_keys(family: str, stack: Stack) -> TermKeys:
     )
 
 
+def precision_of(name: str) -> str | None:
+    """'stack.moe_kernel[flydsl:W4A16:tuned]' -> 'W4A16': the weight format a MoE-path term shares
+    with the other paths (None for a term not keyed by a MoE path)."""
+    if "[" not in name:
+        return None
+    parts = name[name.index("[") + 1 : -1].split(":")
+    return parts[1] if len(parts) >= 2 else None
+
+
+def pooled(values: dict[str, float], name: str) -> float:
+    """An expert-kernel term no fitted row read: the geometric mean of the fitted terms of the same
+    kind and weight format on other MoE paths (the format sets the bytes and the dequantization
+    every path pays), else the prior."""
+    kind = kind_of(name)
+    if kind not in POOLED_KINDS:
+        return prior_of(name)
+    precision = precision_of(name)
+    same = [v for n, v in values.items() if kind_of(n) == kind and precision_of(n) == precision]
+    if not same:
+        return prior_of(name)
+    return math.exp(sum(math.log(x) for x in same) / len(same))
+
+
+POOLED_KINDS = ("stack.moe_kernel", "stack.small_batch_gemm", "stack.prefill_kernels")
+
+
 def compose(values: dict[str, float], keys: TermKeys) -> Factors:
-    """The effective factors from the fitted parameters (priors where a name was not fitted)."""
+    """The effective factors from the fitted parameters (where a name was not fitted: pooled, else its prior)."""
 
     def v(name: str) -> float:
-        return values.get(name, prior_of(name))
+        return values.get(name, pooled(values, name))
 
     stream, mma = v(keys.stream), v(keys.mma)
     return Factors(

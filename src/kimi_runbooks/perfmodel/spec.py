@@ -103,8 +103,9 @@ BAND_TEXT = {
     ),
     "borrowed": "leave-one-page-out band: no published results of this family on this MoE path and precision",
     "unfitted-stack": (
-        "UNFITTED STACK: no fitted reference ran {terms} (held at their priors); band = the leave-one-page-out "
-        "band widened x1.5, a judgement"
+        "UNFITTED STACK: no fitted reference ran {terms} (each borrowed from the fitted MoE paths of the same "
+        "weight format where there are any, else held at its prior); band = the leave-one-page-out band widened "
+        "x1.5, a judgement"
     ),
     "first-principles": (
         "FIRST-PRINCIPLES estimate: no measured result of a model with this architecture was fitted or "
