@@ -6,6 +6,7 @@ views), so `plan` never reaches into `perfmodel`.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from ..perfmodel import PredictSpecError, format_predictions, parse_predict_spec, predict, published_for_plan_text
@@ -58,7 +59,11 @@ def command_generator(catalog: Catalog | None = None) -> Any:
     ctx = w.BoundedIntText(value=0, min=0, max=1_000_000, description="context (0=model)")
     version = w.Text(value="0.5.9", description="SGLang")
     spec = w.Text(value=DEFAULT_PREDICT, description="predict")
-    out = w.Output()
+    # An HTML widget the kernel rewrites, not an Output widget: under papermill, nbclient mimics an
+    # Output widget by sending comm messages to the kernel on the shell channel while it waits for the
+    # cell's reply, and about one headless run in 45 then never saw the cell finish (measured here;
+    # jupyter/nbclient issue 312, PR 311).
+    out = w.HTML()
     controls = [platform, model, devices, tp, dp, ep, dp_attn, speculative, parsers, kv, strategy, ctx, version, spec]
 
     def refresh(*_: Any) -> None:
@@ -80,11 +85,10 @@ def command_generator(catalog: Catalog | None = None) -> Any:
             config["strategy"] = strategy.value
         if not parsers.value:
             config["reasoning_parser"] = config["tool_call_parser"] = None
-        out.clear_output()
-        with out:
-            print(plan_text(config))
-            if spec.value.strip():
-                print("\n" + predicted_text(config, spec.value))
+        text = plan_text(config)
+        if spec.value.strip():
+            text += "\n\n" + predicted_text(config, spec.value)
+        out.value = f"<pre>{html.escape(text)}</pre>"
 
     for control in controls:
         control.observe(refresh, names="value")
