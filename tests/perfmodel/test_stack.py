@@ -118,6 +118,12 @@ def test_a_tuned_amd_stack_no_reference_ran_says_so_and_widens_the_band() -> Non
     assert p.high["median_tpot_ms"] == pytest.approx(max(p.median_tpot_ms * math.exp(-1.5 * lo), p.median_tpot_ms))
     text = format_predictions([p])
     assert "UNFITTED STACK" in text and "flydsl:W4A8" in text and "moe_path=flydsl" in text
+    # an unfitted expert-kernel term borrows the fitted W4A8 path (the Ascend fit), and says so; one
+    # with no fitted path of its format stays at its prior, and says that
+    assert p.borrowed["stack.moe_kernel[flydsl:W4A8]"] == ["stack.moe_kernel[deepep:W4A8]"]
+    assert "stack.moe_kernel[flydsl:W4A8] (borrows stack.moe_kernel[deepep:W4A8])" in text
+    assert "stack.small_batch_gemm[flydsl:W4A8]" not in p.borrowed
+    assert "stack.small_batch_gemm[flydsl:W4A8] (prior)" in text
     assert plain.stack["moe_path"] is None and p.stack["moe_path"] == "flydsl"
     assert Stack().label() == "default:unknown"
 

@@ -191,18 +191,23 @@ def precision_of(name: str) -> str | None:
     return parts[1] if len(parts) >= 2 else None
 
 
-def pooled(values: dict[str, float], name: str) -> float:
-    """An expert-kernel term no fitted row read: the geometric mean of the fitted terms of the same
-    kind and weight format on other MoE paths (the format sets the bytes and the dequantization
-    every path pays), else the prior."""
+def borrowed_from(values: dict[str, float], name: str) -> list[str]:
+    """The fitted terms an expert-kernel term no fitted row read borrows: the same kind and weight
+    format on other MoE paths (the format sets the bytes read and the dequantization every path
+    pays). Empty: it stays at its prior."""
     kind = kind_of(name)
-    if kind not in POOLED_KINDS:
-        return prior_of(name)
+    if kind not in POOLED_KINDS or name in values:
+        return []
     precision = precision_of(name)
-    same = [v for n, v in values.items() if kind_of(n) == kind and precision_of(n) == precision]
-    if not same:
+    return sorted(n for n in values if kind_of(n) == kind and precision_of(n) == precision)
+
+
+def pooled(values: dict[str, float], name: str) -> float:
+    """A term the fit left out: the geometric mean of what it borrows from, else its prior."""
+    sources = borrowed_from(values, name)
+    if not sources:
         return prior_of(name)
-    return math.exp(sum(math.log(x) for x in same) / len(same))
+    return math.exp(sum(math.log(values[n]) for n in sources) / len(sources))
 
 
 POOLED_KINDS = ("stack.moe_kernel", "stack.small_batch_gemm", "stack.prefill_kernels")

@@ -17,7 +17,7 @@ from typing import Any
 from ._deps import LaunchPlan, Model, load_catalog
 from .attribution import Attribution, add, with_remainder
 from .comm import kv_transfer_s
-from .factors import LINK_EFFICIENCY, Factors
+from .factors import LINK_EFFICIENCY, Factors, borrowed_from
 from .hardware import dense_dtype, expert_dtype, hardware_spec
 from .pipeline import Stages, decode_cycle, pipelined_prefill
 from .queueing import Outcome, Timing, closed_loop, open_loop, steady_decode
@@ -119,6 +119,9 @@ class Prediction:
     stack: dict[str, Any] = field(default_factory=dict)
     """The software stack predicted for (stack.py): read from the plan, set with --stack."""
     unfitted_terms: list[str] = field(default_factory=list)
+    borrowed: dict[str, list[str]] = field(default_factory=dict)
+    """unfitted term -> the fitted terms of its weight format it borrows (factors.borrowed_from);
+    a term not listed stays at its prior."""
     fixed_lengths: bool = False
     capacity_limit: str = "kv-pool"
     """What sets kv_capacity_requests: kv-pool, max-running-requests or state-pool (a hybrid model's
@@ -349,6 +352,7 @@ class Predictor:
         total = out_tok_s * (scenario.input_len + scenario.output_len) / scenario.output_len
         decode = self.serving.decode_pool
         tpot_why, ttft_why = self.explain(scenario, o, t) if t.capacity else (None, None)
+        unfitted = self.calibration.unfitted_terms(self.family, self.stack)
         p = Prediction(
             input_len=scenario.input_len,
             output_len=scenario.output_len,
@@ -377,7 +381,8 @@ class Predictor:
             ttft_why=ttft_why,
             shape_basis=self.shape_basis,
             stack=self.stack.as_dict(),
-            unfitted_terms=self.calibration.unfitted_terms(self.family, self.stack),
+            unfitted_terms=unfitted,
+            borrowed={t: src for t in unfitted if (src := borrowed_from(self.calibration.values, t))},
         )
         _apply_band(p, self.calibration, self._shape.band_widening)
         return p

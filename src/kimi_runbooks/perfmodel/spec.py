@@ -103,9 +103,9 @@ BAND_TEXT = {
     ),
     "borrowed": "leave-one-page-out band: no published results of this family on this MoE path and precision",
     "unfitted-stack": (
-        "UNFITTED STACK: no fitted reference ran {terms} (each borrowed from the fitted MoE paths of the same "
-        "weight format where there are any, else held at its prior); band = the leave-one-page-out band widened "
-        "x1.5, a judgement"
+        "UNFITTED STACK: no fitted reference ran {terms}: an expert-kernel term borrows the fitted MoE paths "
+        "of its weight format, the rest stay at their priors; band = the leave-one-page-out band widened x1.5, "
+        "a judgement"
     ),
     "first-principles": (
         "FIRST-PRINCIPLES estimate: no measured result of a model with this architecture was fitted or "
@@ -120,9 +120,11 @@ def format_predictions(preds: list[Prediction], source: str = "") -> str:
     if not preds:
         return "## predicted speed (model estimate)\n(no scenarios)\n"
     first = preds[0]
-    which = BAND_TEXT.get(first.calibration_basis, BAND_TEXT["borrowed"]).format(
-        terms=", ".join(first.unfitted_terms) or "-"
-    )
+    terms = [
+        f"{t} (borrows {' and '.join(first.borrowed[t])})" if t in first.borrowed else f"{t} (prior)"
+        for t in first.unfitted_terms
+    ]
+    which = BAND_TEXT.get(first.calibration_basis, BAND_TEXT["borrowed"]).format(terms=", ".join(terms) or "-")
     stack = first.stack
     shown = ", ".join(f"{k}={v}" for k, v in stack.items() if v is not None and k != "image") if stack else ""
     lines = [
