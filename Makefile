@@ -45,7 +45,7 @@ test: setup
 	$(BIN)/pytest -q -n 3 --dist loadfile -m "not slow and not heavy" --durations=15
 
 # Everything CI runs (.ci/run): the end-to-end runbooks and the real tool environments too.
-# Two workers (its timing-sensitive end-to-end tests keep a core each): 30 min here against 59 min
+# Two workers (its timing-sensitive end-to-end tests keep a core each): 20-35 min here against 59 min
 # serial (CI's 90 min holds set-up too).
 test-all: setup
 	$(BIN)/pytest -q -n 2 --dist loadfile --durations=15
