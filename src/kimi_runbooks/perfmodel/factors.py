@@ -19,7 +19,9 @@ the fit cannot leave (calibration.py: bounded least squares; tests/perfmodel/tes
     eta_gemm = mma x small_batch_gemm    eta_prefill = mma x prefill_kernels
     overhead_us, attn_ns_per_token = the stack terms
 
-A parameter no fitted row touched stays at its prior (the middle of its range, RANGES.prior).
+A parameter the fit left out (no fitted row read it, or its family's budget could not afford it) stays at
+its prior (the middle of its range, RANGES.prior), except an expert-kernel term (POOLED_KINDS), which
+borrows the fitted terms of its weight format on other MoE paths (`pooled`).
 """
 
 from __future__ import annotations
@@ -182,17 +184,21 @@ def term_keys(family: str, stack: Stack) -> TermKeys:
     )
 
 
+POOLED_KINDS = ("stack.moe_kernel", "stack.small_batch_gemm", "stack.prefill_kernels")
+"""The expert-kernel terms, keyed by MoE path and weight format (Stack.moe_key)."""
+
+
 def precision_of(name: str) -> str | None:
-    """'stack.moe_kernel[flydsl:W4A16:tuned]' -> 'W4A16': the weight format a MoE-path term shares
-    with the other paths (None for a term not keyed by a MoE path)."""
-    if "[" not in name:
+    """'stack.moe_kernel[flydsl:W4A16:tuned]' -> 'W4A16': the weight format an expert-kernel term
+    shares with the other MoE paths (None for any other term)."""
+    if kind_of(name) not in POOLED_KINDS or "[" not in name:
         return None
     parts = name[name.index("[") + 1 : -1].split(":")
     return parts[1] if len(parts) >= 2 else None
 
 
 def borrowed_from(values: dict[str, float], name: str) -> list[str]:
-    """The fitted terms an expert-kernel term no fitted row read borrows: the same kind and weight
+    """The fitted terms an expert-kernel term the fit left out borrows: the same kind and weight
     format on other MoE paths (the format sets the bytes read and the dequantization every path
     pays). Empty: it stays at its prior."""
     kind = kind_of(name)
@@ -208,9 +214,6 @@ def pooled(values: dict[str, float], name: str) -> float:
     if not sources:
         return prior_of(name)
     return math.exp(sum(math.log(values[n]) for n in sources) / len(sources))
-
-
-POOLED_KINDS = ("stack.moe_kernel", "stack.small_batch_gemm", "stack.prefill_kernels")
 
 
 def compose(values: dict[str, float], keys: TermKeys) -> Factors:
