@@ -26,3 +26,7 @@ def test_the_form_replans_on_a_change_into_an_html_view() -> None:
     platform.value = "mi350x"
     assert "SGLANG_USE_AITER=1" in view.value  # the MI350X recipe's env, re-planned on the change
     assert "<" not in view.value.removeprefix("<pre>").removesuffix("</pre>")  # the plan text is escaped
+    version = next(x for x in widgets if isinstance(x, w.Text) and x.description == "SGLang")
+    version.value = "<b>$(x)"  # a value the error message quotes back: shown as text, never as markup
+    assert "cannot read SGLang version" in view.value and "&lt;b&gt;$(x)" in view.value
+    assert "<" not in view.value.removeprefix("<pre>").removesuffix("</pre>")
