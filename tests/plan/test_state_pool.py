@@ -5,9 +5,12 @@ tests/contract/test_state_pool.py runs SGLang's own code on the same inputs."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from kimi_runbooks.plan.catalog import LinearAttention
+from kimi_runbooks.plan import plan
+from kimi_runbooks.plan.catalog import LinearAttention, ParamsError
 from kimi_runbooks.plan.state_pool import StateSettings, split_rest_memory, state_bytes_per_slot
 
 K3_KDA = LinearAttention(kind="kda", num_layers=69, num_heads=96, head_dim=128, short_conv_kernel_size=4, source="t")
@@ -85,3 +88,20 @@ def test_speculative_verify_states_are_reserved() -> None:
     )
     assert spec.slots < plain.slots and spec.spec_state_bytes > 0
     assert spec.max_running_requests <= 48  # unset --max-running-requests under speculation
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--mamba-full-memory-ratio", "$(x)", "is not a number"),
+        ("--max-running-requests", '1"2', "is not an integer"),
+        ("--mamba-ssm-dtype", "$(x)", "unknown --mamba-ssm-dtype"),
+        ("--mamba-radix-cache-strategy", "a b", "unknown --mamba-radix-cache-strategy"),
+    ],
+)
+def test_a_state_flag_sglang_could_not_read_is_a_params_error_naming_it(flag: str, value: str, says: str) -> None:
+    """A user's --extra-arg reaches state_settings as text: a bad value is a ParamsError the CLI prints in
+    one line (it was a ValueError traceback from float())."""
+    with pytest.raises(ParamsError, match=re.escape(says)) as info:
+        plan({"platform": "b300", "model": "kimi-k3", "extra_args": [flag, value]})
+    assert flag in str(info.value) and "Fix:" in str(info.value)

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .params_models import GIB, LinearAttention
-from .values import ArgValue
+from .values import ArgValue, ParamsError
 
 STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 """--mamba-ssm-dtype choices (SGLang 0.5.23 srt/configs/mamba_utils.py dtype_map); unset: float32."""
@@ -69,9 +69,9 @@ class StateSettings:
     def __post_init__(self) -> None:
         if self.ssm_dtype not in STATE_DTYPE_BYTES:
             choices = sorted(STATE_DTYPE_BYTES)
-            raise ValueError(f"unknown --mamba-ssm-dtype '{self.ssm_dtype}'. Fix: use one of {choices}")
+            raise ParamsError(f"unknown --mamba-ssm-dtype '{self.ssm_dtype}'. Fix: use one of {choices}")
         if self.radix_strategy not in RADIX_STRATEGIES:
-            raise ValueError(
+            raise ParamsError(
                 f"unknown --mamba-radix-cache-strategy '{self.radix_strategy}'. Fix: use one of {RADIX_STRATEGIES}"
             )
 
@@ -95,7 +95,7 @@ class StateSettings:
 def state_bytes_per_slot(linear: LinearAttention, attn_tp: int, ssm_dtype: str) -> int:
     """One request slot's recurrent state on one device, all linear-attention layers."""
     if linear.num_heads % attn_tp:
-        raise ValueError(
+        raise ParamsError(
             f"{linear.num_heads} KDA heads do not split over attention tp {attn_tp}. "
             "Fix: use a tp (or tp / dp with DP attention) that divides the head count"
         )
@@ -198,29 +198,43 @@ def rest_bytes_of(budget_gib: float) -> int:
     return max(math.floor(budget_gib * GIB), 0)
 
 
+N = TypeVar("N", int, float)
+
+
+def _flag_number(lookup: dict[str, ArgValue | None], flag: str, kind: type[N]) -> N | None:
+    """A numeric flag's value; a value SGLang could not read as one is the user's error, said as such."""
+    value = lookup.get(flag)
+    if value in (None, False):
+        return None
+    try:
+        return kind(str(value))
+    except ValueError:
+        example = "64" if kind is int else "0.9"
+        raise ParamsError(
+            f"{flag} {value!r} is not {'an integer' if kind is int else 'a number'}, and SGLang reads it as one. "
+            f"Fix: pass a number (e.g. {flag} {example}) or leave the flag out"
+        ) from None
+
+
 def state_settings(lookup: dict[str, ArgValue | None]) -> StateSettings:
     """The state-pool flags of a command (canonical flag -> value), as SGLang defaults them."""
 
-    def number(flag: str) -> int | None:
-        value = lookup.get(flag)
-        return int(str(value)) if value not in (None, False) else None
-
-    ratio = lookup.get("--mamba-full-memory-ratio")
+    ratio = _flag_number(lookup, "--mamba-full-memory-ratio", float)
     draft = 0
     if lookup.get("--speculative-algorithm") not in (None, False):
-        tokens = number("--speculative-num-draft-tokens")
-        block = number("--speculative-dspark-block-size")
+        tokens = _flag_number(lookup, "--speculative-num-draft-tokens", int)
+        block = _flag_number(lookup, "--speculative-dspark-block-size", int)
         # DSPARK verifies block + 1 tokens (SGLang cookbook Kimi-K3, 2. Configuration Tips: 'block size + 1 (= 8)')
         draft = tokens if tokens else (block + 1 if block else 0)
         if lookup.get("--enable-linear-replayssm-spec") not in (None, False):
             draft = 0
     return StateSettings(
-        full_memory_ratio=float(str(ratio)) if ratio not in (None, False) else DEFAULT_FULL_MEMORY_RATIO,
+        full_memory_ratio=ratio if ratio is not None else DEFAULT_FULL_MEMORY_RATIO,
         ssm_dtype=str(lookup.get("--mamba-ssm-dtype") or "float32"),
         radix_strategy=str(lookup.get("--mamba-radix-cache-strategy") or "auto"),
         disable_radix_cache=lookup.get("--disable-radix-cache") not in (None, False),
         disable_overlap_schedule=lookup.get("--disable-overlap-schedule") not in (None, False),
         speculative_draft_tokens=draft,
-        max_running_requests=number("--max-running-requests"),
-        max_total_tokens=number("--max-total-tokens"),
+        max_running_requests=_flag_number(lookup, "--max-running-requests", int),
+        max_total_tokens=_flag_number(lookup, "--max-total-tokens", int),
     )
