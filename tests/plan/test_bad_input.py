@@ -120,7 +120,7 @@ def test_a_rule_that_fails_on_a_plan_is_an_error_result_not_a_crash() -> None:
 
 
 def test_the_fact_names_are_the_facts_the_planner_builds(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kimi_runbooks.plan import knobs
+    from kimi_runbooks.plan import server_rules as knobs
 
     seen: list[set[str]] = []
     original = knobs.rule_facts
@@ -130,8 +130,7 @@ def test_the_fact_names_are_the_facts_the_planner_builds(monkeypatch: pytest.Mon
         seen.append(set(facts))
         return facts
 
-    monkeypatch.setattr("kimi_runbooks.plan.planner.rule_facts", spy)
-    monkeypatch.setattr("kimi_runbooks.plan.deployments.rule_facts", spy)
+    monkeypatch.setattr("kimi_runbooks.plan.server_rules.rule_facts", spy)
     plan({"platform": "h200"})
     plan({"platform": "ascend-a3"})
     assert seen and all(names == set(FACT_NAMES) for names in seen)

@@ -44,7 +44,7 @@ ENDS = {
 
 def _facts(config: dict) -> dict:
     captured: dict = {}
-    import kimi_runbooks.plan.planner as launch
+    import kimi_runbooks.plan.server_rules as launch
 
     original = launch.rule_facts
 
@@ -136,6 +136,16 @@ def test_plan_lists_the_rules_that_changed_against_the_default_version() -> None
     assert changed["amd-aiter-mla-heads"].fires_at_default and not changed["amd-aiter-mla-heads"].applies_now
     assert changed["amd-aiter-mla-heads-padded"].applies_now and not changed["amd-aiter-mla-heads-padded"].fires_now
     assert plan({"platform": "mi355x"}).version_changes == []
+
+
+def test_a_deployment_lists_the_rules_that_changed_against_the_default_version() -> None:
+    """A published deployment at another SGLang version says which rules read differently, as a
+    single-server plan does (eagle3-not-on-amd's range ends at 0.5.10rc0; the default is older)."""
+    deployment = {"platform": "ascend-a3", "deployment": "ascend-a3-8p-in3k5-out1k5-20ms"}
+    changed = {c.rule_id: c for c in plan({**deployment, "sglang_version": "0.5.23"}).version_changes}
+    assert changed["eagle3-not-on-amd"].applies_at_default and not changed["eagle3-not-on-amd"].applies_now
+    assert not changed["eagle3-not-on-amd"].fires_at_default  # Ascend is not AMD
+    assert plan(deployment).version_changes == []
 
 
 def test_rules_command_lists_every_rule_with_range_and_source() -> None:

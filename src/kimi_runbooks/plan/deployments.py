@@ -15,15 +15,11 @@ from .knobs import (
     METRICS_FLAG,
     ServerShape,
     apply_knob_flags,
-    rule_facts,
-    server_memory,
-    speculative_in,
-    unknown_allows,
 )
 from .launch_plan import LaunchPlan, NodeCommand
-from .memory import MemoryPlan
-from .rules import RuleResult, check_rules
+from .rules import RuleResult
 from .server_options import read_extra_options
+from .server_rules import PlannedServer, plan_server, unknown_allows
 from .shell import args_to_argv, env_ref, join_word, render_script, shell_command
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
@@ -149,29 +145,27 @@ def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, de
     extra, unread = read_extra_options(extra)
     results: list[RuleResult] = [*refused, *unread]
     nodes: list[NodeCommand] = []
-    serving_memory: MemoryPlan | None = None
+    serving: PlannedServer | None = None
     serve_host = "127.0.0.1"
     for role in deployment.roles:
         role_env = {**deployment.env, **role.env, **config.env}
         lookup = _args_lookup(_role_args(config, role, 0, extra))
         shape = RoleShape.of(lookup, platform, role.nodes)
-        speculative = speculative_in(lookup)
-        memory = server_memory(
+        checked = plan_server(
+            config,
+            catalog,
             platform,
             model,
             shape,
             lookup,
             mem_fraction_static=shape.mem_fraction_static,
             kv_cache_dtype=shape.kv_cache_dtype or model.default_kv_cache_dtype,
+            role=role.name,
+            host="127.0.0.1",  # deployments bind node addresses, checked by their own docs
         )
         if role.name in ("mixed", "decode"):
-            serving_memory = memory
-        mem_fraction = shape.mem_fraction_static
-        facts = rule_facts(
-            config, platform, model, shape, memory, mem_fraction_static=mem_fraction, speculative=speculative
-        )
-        facts["host"] = "127.0.0.1"  # deployments bind node addresses, checked by their own docs
-        results.extend(check_rules(catalog.rules, facts, set(config.allow), role=role.name))
+            serving = checked
+        results.extend(checked.results)
         for rank in range(role.nodes):
             values = _placeholder_values(config, role, rank)
             args = _role_args(config, role, rank, extra)
@@ -194,7 +188,7 @@ def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, de
     else:
         serve_host = str(_args_lookup(_role_args(config, deployment.roles[0], 0, extra)).get("--host", "127.0.0.1"))
 
-    assert serving_memory is not None, f"deployment {deployment.id} has no mixed or decode role"
+    assert serving is not None, f"deployment {deployment.id} has no mixed or decode role"
     first = nodes[0]
     return LaunchPlan(
         config=config,
@@ -206,8 +200,9 @@ def plan_deployment(config: PlanConfig, catalog: Catalog, platform: Platform, de
         docker_argv=None,
         nodes=nodes,
         router=router,
-        memory=serving_memory,
+        memory=serving.memory,
         serve_host=serve_host,
         serve_port=deployment.serve_port,
         results=results,
+        version_changes=serving.version_changes,
     )

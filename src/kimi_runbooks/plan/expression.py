@@ -79,7 +79,7 @@ FACT_NAMES = frozenset(
         "strategy",
     }
 )
-"""Every fact the planner gives the rules (knobs.rule_facts builds exactly these; a test checks)."""
+"""Every fact the planner gives the rules (server_rules.rule_facts builds exactly these; a test checks)."""
 
 _BINOPS = {
     ast.Add: operator.add,

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from .catalog import ArgValue, Catalog, Model, Platform
+from .catalog import ArgValue, Model, Platform
 from .config import PlanConfig
 from .flags import FLAG_ALIASES, ExtraFlag, canonical_flag, knob_of
-from .memory import MemoryPlan, plan_memory
 from .rules import RuleResult
 from .shell import env_ref, shell_join
-from .state_pool import state_settings
 
-__all__ = ["FLAG_ALIASES", "KNOB_FLAGS", "canonical_flag", "resolve_knobs", "rule_facts", "server_args"]
+__all__ = ["FLAG_ALIASES", "KNOB_FLAGS", "canonical_flag", "resolve_knobs", "server_args"]
 
 
 KNOB_FLAGS: list[tuple[str, str]] = [
@@ -93,13 +89,6 @@ VISIBLE_DEVICES_ENV = {
     "huawei": "ASCEND_RT_VISIBLE_DEVICES",
 }
 """The variable that pins a process to some accelerators, per vendor (CUDA, ROCm HIP, Ascend CANN)."""
-
-
-def _tp_choices(heads: int, devices: int, accepts: Callable[[int], bool]) -> str:
-    """The tp values up to the plan's devices whose heads per GPU a kernel accepts, as a fix names
-    them ("1, 2 or 4"): the model's head count decides, not the Kimi-K2 family's 64."""
-    tps = [str(tp) for tp in range(1, max(devices, 1) + 1) if heads % tp == 0 and accepts(heads // tp)]
-    return ", ".join(tps[:-1]) + f" or {tps[-1]}" if len(tps) > 1 else (tps[0] if tps else "none")
 
 
 def pinned_devices(config: PlanConfig, platform: Platform, knobs: ResolvedKnobs) -> dict[str, str]:
@@ -266,152 +255,7 @@ def _rule(rule_id: str, message: str, fix: str) -> RuleResult:
 
 # --------------------------------------------------------------------------- facts for rules
 
-_IMAGE_TAG_VERSION = re.compile(r":v?(\d+\.\d+\.\d+(?:(?:rc|\.post|\.dev)\d+)?)")
-
-
-def image_version(image: str | None) -> str:
-    """The SGLang version in a docker image tag (lmsysorg/sglang:v0.5.9-rocm700-mi35x -> 0.5.9), or ""."""
-    match = _IMAGE_TAG_VERSION.search(image or "")
-    return match.group(1) if match else ""
-
 
 def speculative_in(lookup: dict[str, ArgValue | None]) -> bool:
     """Whether a server's canonical flags turn on speculative decoding."""
     return lookup.get("--speculative-algorithm") not in (None, False)
-
-
-def server_memory(
-    platform: Platform,
-    model: Model,
-    shape: ServerShape,
-    lookup: dict[str, ArgValue | None],
-    *,
-    mem_fraction_static: float,
-    kv_cache_dtype: str,
-) -> MemoryPlan:
-    """One server's memory plan from its layout and canonical flags: the same arithmetic whether the
-    layout is the plan's knobs or a deployment role's flags (pipeline stages, DP-attention pools,
-    replicas, a hybrid model's state pool, the context length)."""
-    return plan_memory(
-        platform,
-        model,
-        tp=shape.tp,
-        pp=shape.pp or 1,
-        mem_fraction_static=mem_fraction_static,
-        kv_cache_dtype=kv_cache_dtype,
-        dp_attention_ranks=(shape.dp or 1) if shape.enable_dp_attention else 1,
-        speculative=speculative_in(lookup),
-        replicas=shape.replicas,
-        state=state_settings(lookup) if model.architecture.hybrid else None,
-        context_length=shape.context_length,
-    )
-
-
-def rule_facts(
-    config: PlanConfig,
-    platform: Platform,
-    model: Model,
-    shape: ServerShape,
-    memory: MemoryPlan,
-    *,
-    mem_fraction_static: float,
-    speculative: bool,
-    cookbook: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The facts params/rules are evaluated on: the platform's, the model's and this server's
-    (``shape``, with its memory plan)."""
-    tp, dp, ep, pp, nnodes = shape.tp, shape.dp, shape.ep, shape.pp, shape.nnodes
-    enable_dp_attention, kv_cache_dtype = shape.enable_dp_attention, shape.kv_cache_dtype
-    heads = model.architecture.num_attention_heads
-    per_node = shape.devices_per_node or platform.devices_per_node
-    devices = per_node * nnodes
-    dp_replicas = shape.replicas
-    needed = tp * (pp or 1) * dp_replicas
-    return {
-        "platform": platform.id,
-        "platform_name": platform.name,
-        "vendor": platform.vendor,
-        "arch": platform.arch,
-        "fp8": platform.fp8,
-        "fp4_formats": tuple(platform.fp4_formats),
-        "devices": devices,
-        "devices_per_node": per_node,
-        "idle_devices": max(devices - needed, 0),
-        "needed_per_node": -(-needed // max(nnodes, 1)),
-        "device_ids_count": len(config.device_ids),
-        "max_device_id": max(config.device_ids, default=-1),
-        "nnodes": nnodes,
-        "memory_gib": platform.memory_gib,
-        "runtime_reserve_gib": platform.runtime_reserve_gib,
-        "model": model.id,
-        "model_vendors": tuple(model.vendors),
-        "weight_format": model.weight_format,
-        "weight_only_runner": model.weight_only_runner or "",
-        "num_attention_heads": heads,
-        "heads_per_rank": heads / tp if heads % tp else heads // tp,
-        "aiter_tps": _tp_choices(heads, devices, lambda per: per % 16 == 0),
-        "aiter_padded_tps": _tp_choices(heads, devices, lambda per: per in (4, 8) or (per % 16 == 0 and per <= 128)),
-        "max_context_length": model.max_context_length,
-        "has_draft_model": model.draft_model is not None or bool(config.draft_model_path),
-        "published": model.id in platform.published_models,
-        "published_models": tuple(platform.published_models),
-        "tp": tp,
-        "dp": dp or 1,
-        "ep": ep or 1,
-        "pp": pp or 1,
-        "tp_pp": tp * (pp or 1),
-        "dp_replicas": dp_replicas,
-        "needed_devices": needed,
-        "enable_dp_attention": enable_dp_attention,
-        "kv_cache_dtype": kv_cache_dtype or "auto",
-        "mem_fraction_static": mem_fraction_static,
-        "context_length": shape.context_length or model.max_context_length,
-        "speculative": speculative,
-        "host": config.host,
-        "api_key_env": config.api_key_env or "",
-        "sglang_version": config.sglang_version,
-        "docker_image": config.docker_image or platform.docker_image or "",
-        "image_version": image_version(config.docker_image or platform.docker_image),
-        "weights_gib_per_device": round(memory.weights_gib_per_device, 1),
-        "usable_gib_per_device": round(memory.usable_gib_per_device, 1),
-        "kv_budget_gib": memory.kv_budget_gib,
-        "kv_pool_tokens": memory.kv_pool_tokens,
-        "hybrid": memory.state_pool is not None,
-        "state_pool_requests": memory.state_pool.state_requests if memory.state_pool else 0,
-        "state_pool_slots": memory.state_pool.slots if memory.state_pool else 0,
-        "state_slots_per_request": memory.state_pool.slots_per_request if memory.state_pool else 0,
-        "state_pool_caps_batch": bool(memory.state_pool and memory.state_pool.capped_by_state),
-        "max_running_requests": memory.state_pool.max_running_requests if memory.state_pool else 0,
-        **(cookbook or NO_COOKBOOK_FACTS),
-    }
-
-
-NO_COOKBOOK_FACTS: dict[str, Any] = {
-    "has_cookbook": False,
-    "cookbook_status": "",
-    "cookbook_cell": "",
-    "cookbook_explanation": "",
-    "cookbook_verified_cells": "(none)",
-    "cookbook_source": "",
-    "strategy": "",
-}
-"""The cookbook facts of a model without cookbook cells (plan.cookbook.CellChoice.facts fills them)."""
-
-
-# --------------------------------------------------------------------------- the plan
-
-
-def unknown_allows(config: PlanConfig, catalog: Catalog) -> list[RuleResult]:
-    known = {r.id for r in catalog.rules}
-    return [
-        RuleResult(
-            id="unknown-allow",
-            severity="error",
-            kind="rule",
-            message=f"--allow {rule_id} names no rule",
-            fix="use one of: " + ", ".join(sorted(known)),
-            source="params/rules",
-        )
-        for rule_id in config.allow
-        if rule_id not in known
-    ]

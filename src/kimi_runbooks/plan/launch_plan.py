@@ -10,7 +10,7 @@ from .catalog import Deployment, Model, Platform
 from .config import PlanConfig
 from .knobs import resolve_knobs
 from .memory import MemoryPlan
-from .rules import RuleResult
+from .rules import RuleResult, VersionChange
 from .shell import expand_word, shell_command
 
 
@@ -60,28 +60,6 @@ class Alternative:
             "devices_used": self.plan.devices_used if self.plan else None,
             "memory": self.plan.memory.as_dict() if self.plan else None,
         }
-
-
-@dataclass(frozen=True)
-class VersionChange:
-    """A rule whose SGLang version range makes it apply differently than at the default version."""
-
-    rule_id: str
-    sglang: str
-    default_version: str
-    applies_at_default: bool
-    applies_now: bool
-    fires_at_default: bool
-    fires_now: bool
-
-    def __str__(self) -> str:
-        def state(applies: bool, fires: bool) -> str:
-            return ("applies, fires" if fires else "applies, passes") if applies else "does not apply"
-
-        return (
-            f"{self.rule_id} (SGLang {self.sglang}): at {self.default_version} "
-            f"{state(self.applies_at_default, self.fires_at_default)}; now {state(self.applies_now, self.fires_now)}"
-        )
 
 
 @dataclass

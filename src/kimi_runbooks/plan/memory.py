@@ -120,13 +120,7 @@ class MemoryPlan:
         """Requests are spread over DP-attention ranks and replicas; each pool's share must fit it."""
         per_rank_requests = math.ceil(concurrency / self.pools)
         needed = per_rank_requests * (context_tokens + output_tokens)
-        return CellFit(
-            context_tokens=context_tokens,
-            concurrency=concurrency,
-            output_tokens=output_tokens,
-            tokens_needed_per_rank=needed,
-            capacity_per_rank=self.kv_pool_tokens,
-        )
+        return CellFit(context_tokens, concurrency, output_tokens, needed, capacity_per_rank=self.kv_pool_tokens)
 
     def fit_matrix(self, contexts: list[int], concurrencies: list[int], output_tokens: int = 0) -> list[CellFit]:
         return [self.fit(c, n, output_tokens) for c in contexts for n in concurrencies]

@@ -17,8 +17,8 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from .catalog import Catalog, Model, Platform, Rule, load_catalog
-from .config import DEFAULT_SGLANG_VERSION, PlanConfig
+from .catalog import Catalog, Model, Platform, load_catalog
+from .config import PlanConfig
 from .cookbook import cell_args, cell_config, cell_flag_warnings, choose_cell, node_env
 from .deployments import plan_deployment
 from .flags import canonical_flag, merge_args, parse_extra_args
@@ -28,15 +28,13 @@ from .knobs import (
     apply_knob_flags,
     pinned_devices,
     resolve_knobs,
-    rule_facts,
     server_args,
-    server_memory,
     speculative_in,
-    unknown_allows,
 )
-from .launch_plan import Alternative, LaunchPlan, NodeCommand, VersionChange
-from .rules import RuleExpressionError, RuleResult, check_rules, evaluate, rule_applies
+from .launch_plan import Alternative, LaunchPlan, NodeCommand
+from .rules import RuleResult
 from .server_options import read_extra_options
+from .server_rules import plan_server, unknown_allows
 from .shell import Ref, Word, args_to_argv, env_ref, join_word, render_script, shell_command
 
 
@@ -99,26 +97,19 @@ def _plan_single(
         args = merge_args(server_args(config, knobs, model, platform.vendor), [*recipe_extra, *extra])
     lookup = {canonical_flag(f): v for f, v in args}
     speculative = speculative_in(lookup)
-    memory = server_memory(
+    checked = plan_server(
+        config,
+        catalog,
         platform,
         model,
         knobs,
         lookup,
         mem_fraction_static=knobs.effective_mem_fraction_static,
         kv_cache_dtype=knobs.effective_kv_cache_dtype,
-    )
-    mem_fraction = knobs.effective_mem_fraction_static
-    facts = rule_facts(
-        config,
-        platform,
-        model,
-        knobs,
-        memory,
-        mem_fraction_static=mem_fraction,
-        speculative=speculative,
         cookbook=choice.facts(),
     )
-    results: list[RuleResult] = [*refused, *check_rules(catalog.rules, facts, set(config.allow))]
+    memory = checked.memory
+    results: list[RuleResult] = [*refused, *checked.results]
     results.extend(unknown_allows(config, catalog))
     if choice.cell is not None:
         results.extend(cell_flag_warnings(choice.cell, choice.source))
@@ -156,36 +147,12 @@ def _plan_single(
         serve_port=config.port,
         results=results,
         device_env=device_env,
-        version_changes=version_changes(catalog.rules, facts),
+        version_changes=checked.version_changes,
         cookbook=choice.explanation,
     )
-    if alternatives and facts["idle_devices"] > 0 and knobs.nnodes == 1:
+    if alternatives and checked.facts["idle_devices"] > 0 and knobs.nnodes == 1:
         launch.alternatives = _alternatives(config, catalog, platform, model, knobs)
     return launch
-
-
-def version_changes(rules: list[Rule], facts: dict[str, Any]) -> list[VersionChange]:
-    """Rules with a version range that apply (or fire) differently at the plan's SGLang version
-    than at the default one, for this plan's platform and model."""
-    if facts["sglang_version"] == DEFAULT_SGLANG_VERSION:
-        return []
-    at_default = {**facts, "sglang_version": DEFAULT_SGLANG_VERSION}
-    changes = []
-    for rule in rules:
-        if not rule.applies.sglang:
-            continue
-        try:
-            before, now = rule_applies(rule, at_default), rule_applies(rule, facts)
-            fires = bool(evaluate(rule.violation, facts))
-        except (RuleExpressionError, TypeError, ValueError, ArithmeticError, LookupError, AttributeError):
-            continue  # check_rules reports a broken rule
-        if before != now:
-            changes.append(
-                VersionChange(
-                    rule.id, rule.applies.sglang, DEFAULT_SGLANG_VERSION, before, now, before and fires, now and fires
-                )
-            )
-    return changes
 
 
 def _alternatives(

@@ -130,3 +130,25 @@ def _show(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value) or "none"
     return value
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    """A rule whose SGLang version range makes it apply differently than at the default version."""
+
+    rule_id: str
+    sglang: str
+    default_version: str
+    applies_at_default: bool
+    applies_now: bool
+    fires_at_default: bool
+    fires_now: bool
+
+    def __str__(self) -> str:
+        def state(applies: bool, fires: bool) -> str:
+            return ("applies, fires" if fires else "applies, passes") if applies else "does not apply"
+
+        return (
+            f"{self.rule_id} (SGLang {self.sglang}): at {self.default_version} "
+            f"{state(self.applies_at_default, self.fires_at_default)}; now {state(self.applies_now, self.fires_now)}"
+        )
