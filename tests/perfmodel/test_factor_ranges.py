@@ -8,7 +8,16 @@ import dataclasses
 import pytest
 
 from kimi_runbooks.perfmodel.calibration import DOF_RUNS_PER_PARAMETER, Evaluator, fit, free_parameters
-from kimi_runbooks.perfmodel.factors import RANGES, compose, kind_of, out_of_range, pooled, term_keys
+from kimi_runbooks.perfmodel.factors import (
+    POOLED_KINDS,
+    RANGES,
+    borrowed_from,
+    compose,
+    kind_of,
+    out_of_range,
+    pooled,
+    term_keys,
+)
 from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.stack import Stack
 from kimi_runbooks.perfmodel.store import load_calibration
@@ -86,3 +95,24 @@ def test_an_unfitted_expert_kernel_term_borrows_the_fitted_paths_of_its_weight_f
     assert keys.moe == "stack.moe_kernel[default:FP4]"
     assert compose(fitted, keys).eta_moe == pytest.approx(0.8 * 0.6)
     assert compose({**fitted, keys.moe: 0.2}, keys).eta_moe == pytest.approx(0.8 * 0.2)
+
+
+def test_only_a_term_measured_rows_read_lends() -> None:
+    """An expert-kernel term fitted only to Ascend's SLO ceilings (deepep:W4A8) lends nothing: an
+    AMD W4A8 FlyDSL run without a fit of its own stays at the prior instead of borrowing a ceiling."""
+    fitted = {"stack.moe_kernel[deepep:W4A8]": 0.78, "stack.moe_kernel[default:FP4]": 0.5}
+    ceiling_only = {"stack.moe_kernel[default:FP4]"}  # what measured rows read: not the W4A8 term
+    term = "stack.moe_kernel[flydsl:W4A8:tuned]"
+    assert pooled(fitted, term) == pytest.approx(0.78)  # no lenders named: every fitted term lends
+    assert pooled(fitted, term, ceiling_only) == RANGES["stack.moe_kernel"].prior
+    assert borrowed_from(fitted, term, ceiling_only) == []
+
+
+def test_the_committed_calibration_borrows_from_measured_terms_only() -> None:
+    cal = load_calibration(CATALOG.root)
+    assert cal.lenders is not None, "calibration.yaml names the terms measured rows read"
+    ceiling_only = set(cal.values) - set(cal.lenders)
+    assert "stack.moe_kernel[deepep:W4A8]" in ceiling_only  # fitted to Ascend's SLO ceilings alone
+    for kind in POOLED_KINDS:
+        sources = borrowed_from(cal.values, f"{kind}[flydsl:W4A8:tuned]", cal.lenders)
+        assert not set(sources) & ceiling_only, (kind, sources)

@@ -118,12 +118,14 @@ def test_a_tuned_amd_stack_no_reference_ran_says_so_and_widens_the_band() -> Non
     assert p.high["median_tpot_ms"] == pytest.approx(max(p.median_tpot_ms * math.exp(-1.5 * lo), p.median_tpot_ms))
     text = format_predictions([p])
     assert "UNFITTED STACK" in text and "flydsl:W4A8" in text and "moe_path=flydsl" in text
-    # an unfitted expert-kernel term borrows the fitted W4A8 path (the Ascend fit), and says so; one
-    # with no fitted path of its format stays at its prior, and says that
-    assert p.borrowed["stack.moe_kernel[flydsl:W4A8]"] == ["stack.moe_kernel[deepep:W4A8]"]
-    assert "stack.moe_kernel[flydsl:W4A8] (borrows stack.moe_kernel[deepep:W4A8])" in text
-    assert "stack.small_batch_gemm[flydsl:W4A8]" not in p.borrowed
-    assert "stack.small_batch_gemm[flydsl:W4A8] (prior)" in text
+    # the only fitted W4A8 path is Ascend's, fitted to SLO ceilings: it lends nothing, so the W4A8
+    # terms stay at their priors, and say so
+    assert "stack.moe_kernel[flydsl:W4A8]" not in p.borrowed and "stack.small_batch_gemm[flydsl:W4A8]" not in p.borrowed
+    assert "stack.moe_kernel[flydsl:W4A8] (prior)" in text and "stack.small_batch_gemm[flydsl:W4A8] (prior)" in text
+    # a W4A16 FlyDSL stack borrows the measured stock W4A16 path, and says so
+    (w4a16,) = predict(launch, scenarios, cal, stack=parse_stack_spec("moe_path=flydsl,precision=W4A16"))
+    assert w4a16.borrowed["stack.moe_kernel[flydsl:W4A16]"] == ["stack.moe_kernel[default:W4A16]"]
+    assert "stack.moe_kernel[flydsl:W4A16] (borrows stack.moe_kernel[default:W4A16])" in format_predictions([w4a16])
     assert plain.stack["moe_path"] is None and p.stack["moe_path"] == "flydsl"
     assert Stack().label() == "default:unknown"
 

@@ -19,7 +19,7 @@ Command: `python -m kimi_runbooks.perfmodel calibrate [--write]`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -75,20 +75,20 @@ class Evaluator:
     def weight_format(self, o: Observation) -> str:
         return self._predictors[self._key(o)].plan.model.weight_format
 
-    def predict(self, o: Observation, values: dict[str, float]) -> Prediction:
+    def predict(self, o: Observation, values: dict[str, float], lenders: Collection[str] | None = None) -> Prediction:
         predictor = self._predictors[self._key(o)]
-        predictor.factors = compose(values, term_keys(o.family, o.stack))
+        predictor.factors = compose(values, term_keys(o.family, o.stack), lenders)
         accept = _accept(o)
         scenario = (
             o.scenario if accept is None or o.scenario.accept_length else replace(o.scenario, accept_length=accept)
         )
         return predictor.predict(scenario)
 
-    def value(self, o: Observation, values: dict[str, float]) -> float:
-        return metric_value(self.predict(o, values), o.metric)
+    def value(self, o: Observation, values: dict[str, float], lenders: Collection[str] | None = None) -> float:
+        return metric_value(self.predict(o, values, lenders), o.metric)
 
-    def residual(self, o: Observation, values: dict[str, float]) -> float:
-        value = self.value(o, values)
+    def residual(self, o: Observation, values: dict[str, float], lenders: Collection[str] | None = None) -> float:
+        value = self.value(o, values, lenders)
         ok = math.isfinite(value) and value > 0
         return math.sqrt(o.weight) * (math.log(value / o.published) if ok else MISSING_RESIDUAL)
 
@@ -170,10 +170,11 @@ def fit(
         sparsity[len(rows) + j, j] = 1
 
     base = dict(start or {})  # what is not refitted keeps its given value (its prior when none)
+    lenders = measured_terms(ev, rows)
 
     def residuals(x: np.ndarray) -> np.ndarray:
         values = {**base, **{n: math.exp(v) for n, v in zip(names, x)}}
-        return np.asarray([ev.residual(o, values) for o in rows] + list(ridge * (x - center)))
+        return np.asarray([ev.residual(o, values, lenders) for o in rows] + list(ridge * (x - center)))
 
     starts = []
     if start:
@@ -211,6 +212,12 @@ def _solve(fun: Any, x0: np.ndarray, lo: np.ndarray, hi: np.ndarray, sparsity: A
     )
 
 
+def measured_terms(ev: Evaluator, rows: Iterable[Observation]) -> frozenset[str]:
+    """The parameters a fitted measured row reads: the only fitted terms an unfitted expert-kernel
+    term may borrow (factors.pooled; an Ascend SLO ceiling is not a measurement)."""
+    return frozenset(n for o in rows if o.fit and o.kind != "targets" for n in ev.names(o))
+
+
 def calibration_of(ev: Evaluator, values: dict[str, float], rows: Iterable[Observation]) -> Calibration:
     """A Calibration carrying the fitted values and what they were fitted to (bands come later)."""
     rows = [o for o in rows if o.fit]
@@ -222,6 +229,7 @@ def calibration_of(ev: Evaluator, values: dict[str, float], rows: Iterable[Obser
         measured_families=tuple(f for f in families if any(o.kind != "targets" for o in rows if o.family == f)),
         targets_only=tuple(f for f in families if all(o.kind == "targets" for o in rows if o.family == f)),
         family_stacks=tuple(sorted({family_stack(o.family, o.stack) for o in rows if o.kind != "targets"})),
+        lenders=tuple(sorted(measured_terms(ev, rows))),
         # every term a fitted row reads, fitted or held at its prior by the budget: validation covers both
         fitted_stack_keys=tuple(
             sorted({n for o in rows for n in ev.names(o)} | {pipeline_key(o.stack.pp) for o in rows if o.stack.pp > 1})
@@ -251,7 +259,8 @@ def dof_table(budget: Budget) -> str:
         )
     lines.append(f"  fitted: {', '.join(budget.free)}")
     lines.append(
-        "  not fitted (over budget or fixed; an expert-kernel term borrows the fitted terms of its weight format, "
+        "  not fitted (over budget or fixed; an expert-kernel term borrows the terms of its weight format fitted to "
+        "measured runs, "
         f"else its prior): {', '.join(budget.fixed) or '-'}"
     )
     return "\n".join(lines)

@@ -21,12 +21,14 @@ the fit cannot leave (calibration.py: bounded least squares; tests/perfmodel/tes
 
 A parameter the fit left out (no fitted row read it, or its family's budget could not afford it) stays at
 its prior (the middle of its range, RANGES.prior), except an expert-kernel term (POOLED_KINDS), which
-borrows the fitted terms of its weight format on other MoE paths (`pooled`).
+borrows the fitted terms of its weight format on other MoE paths (`pooled`) that a measured row read
+(`lenders`: a term fitted only to published SLO ceilings, Ascend's, lends nothing).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, fields
 
 from .stack import Stack, vendor_of
@@ -197,30 +199,34 @@ def precision_of(name: str) -> str | None:
     return parts[1] if len(parts) >= 2 else None
 
 
-def borrowed_from(values: dict[str, float], name: str) -> list[str]:
+def borrowed_from(values: dict[str, float], name: str, lenders: Collection[str] | None = None) -> list[str]:
     """The fitted terms an expert-kernel term the fit left out borrows: the same kind and weight
     format on other MoE paths (the format sets the bytes read and the dequantization every path
-    pays). Empty: it stays at its prior."""
+    pays), among `lenders` (the terms measured rows read; None: every fitted term). Empty: it
+    stays at its prior."""
     kind = kind_of(name)
     if kind not in POOLED_KINDS or name in values:
         return []
     precision = precision_of(name)
-    return sorted(n for n in values if kind_of(n) == kind and precision_of(n) == precision)
+    return sorted(
+        n for n in values if kind_of(n) == kind and precision_of(n) == precision and (lenders is None or n in lenders)
+    )
 
 
-def pooled(values: dict[str, float], name: str) -> float:
+def pooled(values: dict[str, float], name: str, lenders: Collection[str] | None = None) -> float:
     """A term the fit left out: the geometric mean of what it borrows from, else its prior."""
-    sources = borrowed_from(values, name)
+    sources = borrowed_from(values, name, lenders)
     if not sources:
         return prior_of(name)
     return math.exp(sum(math.log(values[n]) for n in sources) / len(sources))
 
 
-def compose(values: dict[str, float], keys: TermKeys) -> Factors:
-    """The effective factors from the fitted parameters (where a name was not fitted: pooled, else its prior)."""
+def compose(values: dict[str, float], keys: TermKeys, lenders: Collection[str] | None = None) -> Factors:
+    """The effective factors from the fitted parameters (where a name was not fitted: pooled from
+    `lenders`, else its prior)."""
 
     def v(name: str) -> float:
-        return values.get(name, pooled(values, name))
+        return values.get(name, pooled(values, name, lenders))
 
     stream, mma = v(keys.stream), v(keys.mma)
     return Factors(

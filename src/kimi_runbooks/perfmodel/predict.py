@@ -382,10 +382,13 @@ class Predictor:
             shape_basis=self.shape_basis,
             stack=self.stack.as_dict(),
             unfitted_terms=unfitted,
-            borrowed={t: src for t in unfitted if (src := borrowed_from(self.calibration.values, t))},
+            borrowed={t: src for t in unfitted if (src := self._borrowed(t))},
         )
         _apply_band(p, self.calibration, self._shape.band_widening)
         return p
+
+    def _borrowed(self, term: str) -> list[str]:
+        return borrowed_from(self.calibration.values, term, self.calibration.lenders)
 
 
 LATENCY_BAND = {

@@ -103,9 +103,9 @@ BAND_TEXT = {
     ),
     "borrowed": "leave-one-page-out band: no published results of this family on this MoE path and precision",
     "unfitted-stack": (
-        "UNFITTED STACK: no fitted reference ran {terms}: an expert-kernel term borrows the fitted MoE paths "
-        "of its weight format, the rest stay at their priors; band = the leave-one-page-out band widened x1.5, "
-        "a judgement"
+        "UNFITTED STACK: no fitted reference ran {terms}: an expert-kernel term borrows the MoE paths of its "
+        "weight format fitted to measured runs, the rest stay at their priors; band = the leave-one-page-out "
+        "band widened x1.5, a judgement"
     ),
     "first-principles": (
         "FIRST-PRINCIPLES estimate: no measured result of a model with this architecture was fitted or "

@@ -59,13 +59,16 @@ class Calibration:
     """Every parameter name a fitted reference's rows read (free or held at its prior)."""
     family_stacks: tuple[str, ...] = ()
     """"<family> <moe key>" of every fitted measured row: a family is validated on the MoE paths it ran."""
+    lenders: tuple[str, ...] | None = None
+    """The parameters a fitted measured row reads, the only ones an unfitted expert-kernel term
+    borrows (factors.pooled); None (a calibration built by hand): every fitted parameter."""
     band: dict[str, tuple[float, float]] = field(default_factory=dict)
     band_calibrated: dict[str, tuple[float, float]] = field(default_factory=dict)
     band_by_family: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     """Per calibrated family: its own leave-one-run-out quantiles, never narrower than band_calibrated."""
 
     def factors(self, family: str, stack: Stack | None = None) -> Factors:
-        return compose(self.values, term_keys(family, stack or Stack()))
+        return compose(self.values, term_keys(family, stack or Stack()), self.lenders)
 
     def unfitted_terms(self, family: str, stack: Stack | None = None) -> list[str]:
         """The stack terms this prediction reads that no fitted reference ran (empty: all were)."""
@@ -115,6 +118,7 @@ class Calibration:
             "families_fitted_to_targets_only": list(self.targets_only),
             "stack_terms_read_by_fitted_references": list(self.fitted_stack_keys),
             "family_stacks_measured": list(self.family_stacks),
+            "terms_read_by_measured_references": None if self.lenders is None else list(self.lenders),
             "band_new_family": _band_dict(self.band),
             "band_calibrated_family": _band_dict(self.band_calibrated),
             "band_by_family": {k: _band_dict(v) for k, v in sorted(self.band_by_family.items())},
@@ -145,6 +149,9 @@ def load_calibration(params_root: Path) -> Calibration:
         targets_only=tuple(data.get("families_fitted_to_targets_only") or ()),
         fitted_stack_keys=tuple(data.get("stack_terms_read_by_fitted_references") or ()),
         family_stacks=tuple(data.get("family_stacks_measured") or ()),
+        lenders=None
+        if data.get("terms_read_by_measured_references") is None
+        else tuple(data["terms_read_by_measured_references"]),
         band=_band(data.get("band_new_family")),
         band_calibrated=_band(data.get("band_calibrated_family")),
         band_by_family={k: _band(v) for k, v in (data.get("band_by_family") or {}).items()},

@@ -64,7 +64,12 @@ LEAVE_OUT: dict[str, Callable[[Observation], str]] = {"reference": _reference, "
 
 def _checks(ev: Evaluator, cal: Calibration, rows: list[Observation], method: str) -> list[Check]:
     return [
-        Check(o, ev.value(o, cal.values), method, cal.basis(o.family, o.stack) if cal.references else "borrowed")
+        Check(
+            o,
+            ev.value(o, cal.values, cal.lenders),
+            method,
+            cal.basis(o.family, o.stack) if cal.references else "borrowed",
+        )
         for o in rows
     ]
 
