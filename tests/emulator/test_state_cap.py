@@ -11,9 +11,11 @@ import pytest
 
 from kimi_runbooks.deploy.launchers.emulator import emulator_argv
 from kimi_runbooks.emulator.cli import parse_settings
-from kimi_runbooks.emulator.state_cap import state_cap
+from kimi_runbooks.emulator.state_cap import state_cap, state_settings
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.plan import load_catalog, plan
+from kimi_runbooks.plan.state_pool import state_settings as plan_state_settings
+from kimi_runbooks.plan.values import ParamsError
 
 from .test_emulator import parse_metrics
 
@@ -98,3 +100,19 @@ def test_emulator_runs_at_most_what_the_state_pool_admits_and_queues_the_rest() 
     assert max(running) == 2  # never more than the state pool admits
     assert max(queued) >= 1  # the others waited in the queue
     assert all(r + q <= 5 for r, q in zip(running, queued))
+
+
+def test_the_emulator_reads_the_state_flags_as_the_planner_does() -> None:
+    """One reader: the emulator's snake_case launch args give the planner's StateSettings, speculative
+    draft tokens included, and a value SGLang could not read is the planner's one-line error."""
+    args = {
+        "max_mamba_cache_size": 458,
+        "speculative_algorithm": "DSPARK",
+        "speculative_dspark_block_size": 7,
+        "mamba_ssm_dtype": "bfloat16",
+    }
+    flags = {"--" + k.replace("_", "-"): v for k, v in args.items()}
+    assert state_settings(args) == plan_state_settings(flags)
+    assert state_settings(args).speculative_draft_tokens == 8  # DSPARK verifies block + 1 tokens
+    with pytest.raises(ParamsError, match="--mamba-ssm-dtype"):
+        state_settings({**args, "mamba_ssm_dtype": "$(x)"})

@@ -7,7 +7,7 @@ the scheduler then runs at most that many and queues the rest (sglang:num_runnin
 sglang:num_queue_reqs). The emulator has no GPU memory to size the state pool from, so, like its KV pool
 (``--max-total-num-tokens``), the slot count comes from the plan: the deploy stage passes
 ``--max-mamba-cache-size`` (an SGLang flag) with the planner's count (plan/state_pool.py). Slots per
-request follow the same flags as the planner's (StateSettings.slots_per_request). Nothing here names a
+request are read from the same flags by the planner's reader (plan/state_pool.py state_settings). Nothing here names a
 model: a model is hybrid when its params/models entry has ``architecture.linear_attention``.
 """
 
@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..plan.state_pool import StateSettings
+from ..plan.state_pool import state_settings as plan_state_settings
 from .latency import LatencyProfile
 
 if TYPE_CHECKING:
@@ -24,12 +25,10 @@ if TYPE_CHECKING:
 
 
 def state_settings(launch_args: dict[str, Any]) -> StateSettings:
-    """The state-pool flags among the emulator's SGLang launch args (snake_case keys)."""
-    return StateSettings(
-        radix_strategy=str(launch_args.get("mamba_radix_cache_strategy") or "auto"),
-        disable_radix_cache=bool(launch_args.get("disable_radix_cache")),
-        disable_overlap_schedule=bool(launch_args.get("disable_overlap_schedule")),
-    )
+    """The state-pool flags among the emulator's SGLang launch args (snake_case keys), read by the
+    planner's own reader (one reading of SGLang's flags; a value SGLang could not read is a
+    ParamsError, a ValueError the CLI prints)."""
+    return plan_state_settings({"--" + key.replace("_", "-"): value for key, value in launch_args.items()})
 
 
 def attention_dp(launch_args: dict[str, Any]) -> int:
