@@ -9,7 +9,7 @@ the fit cannot leave (calibration.py: bounded least squares; tests/perfmodel/tes
   latent KV), `hw.mma` (large GEMMs against the dense peak: one for every vendor), `hw.link`
   (collectives against the interconnect's per-direction figure: fixed, never fitted);
 * software-stack terms, what the physics leaves out, keyed by the stack (stack.py) and shared by
-  every platform that runs that stack: `stack.overhead_us[<vendor>:<graph mode>]` (fixed time per
+  every platform that runs that stack: `stack.overhead_us[<graph mode>]` (fixed time per
   layer per pass), `stack.moe_kernel[<moe path>:<precision>]` (the decode fused-MoE kernel's
   fraction of streaming), `stack.small_batch_gemm[...]` (decode GEMMs at small M against hw.mma),
   `stack.prefill_kernels[...]` (prefill kernels against hw.mma), `stack.attn_latency_ns[<vendor>:

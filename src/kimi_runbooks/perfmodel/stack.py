@@ -80,8 +80,10 @@ class Stack:
 
     def overhead_key(self, vendor: str) -> str:
         """Per-layer fixed cost: launch/sync overhead of the stack's graph mode, one term for every
-        vendor (CUDA and HIP graphs replay the same launch sequence; AMD's 4 runs could not afford a
-        term of their own). `vendor` is kept for a future split when more runs exist."""
+        vendor (CUDA and HIP graphs replay the same launch sequence; AMD's budget, 10 runs / 3, is
+        spent on its own terms). Tried 2026-12-05 with a term per vendor: the AMD term went to the top
+        of its range (400 us, absorbing what the stock AMD kernels lose) and Hopper's page-out TPOT at
+        concurrency 16-100 got worse, so it stays shared. `vendor` is kept for that split."""
         return "compile" if self.torch_compile else ("eager" if self.cuda_graphs is False else "graphs")
 
     def label(self) -> str:
