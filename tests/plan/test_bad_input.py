@@ -120,10 +120,10 @@ def test_a_rule_that_fails_on_a_plan_is_an_error_result_not_a_crash() -> None:
 
 
 def test_the_fact_names_are_the_facts_the_planner_builds(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kimi_runbooks.plan import server_rules as knobs
+    from kimi_runbooks.plan import server_rules
 
     seen: list[set[str]] = []
-    original = knobs.rule_facts
+    original = server_rules.rule_facts
 
     def spy(*args: object, **kwargs: object) -> dict[str, object]:
         facts = original(*args, **kwargs)  # type: ignore[arg-type]

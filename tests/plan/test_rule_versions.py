@@ -44,20 +44,20 @@ ENDS = {
 
 def _facts(config: dict) -> dict:
     captured: dict = {}
-    import kimi_runbooks.plan.server_rules as launch
+    import kimi_runbooks.plan.server_rules as server_rules
 
-    original = launch.rule_facts
+    original = server_rules.rule_facts
 
     def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
         facts = original(*args, **kwargs)
         captured.update(facts)
         return facts
 
-    launch.rule_facts = spy
+    server_rules.rule_facts = spy
     try:
         plan(config)
     finally:
-        launch.rule_facts = original
+        server_rules.rule_facts = original
     return captured
 
 

@@ -253,7 +253,7 @@ def _rule(rule_id: str, message: str, fix: str) -> RuleResult:
     return RuleResult(id=rule_id, severity="error", kind="rule", message=message, fix=fix, source=EXTRA_ARG_SOURCE)
 
 
-# --------------------------------------------------------------------------- facts for rules
+# --------------------------------------------------------------------------- flags read back
 
 
 def speculative_in(lookup: dict[str, ArgValue | None]) -> bool:

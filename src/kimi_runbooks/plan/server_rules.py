@@ -61,6 +61,7 @@ def plan_server(
     deployment role (`role`; `host` overrides the address the rules see: deployments bind node
     addresses their own docs check). The memory is the same arithmetic for both layouts (pipeline
     stages, DP-attention pools, replicas, a hybrid model's state pool, the context length)."""
+    speculative = speculative_in(lookup)
     memory = plan_memory(
         platform,
         model,
@@ -69,12 +70,11 @@ def plan_server(
         mem_fraction_static=mem_fraction_static,
         kv_cache_dtype=kv_cache_dtype,
         dp_attention_ranks=(shape.dp or 1) if shape.enable_dp_attention else 1,
-        speculative=speculative_in(lookup),
+        speculative=speculative,
         replicas=shape.replicas,
         state=state_settings(lookup) if model.architecture.hybrid else None,
         context_length=shape.context_length,
     )
-    speculative = speculative_in(lookup)
     facts = rule_facts(
         config,
         platform,
