@@ -9,7 +9,6 @@ import pytest
 
 from kimi_runbooks.perfmodel.calibration import DOF_RUNS_PER_PARAMETER, Evaluator, fit, free_parameters
 from kimi_runbooks.perfmodel.factors import (
-    POOLED_KINDS,
     RANGES,
     borrowed_from,
     compose,
@@ -113,6 +112,11 @@ def test_the_committed_calibration_borrows_from_measured_terms_only() -> None:
     assert cal.lenders is not None, "calibration.yaml names the terms measured rows read"
     ceiling_only = set(cal.values) - set(cal.lenders)
     assert "stack.moe_kernel[deepep:W4A8]" in ceiling_only  # fitted to Ascend's SLO ceilings alone
-    for kind in POOLED_KINDS:
-        sources = borrowed_from(cal.values, f"{kind}[flydsl:W4A8:tuned]", cal.lenders)
-        assert not set(sources) & ceiling_only, (kind, sources)
+    # what a prediction reads: a tuned FlyDSL W4A8 stack on AMD takes the MoE kernel prior, not the
+    # ceiling fit (Calibration.factors hands its lenders to compose)
+    w4a8 = Stack(moe_path="flydsl", precision="W4A8", tuned=True)
+    keys = term_keys("amd-cdna", w4a8)
+    assert keys.moe == "stack.moe_kernel[flydsl:W4A8:tuned]" and keys.moe not in cal.values
+    stream = cal.values[keys.stream]
+    assert cal.factors("amd-cdna", w4a8).eta_moe == pytest.approx(stream * RANGES["stack.moe_kernel"].prior)
+    assert compose(cal.values, keys).eta_moe == pytest.approx(stream * cal.values["stack.moe_kernel[deepep:W4A8]"])
