@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,3 +91,13 @@ def require_tool_env() -> Callable[[str], toolenv.ToolEnv]:
             raise  # unreachable: missing() skips or fails
 
     return get
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """A test's record_property("summary", text), printed after the run: under pytest-xdist a worker's own
+    print never reaches the terminal, while the report's user_properties do."""
+    for outcome in ("passed", "failed"):
+        for report in terminalreporter.getreports(outcome):
+            for name, text in getattr(report, "user_properties", ()):
+                if name == "summary":
+                    terminalreporter.write_line(f"\n{report.nodeid}:\n{text}")
