@@ -5,6 +5,10 @@ One spelling everywhere, so a table, a figure and a report never disagree about 
 
 from __future__ import annotations
 
+REHEARSAL_LABEL = "REAL SGLANG, TINY MODEL"
+"""Numbers from SGLang itself serving a tiny random-weight checkpoint on the CPU (launcher sglang-cpu):
+real server behaviour, no hardware and no real model: neither EMULATED nor a hardware measurement."""
+
 
 def source_label(emulated: bool, run_id: str | None = None, *, upper: bool = False) -> str:
     """ "emulated" or "measured" (+ " (run <id>)"); upper=True gives "EMULATED", the shouting form

@@ -47,6 +47,10 @@ class ServerHandle:
     """More process groups this server is made of (the emulated PD pools behind a router)."""
     container: str | None = None
     slurm_job_id: str | None = None
+    rehearsal: str | None = None
+    """Set by launcher sglang-cpu: the origin label of everything measured against it (origin.REHEARSAL_LABEL)."""
+    tokenizer: str | None = None
+    """The served model's tokenizer directory, when the launcher knows it (the tiny checkpoint's)."""
     time_scale: float | None = None
     """Emulator only: the factor every simulated duration was multiplied by (speed results are rescaled)."""
     command: list[str] | None = None

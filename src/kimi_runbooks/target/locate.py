@@ -30,6 +30,8 @@ class RunHandle(BaseModel):
     platform: str | None = None
     api_key_env: str | None = None
     emulated: bool = False
+    rehearsal: str | None = None
+    """Real SGLang serving a tiny model on the CPU (launcher sglang-cpu): the label its numbers carry."""
     max_total_num_tokens: int | None = None
     run_id: str | None = None
     time_scale: float | None = None

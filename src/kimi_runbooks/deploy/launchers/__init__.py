@@ -1,6 +1,6 @@
-"""Launchers, registered by name: emulator, local, docker, slurm, multi-node, external."""
+"""Launchers, registered by name: emulator, sglang-cpu, local, docker, slurm, multi-node, external."""
 
-from . import docker, emulator, external, local, multinode, slurm
+from . import docker, emulator, external, local, multinode, sglang_cpu, slurm
 from .base import LAUNCHERS, LaunchContext, Launcher, NoOptions, get_launcher, launcher_class, register
 from .docker import docker_command
 from .emulator import EmulatorOptions, emulator_argv, free_port
@@ -28,6 +28,7 @@ __all__ = [
     "multinode",
     "multinode_steps",
     "register",
+    "sglang_cpu",
     "slurm",
     "write_node_scripts",
 ]
