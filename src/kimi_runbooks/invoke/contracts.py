@@ -35,6 +35,7 @@ tokens than this check's estimate (one token per word or punctuation mark)."""
 PASSPHRASE = "amber-falcon-42"
 HAYSTACK = "The river keeps moving while the old stone bridge stays still. "
 HAYSTACK_TOKENS = 13  # 12 words and a full stop
+LONG_CONTEXT_MARGIN = 256  # tokens left for the chat template and the tokenizer's count differing from the estimate
 PLACEHOLDER_VIDEO = "https://example.invalid/kimi-runbooks-emulated-clip.mp4"
 
 
@@ -146,12 +147,40 @@ def long_prompt(target_tokens: int) -> str:
     )
 
 
+def long_context_room(s: Session) -> tuple[int, str] | None:
+    """The longest request the check sends, and what bounds it: the plan's context length and the server's
+    KV pool (SGLang refuses an input above either). A rehearsal serves a context of its own size (the
+    server's max_model_len), which then stands for the plan's."""
+    planned = s.served.context_length
+    if s.handle.rehearsal and s.limits.max_model_len:
+        planned = s.limits.max_model_len
+    bounds = {
+        "the context length": planned,
+        "the server's KV pool (max_total_num_tokens)": s.handle.max_total_num_tokens,
+    }
+    known = {why: n for why, n in bounds.items() if n}
+    if not known:
+        return None
+    why = min(known, key=lambda k: known[k])
+    return known[why], why
+
+
 def check_long_context(s: Session, rec: Recorder) -> str:
-    context = s.served.context_length
-    if not context:
+    room = long_context_room(s)
+    if room is None:
         raise CheckSkipped("no context length known for this server (the plan sets it)")
+    context, bound = room
     target = int(context * LONG_CONTEXT_FRACTION)
-    body = s.body(long_prompt(target), max_tokens=min(s.max_tokens, 2048))
+    served = s.limits.max_model_len
+    if served and served < context:
+        raise CheckFailed(
+            f"the server accepts {served} tokens per request (max_model_len, GET /v1/models), less than {bound} "
+            f"{context}: a prompt of about {target} tokens ({LONG_CONTEXT_FRACTION:.0%}) would be refused. Fix: "
+            "launch with the planned --context-length"
+        )
+    answer_room = context - target - LONG_CONTEXT_MARGIN
+    body = s.body(long_prompt(target), max_tokens=max(16, min(s.max_tokens, 2048, answer_room)))
+    rec.details["bounded_by"] = bound
     try:
         choice = rec.chat(body)
     except APIStatusError as exc:

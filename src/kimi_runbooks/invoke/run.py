@@ -13,6 +13,7 @@ from ..secrets import redact
 from ..target import locate as target_mod
 from ..target.health import check_server
 from ..target.locate import RunHandle, fetch_server_info
+from ..target.served_limits import ServedLimits, read_served_limits
 from ..target.tls import verified_tls
 from .agentic import AGENTIC_CASES
 from .checks import CHECKS
@@ -97,6 +98,30 @@ def _blocked(name: str, s: Session, reason: str) -> list[CheckResult]:
             emulated=s.emulated,
             model=s.model,
             base_url=s.handle.base_url,
+        )
+    ]
+
+
+IMAGE_CHECKS = ("image", "image_url", "image_tools")
+
+
+def _no_images(name: str, s: Session) -> list[CheckResult]:
+    """An image check against a server whose model takes no images: not sent. A rehearsal's tiny
+    checkpoint has no vision tower by design (skip); any other server was expected to read images (fail)."""
+    said = "; ".join(s.limits.sources) or "the server"
+    if s.handle.rehearsal:
+        status, reason = "skip", f"the tiny rehearsal checkpoint has no vision tower ({said})"
+    else:
+        status, reason = (
+            "fail",
+            (
+                f"the server's model takes no image input ({said}), but the plan's model reads images. "
+                "Fix: launch the multimodal checkpoint (with its vision tower), or drop the image checks"
+            ),
+        )
+    return [
+        CheckResult(
+            name=name, status=status, reason=reason, emulated=s.emulated, model=s.model, base_url=s.handle.base_url
         )
     ]
 
@@ -186,6 +211,11 @@ def run_all(
     if isinstance(image_expect, str):
         image_expect = [image_expect]
     blocked = unusable_reason(handle, timeout)
+    limits = (
+        ServedLimits()
+        if blocked
+        else read_served_limits(handle.base_url, handle.model, handle.api_key(), min(timeout, 10))
+    )
     client = OpenAI(
         base_url=handle.openai_base_url,
         api_key=handle.api_key(),
@@ -197,7 +227,8 @@ def run_all(
         client=client,
         handle=handle,
         timeout=timeout,
-        max_tokens=max_tokens_thinking,
+        max_tokens=limits.completion_budget(max_tokens_thinking),
+        limits=limits,
         image_expect=list(image_expect) if image_expect is not None else [RECEIPT_ITEM],
         image_url=image_url,
         concurrency=int(concurrency or 0),
@@ -207,7 +238,11 @@ def run_all(
     )
 
     def one(name: str) -> list[CheckResult]:
-        return _blocked(name, session, blocked) if blocked else _run_name(name, session)
+        if blocked:
+            return _blocked(name, session, blocked)
+        if name in IMAGE_CHECKS and limits.images is False:
+            return _no_images(name, session)
+        return _run_name(name, session)
 
     results: list[CheckResult] = []
     try:

@@ -13,6 +13,7 @@ from typing import Any
 from openai import APIConnectionError, APIStatusError, APITimeoutError, OpenAI
 
 from ..target.locate import RunHandle
+from ..target.served_limits import ServedLimits
 from .results import Status
 from .served import ServedModel
 
@@ -167,12 +168,15 @@ class Session:
     handle: RunHandle
     timeout: float
     max_tokens: int
+    """Completion tokens per request: max_tokens_thinking, capped by the server's context (limits)."""
     image_expect: list[str]
     image_url: str | None
     concurrency: int
     emulated: bool
     served: ServedModel = field(default_factory=ServedModel)
     video_url: str | None = None
+    limits: ServedLimits = field(default_factory=ServedLimits)
+    """What the server says it serves (context, images): requests are sized from it."""
 
     @property
     def model(self) -> str:
