@@ -16,8 +16,8 @@ import pytest
 
 from kimi_runbooks.emulator.chat_template import render
 from kimi_runbooks.emulator.tokenizer import bpe, count_tokens, token_ids, tokenize
-from kimi_runbooks.kimi.tokenizer_data import GGUF_NAME, from_gguf, load
 from kimi_runbooks.emulator.tokenizer_files import write_tokenizer_dir
+from kimi_runbooks.kimi.tokenizer_data import GGUF_NAME, from_gguf, load
 from kimi_runbooks.tools.envs import OFFLINE_ENV
 
 SAMPLES = [
