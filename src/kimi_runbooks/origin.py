@@ -10,10 +10,16 @@ REHEARSAL_LABEL = "REAL SGLANG, TINY MODEL"
 real server behaviour, no hardware and no real model: neither EMULATED nor a hardware measurement."""
 
 
-def source_label(emulated: bool, run_id: str | None = None, *, upper: bool = False) -> str:
-    """ "emulated" or "measured" (+ " (run <id>)"); upper=True gives "EMULATED", the shouting form
-    tables use so an emulated row is never mistaken for hardware."""
-    label = "emulated" if emulated else "measured"
-    if upper and emulated:
-        label = label.upper()
+REHEARSAL_SOURCE = REHEARSAL_LABEL.lower().replace("sglang", "SGLang")
+
+
+def source_label(emulated: bool, run_id: str | None = None, *, upper: bool = False, rehearsal: bool = False) -> str:
+    """ "emulated", "real SGLang, tiny model" or "measured" (+ " (run <id>)"); upper=True gives "EMULATED" /
+    "REAL SGLANG, TINY MODEL", the shouting forms tables use so no such row is mistaken for hardware."""
+    if rehearsal:
+        label = REHEARSAL_LABEL if upper else REHEARSAL_SOURCE
+    else:
+        label = "emulated" if emulated else "measured"
+        if upper and emulated:
+            label = label.upper()
     return f"{label} (run {run_id})" if run_id else label

@@ -13,7 +13,7 @@ from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.capabilities import ModelCapabilities
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.target.locate import RunHandle
-from kimi_runbooks.target.served_limits import ServedLimits, read_served_limits
+from kimi_runbooks.target.served_limits import REHEARSAL_COMPLETION_TOKENS, ServedLimits, read_served_limits
 
 MODEL = "moonshotai/Kimi-K2.6"
 SMALL = 4096
@@ -43,12 +43,20 @@ def test_a_server_that_says_nothing_leaves_the_plans_values():
     assert ServedLimits(max_model_len=SMALL).completion_budget(100) == 100
 
 
-def test_checks_fit_a_small_context_and_skip_images_on_a_rehearsal(small_text_server):
+def test_checks_fit_a_small_context(small_text_server):
+    handle = RunHandle(base_url=small_text_server, model=MODEL, launcher="external")
+    chat = invoke.run_all(handle, ["chat"], timeout=60)[0]
+    assert chat.status == "pass", chat.reason
+    assert chat.transcript[0]["request"]["max_tokens"] == SMALL // 2  # 8192 asked for, the server holds 4096
+
+
+def test_a_rehearsal_sends_a_small_budget_and_skips_images(small_text_server):
     handle = RunHandle(base_url=small_text_server, model=MODEL, launcher="sglang-cpu", rehearsal="REAL SGLANG")
     results = {r.name: r for r in invoke.run_all(handle, ["chat", "image", "image_tools"], timeout=60)}
     chat = results["chat"]
     assert chat.status == "pass", chat.reason
-    assert chat.transcript[0]["request"]["max_tokens"] == SMALL // 2  # 8192 asked for, the server holds 4096
+    assert chat.transcript[0]["request"]["max_tokens"] == REHEARSAL_COMPLETION_TOKENS
+    assert chat.rehearsal and "REAL SGLANG, TINY MODEL" in invoke.summary_table([chat])["source"].iloc[0]
     for name in ("image", "image_tools"):
         assert results[name].status == "skip" and "no vision tower" in results[name].reason
         assert not results[name].transcript  # nothing was sent

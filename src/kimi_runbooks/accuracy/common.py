@@ -59,7 +59,8 @@ class EvalRow(BaseModel):
     tool_version: str | None = None
     duration_s: float | None = None
     emulated: bool = False
-    source: Literal["measured", "emulated"] = "measured"
+    rehearsal: bool = False  # real SGLang serving a tiny random-weight model on the CPU (launcher sglang-cpu)
+    source: Literal["measured", "emulated", "real SGLang, tiny model"] = "measured"
     status: Literal["ok", "skipped", "error"] = "ok"
     detail: str | None = None
     output: str | None = None

@@ -12,6 +12,9 @@ OCR suites, schema accuracy for the tool-call evals) against the published figur
   reference file in params/references, ``fail_drop:``) under the published figure: FAIL;
 - ``not comparable: emulated``: the emulator's answers test the pipeline, not the model, so an
   emulated run is never read as an accuracy loss;
+- ``fail`` on a rehearsal (real SGLang serving a tiny random-weight model on the CPU): the suite ran
+  through the real server, but a model that writes nonsense cannot reach a published figure, and the
+  verdict says so rather than "ok";
 - ``no reference`` / ``no interval``: nothing to judge against, or no sample count to size it.
 """
 
@@ -23,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from .references import SOURCE_EMULATED, compare, metric_family
+from .references import SOURCE_EMULATED, SOURCE_REHEARSAL, compare, metric_family
 
 #: reference suite -> the metrics (families) that carry its verdict, best first
 PRIMARY: dict[str, tuple[str, ...]] = {
@@ -74,6 +77,15 @@ def judge_row(row: pd.Series | dict[str, Any], fail_drop: float = DEFAULT_FAIL_D
             metric,
             "not comparable: emulated",
             f"{head}: not comparable: emulated (the emulator's answers test the pipeline, not the model)",
+        )
+    if row.get("source") == SOURCE_REHEARSAL:
+        shown = "no value" if rate is None else f"{rate:.3g}"
+        return Judgement(
+            suite,
+            metric,
+            "fail",
+            f"{head} {shown} vs published {ref:.3g}: a tiny random-weight rehearsal model (real SGLang on the CPU) "
+            "answers nonsense by design; the published figure needs the real checkpoint on the hardware",
         )
     if rate is None or hi is None:
         return Judgement(suite, metric, "no interval", f"{head} {rate} vs published {ref:.3g}: no sample count")

@@ -22,6 +22,7 @@ from ..plan.catalog import load_catalog
 from .common import EvalRow
 
 SOURCE_EMULATED = source_label(True, upper=True)
+SOURCE_REHEARSAL = source_label(False, upper=True, rehearsal=True)
 
 
 def reference_results(catalog: Any | None = None) -> list[dict[str, Any]]:
@@ -181,7 +182,7 @@ def compare(rows: Sequence[EvalRow] | Iterable[dict[str, Any]], references: pd.D
             "stderr": r.stderr,
             "tool": r.tool,
             "tool_version": r.tool_version,
-            "source": source_label(r.emulated, upper=True),
+            "source": source_label(r.emulated, upper=True, rehearsal=r.rehearsal),
             "published_settings": bool((r.settings or {}).get("published")),
         }
         if match.empty:

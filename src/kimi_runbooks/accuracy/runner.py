@@ -46,6 +46,7 @@ def server_facts(handle: RunHandle) -> dict[str, Any]:
     return {
         "model": handle.model or served_model(handle.base_url, key),
         "emulated": bool(handle.emulated or info.get("emulated")),
+        "rehearsal": bool(handle.rehearsal),
     }
 
 
@@ -119,6 +120,7 @@ def _status_row(ctx: SuiteContext, suite: str, status: str, detail: str, start: 
         tool=SUITES[suite][0],
         settings=suite_settings(ctx, suite, {}),
         emulated=ctx.emulated,
-        source=source_label(ctx.emulated),
+        rehearsal=ctx.rehearsal,
+        source=source_label(ctx.emulated, rehearsal=ctx.rehearsal),
         duration_s=round(time.monotonic() - start, 3),
     )

@@ -12,6 +12,7 @@ from typing import Any
 from ..origin import source_label
 from ..rundir import RunFolder
 from ..target.locate import RunHandle
+from ..target.served_limits import read_served_limits
 from ..tools import envs as toolenv
 from . import inspect_eval, sgl_eval, toolcall_eval, vendor_verifier
 from .common import Endpoint, EvalRow, ToolJob
@@ -27,8 +28,17 @@ class SuiteContext:
         self.cfg, self.handle = cfg, handle
         self.server = Endpoint(handle.openai_base_url, facts["model"], handle.api_key())
         self.emulated: bool = bool(cfg.emulated if cfg.emulated is not None else facts["emulated"])
+        self.rehearsal: bool = bool(facts.get("rehearsal"))
+        self.limits = read_served_limits(handle.base_url, facts["model"], handle.api_key())
         self.folder = RunFolder.create(cfg.run_dir, secret_envs=[handle.api_key_env])
         self.work = self.folder.accuracy_work
+
+    def max_tokens(self, wanted: int | None) -> int | None:
+        """`wanted` as the server can hold it (its context; a rehearsal's small budget: served_limits.py);
+        None (the tool's own default) stays None unless the server bounds it."""
+        if wanted is None and not (self.rehearsal or self.limits.max_model_len):
+            return None
+        return self.limits.completion_budget(wanted or 1 << 30, rehearsal=self.rehearsal)
 
     def job(self, name: str) -> ToolJob:
         """A driver's run of its tool for this stage: this server, folder and timeout, its files in work/name."""
@@ -59,7 +69,8 @@ def _rows(
             tool_version=version,
             duration_s=round(duration, 3),
             emulated=ctx.emulated,
-            source=source_label(ctx.emulated),
+            rehearsal=ctx.rehearsal,
+            source=source_label(ctx.emulated, rehearsal=ctx.rehearsal),
             output=output,
             **m,
         )
@@ -100,7 +111,9 @@ def _run_toolcall_builtin(ctx: SuiteContext, suite: str) -> list[EvalRow]:
             "samples_kind": kind,
             "reference_results": str(reference) if reference else None,
             "temperature": ref.get("temperature", 1.0),
-            "max_tokens": ref.get("max_tokens", 64000) if ctx.cfg.published else SMOKE_TOOLCALL_MAX_TOKENS,
+            "max_tokens": ctx.max_tokens(
+                ref.get("max_tokens", 64000) if ctx.cfg.published else SMOKE_TOOLCALL_MAX_TOKENS
+            ),
             "concurrency": ctx.cfg.concurrency or (ref.get("concurrency", 256) if ctx.cfg.published else 8),
             "limit": ctx.limit(suite) if kind == "official" else ctx.cfg.limits.get(suite),
         },
@@ -138,7 +151,7 @@ def _run_k2vv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     samples = Path(ctx.cfg.toolcall_samples) if ctx.cfg.toolcall_samples else checkout / vendor_verifier.K2VV_SAMPLES
     ref = reference_entry("k2vv-toolcall").get("settings") or {}
     conc = ctx.cfg.concurrency or (ref.get("concurrency") if ctx.cfg.published else 8)
-    max_tokens = ref.get("max_tokens") if ctx.cfg.published else SMOKE_TOOLCALL_MAX_TOKENS
+    max_tokens = ctx.max_tokens(ref.get("max_tokens") if ctx.cfg.published else SMOKE_TOOLCALL_MAX_TOKENS)
     limit = ctx.limit(suite)
     job = ctx.job("k2vv")
     settings = suite_settings(
@@ -203,6 +216,8 @@ def _run_sgl_eval(ctx: SuiteContext, suite: str) -> list[EvalRow]:
         from_dataset=ctx.cfg.datasets.get(suite),
         num_threads=ctx.cfg.concurrency or cfg.num_threads,
     )
+    if cfg.max_tokens:
+        cfg = replace(cfg, max_tokens=ctx.max_tokens(cfg.max_tokens))
     settings = suite_settings(ctx, suite, cfg.settings())
     run, metrics_path, metrics = sgl_eval.run(
         cfg, ctx.job("sgl-eval"), python_argv=env.argv(), env=toolenv.OFFLINE_ENV if ctx.emulated else None
@@ -228,6 +243,8 @@ def _run_inspect(ctx: SuiteContext, suite: str) -> list[EvalRow]:
         dataset_path=ctx.cfg.datasets.get(suite),
         max_connections=ctx.cfg.concurrency or cfg.max_connections,
     )
+    if cfg.max_tokens:
+        cfg = replace(cfg, max_tokens=ctx.max_tokens(cfg.max_tokens))
     settings = suite_settings(ctx, suite, cfg.settings())
     run, log, summary, metrics = inspect_eval.run(cfg, ctx.job("inspect"), python=env.python)
     settings["epochs"] = summary.get("epochs")

@@ -130,7 +130,7 @@ def agentic_card(results: list[CheckResult] | None) -> dict[str, Any] | None:
     ]
     return {
         "title": "Agentic tool calling",
-        "source": source_label(any(r.emulated for r in found)),
+        "source": source_label(any(r.emulated for r in found), rehearsal=any(r.rehearsal for r in found)),
         "cases": len(found),
         "passed": sum(r.status == "pass" for r in found),
         "failed": sum(r.status == "fail" for r in found),

@@ -340,7 +340,7 @@ def check_concurrency(s: Session, rec: Recorder) -> str:
         except Exception as exc:  # noqa: BLE001 - each request's failure is reported
             return {"request": body, "error": describe_error(exc, s)}, 0.0, None
         ms = (time.perf_counter() - start) * 1000
-        return {"request": body, "response": resp.model_dump(exclude_none=True)}, ms, resp
+        return {"request": body, "response": resp.model_dump(exclude_none=True, warnings=False)}, ms, resp
 
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=n) as pool:

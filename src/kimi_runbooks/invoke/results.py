@@ -33,6 +33,7 @@ class CheckResult(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     emulated: bool = False
+    rehearsal: bool = False  # real SGLang serving a tiny model on the CPU (launcher sglang-cpu)
     model: str | None = None
     base_url: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
@@ -64,7 +65,7 @@ def summary_table(results: list[CheckResult]) -> pd.DataFrame:
             "ttft_ms": None if r.ttft_ms is None else round(r.ttft_ms, 1),
             "prompt_tokens": r.prompt_tokens,
             "completion_tokens": r.completion_tokens,
-            "source": source_label(r.emulated, upper=True),
+            "source": source_label(r.emulated, upper=True, rehearsal=r.rehearsal),
         }
         for r in results
     ]
@@ -77,7 +78,7 @@ def summary_table(results: list[CheckResult]) -> pd.DataFrame:
 
 def print_progress(result: CheckResult) -> None:
     """A one-line log per finished check (pass this as run_all's progress)."""
-    source = source_label(result.emulated)
+    source = source_label(result.emulated, rehearsal=result.rehearsal)
     ms = "" if result.latency_ms is None else f" ({result.latency_ms:.0f} ms {source})"
     print(f"{result.name:<17} {result.status.upper():<4}{ms}  {result.reason}", flush=True)
 
@@ -99,7 +100,8 @@ def save(results: list[CheckResult], run_dir: str | Path | RunFolder, api_key_en
         "stage": "invoke",
         "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "emulated": any(r.emulated for r in results),
-        "source": source_label(any(r.emulated for r in results)),
+        "rehearsal": any(r.rehearsal for r in results),
+        "source": source_label(any(r.emulated for r in results), rehearsal=any(r.rehearsal for r in results)),
         "counts": counts(results),
         # "passed" needs at least one check that ran and passed: all-skipped is not a pass
         "all_passed": any(r.status == "pass" for r in results) and not any(r.status == "fail" for r in results),

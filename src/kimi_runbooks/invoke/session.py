@@ -91,7 +91,8 @@ class Recorder:
             resp = self.s.client.chat.completions.create(**split_extra(body))
         finally:
             self.latency_ms = (self.latency_ms or 0.0) + (time.perf_counter() - start) * 1000
-        exchange["response"] = resp.model_dump(exclude_none=True)
+        # warnings off: SGLang adds fields the openai models type differently (metadata: a dict, not str)
+        exchange["response"] = resp.model_dump(exclude_none=True, warnings=False)
         self._count(resp.usage)
         if not resp.choices:
             raise CheckFailed("the response has no choices")
@@ -108,7 +109,7 @@ class Recorder:
             for chunk in self.s.client.chat.completions.create(**split_extra(body)):
                 out.chunks += 1
                 if chunk.usage is not None:
-                    out.usage = chunk.usage.model_dump(exclude_none=True)
+                    out.usage = chunk.usage.model_dump(exclude_none=True, warnings=False)
                     self._count(chunk.usage)
                 if not chunk.choices:
                     continue

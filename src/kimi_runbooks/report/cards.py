@@ -13,6 +13,7 @@ import pandas as pd
 from ..accuracy.judgement import Judgement
 from ..accuracy.references import SOURCE_EMULATED
 from ..deploy.diagnose import run_diagnosis
+from ..origin import REHEARSAL_LABEL
 from ..plan import load_catalog
 from . import causes
 from .collect import RunData
@@ -61,6 +62,12 @@ def header_card(data: RunData) -> str:
         if data.emulated
         else ""
     )
+    if data.rehearsal:
+        emulated = (
+            badge(REHEARSAL_LABEL, COLOURS["WARN"])
+            + ' <span class="note">SGLang itself on this CPU, serving a tiny random-weight checkpoint: real server '
+            "behaviour, no hardware and no real model</span>"
+        )
     name = _platform_name(data.platform)
     if data.external:
         name = f"External server ({name} parameters)"

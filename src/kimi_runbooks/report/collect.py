@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from .. import invoke
+from ..origin import source_label
 from ..rundir import RunFolder, read_jsonl
 from ..speed import load_results
 from ..speed.timescale import rescale
@@ -103,8 +104,21 @@ class RunData:
         return "external" in launchers
 
     @property
+    def rehearsal(self) -> bool:
+        """Real SGLang served a tiny random-weight model on the CPU (launcher sglang-cpu): every number is
+        the real server's behaviour on a toy, neither EMULATED nor a hardware result."""
+        return bool((self.handle or {}).get("rehearsal") or (self.manifest or {}).get("rehearsal"))
+
+    @property
     def run_label(self) -> str:
-        return f"emulated (run {self.run_id})" if self.emulated else f"measured (run {self.run_id})"
+        return source_label(self.emulated, self.run_id, rehearsal=self.rehearsal)
+
+    @property
+    def origin(self) -> str:
+        """How tables head this run's numbers: EMULATED, REAL SGLANG, TINY MODEL, or measured (run <id>)."""
+        if self.emulated or self.rehearsal:
+            return source_label(self.emulated, upper=True, rehearsal=self.rehearsal)
+        return source_label(False, self.run_id)
 
 
 def _read_json(path: Path, problems: list[str]) -> Any:
@@ -267,5 +281,6 @@ def collect(run_dir: str | Path | RunFolder) -> RunData:
         problems=problems,
         outcomes=outcomes,
     )
-    data.predicted = _predicted(speed, plan, external, data.emulated, problems)
+    if not data.rehearsal:  # a tiny model on a CPU says nothing of the plan's hardware: no prediction beside it
+        data.predicted = _predicted(speed, plan, external, data.emulated, problems)
     return data

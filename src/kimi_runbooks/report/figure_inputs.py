@@ -14,13 +14,14 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from ..origin import source_label
+from ..origin import REHEARSAL_SOURCE, source_label
 
 
 def figure_origin(speed: pd.DataFrame | None, emulated: bool, run_id: str | None) -> str:
     """EMULATED or measured (with the run id), and on an emulated run whose speed rows were put on the
     latency model's clock (speed.timescale.rescale), that the figure shows them at time scale 1."""
-    origin = source_label(emulated, run_id, upper=True)
+    rehearsal = speed is not None and "label" in speed.columns and bool((speed["label"] == REHEARSAL_SOURCE).any())
+    origin = source_label(emulated, run_id, upper=True, rehearsal=rehearsal)
     if emulated and speed is not None and "rescaled" in speed.columns and bool(speed["rescaled"].any()):
         origin += ", rescaled to time scale 1"
     return origin

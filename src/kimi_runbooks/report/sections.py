@@ -8,7 +8,9 @@ from typing import Any
 import pandas as pd
 
 from ..accuracy.references import SOURCE_EMULATED
+from ..origin import REHEARSAL_LABEL
 from ..perfmodel.beside_measured import EMULATED_NOTE, PREDICTION_SOURCE
+from ..rundir import RunFolder
 from ..speed.inside import sweep_goodput
 from ..speed.saturation import concurrency_label
 from .collect import RunData
@@ -94,7 +96,7 @@ def invoke_section(data: RunData) -> str:
                 "exchange": exchange,
             }
         )
-    label = "EMULATED" if data.emulated else f"measured (run {data.run_id})"
+    label = data.origin
     return f'<p class="note">timings: {esc(label)}</p>' + table(INVOKE_COLUMNS, rows) + agentic_section(data)
 
 
@@ -155,7 +157,7 @@ def predicted_section(data: RunData) -> str:
     """Measured beside predicted, per ok scenario, with the band and the out-of-band flag."""
     if data.predicted is None:
         return ""
-    label = "EMULATED" if data.emulated else f"measured (run {data.run_id})"
+    label = data.origin
     note = (
         f"Measured ({label}) beside predicted: a model estimate from {PREDICTION_SOURCE}, for this run's plan at "
         "each scenario's measured lengths and concurrency; the band is where published results fell around the "
@@ -177,7 +179,7 @@ def speed_section(data: RunData) -> str:
     if data.speed is None:
         return '<p class="note">The speed stage left no results.</p>'
     rows = [{str(k): v for k, v in rec.items()} for rec in data.speed.to_dict(orient="records")]
-    label = "EMULATED" if data.emulated else f"measured (run {data.run_id})"
+    label = data.origin
     note = f"numbers: {label}"
     if "rescaled" in data.speed.columns and bool(data.speed["rescaled"].any()):
         note += (
@@ -269,7 +271,39 @@ def plan_section(data: RunData) -> str:
         )
     )
     parts.append(pools_section(plan_memory))
-    return "".join(parts)
+    return "".join(parts) + rehearsal_section(data)
+
+
+REHEARSAL_COLUMNS = [
+    Column("item", "flag or env"),
+    Column("values", "plan's value"),
+    Column("action", "on the CPU"),
+    Column("reason", "why"),
+]
+
+
+def rehearsal_section(data: RunData) -> str:
+    """A CPU rehearsal: the tiny model it served and what became of each of the plan's flags."""
+    doc = RunFolder(data.run_dir).read_json(RunFolder.REHEARSAL) if data.rehearsal else None
+    if not isinstance(doc, dict):
+        return ""
+    tiny = doc.get("tiny_model") or {}
+    flags = [f for f in doc.get("flags") or [] if isinstance(f, dict)]
+    rows = [{**f, "values": " ".join(map(str, f.get("values") or []))} for f in flags]
+    skipped = sum(f.get("action") == "not applicable" for f in flags)
+    notes = "".join(f"<li>{esc(str(n))}</li>" for n in tiny.get("notes") or [])
+    shape = ", ".join(f"{k} {v}" for k, v in (tiny.get("shape") or {}).items())
+    return (
+        f"<h3>CPU rehearsal ({esc(REHEARSAL_LABEL)})</h3>"
+        f'<p class="note">SGLang served a tiny random-weight {esc(str(tiny.get("architecture")))} '
+        f"({esc(str(tiny.get('parameters')))} parameters: {esc(shape)}) on this machine's CPU, context "
+        f"{esc(str(doc.get('context_length')))}, KV pool {esc(str(doc.get('max_total_tokens')))} tokens.</p>"
+        f"<ul>{notes}</ul>"
+        + details(
+            f"the plan's flags on the CPU ({skipped} not applicable, each with its reason)",
+            table(REHEARSAL_COLUMNS, rows),
+        )
+    )
 
 
 POOL_COLUMNS = [

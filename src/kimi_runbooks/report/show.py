@@ -124,7 +124,7 @@ def speed_figures(data: RunData) -> list[Any]:
     if data.speed is None or data.speed.empty or not data.platform:
         return []
     refs = reference_frame(data.platform)
-    run_name = "this run (EMULATED)" if data.emulated else "this run"
+    run_name = f"this run ({data.origin})" if data.emulated or data.rehearsal else "this run"
     ref_name = f"reference ({data.platform})"
     title = finding(speed_findings(data))
     return [

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..accuracy.judgement import Judgement, judge
 from ..accuracy.references import compare as compare_accuracy
+from ..origin import REHEARSAL_LABEL
 from ..perfmodel.beside_measured import PREDICTION_SOURCE
 from ..speed import compare, reference_frame
 from .collect import RunData
@@ -61,6 +62,16 @@ def warnings(data: RunData) -> list[Warning_]:
                 "(a latency model), not from hardware; it rehearses the runbook only.",
             )
         )
+    if data.rehearsal:
+        out.append(
+            Warning_(
+                "emulated",
+                f"{REHEARSAL_LABEL} run: SGLang itself served a tiny random-weight checkpoint of the plan's model on "
+                "this machine's CPU. Its HTTP answers, parsers, errors and metrics are SGLang's; its timings are a "
+                "toy's on a CPU and its answers nonsense by design. The plan's flags that cannot apply on a CPU are "
+                "listed under 'CPU rehearsal'.",
+            )
+        )
     if not _is_loopback(config.get("host")) and not config.get("api_key_env"):
         out.append(
             Warning_(
@@ -92,9 +103,9 @@ def warnings(data: RunData) -> list[Warning_]:
         if r.status == "skip":
             out.append(Warning_("skipped", f"invoke check {r.name} skipped: {r.reason}"))
     comparison = speed_comparison(data)
-    if not comparison.empty:
+    if not comparison.empty and not data.rehearsal:  # a toy on a CPU against hardware figures says nothing
         for _, row in comparison[comparison["regression"]].iterrows():
-            origin = "emulated" if data.emulated else "measured"
+            origin = data.run_label.split(" (run")[0]
             out.append(
                 Warning_(
                     "regression",
@@ -125,7 +136,7 @@ def prediction_warnings(data: RunData) -> list[Warning_]:
     predicted = data.predicted
     if predicted is None or predicted.empty:
         return out
-    origin = "emulated" if data.emulated else "measured"
+    origin = data.run_label.split(" (run")[0]
     for _, row in predicted[predicted["outside_band"].astype(bool)].iterrows():
         for metric in str(row["outside_band"]).split(", "):
             out.append(
@@ -174,6 +185,8 @@ def verdict(data: RunData) -> Verdict:
         if r.get("status") == "skipped"
     ]
     suffix = " (EMULATED: a rehearsal, not a hardware result)" if data.emulated else ""
+    if data.rehearsal:
+        suffix = f" ({REHEARSAL_LABEL}: a rehearsal on real SGLang, not a hardware result)"
     if missing:
         return Verdict("INCOMPLETE", "not every requested stage ran" + suffix, missing)
     partial = [p for o in derived.values() for p in o.partial]

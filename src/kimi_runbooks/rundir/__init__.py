@@ -172,7 +172,8 @@ class RunFolder(LogPipes):
     accuracy_work = _Named("accuracy")
     tokenizer = _Named("tokenizer")
     tiny_model = _Named("tiny-model")  # the CPU rehearsal's generated checkpoint (launcher sglang-cpu)
-    rehearsal = _Named("rehearsal.json")  # what the CPU rehearsal passed to SGLang, and what could not apply
+    REHEARSAL = "rehearsal.json"  # what the CPU rehearsal passed to SGLang, and what could not apply
+    rehearsal = _Named(REHEARSAL)
 
     def __init__(self, path: str | Path, secret_envs: Iterable[str | None] = ()) -> None:
         self.path = Path(path)

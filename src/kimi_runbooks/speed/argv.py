@@ -43,6 +43,8 @@ class BenchTarget:
     port: int | None = None
     api_key_env: str | None = None
     emulated: bool = False
+    rehearsal: bool = False
+    """Real SGLang serving a tiny model on the CPU (launcher sglang-cpu): rows are labelled so."""
 
     @classmethod
     def of(cls, target: Any) -> BenchTarget:
@@ -59,6 +61,7 @@ class BenchTarget:
             model=getattr(target, "model", None),
             api_key_env=getattr(target, "api_key_env", None),
             emulated=bool(getattr(target, "emulated", False)),
+            rehearsal=bool(getattr(target, "rehearsal", False)),
         )
 
     @property

@@ -48,8 +48,8 @@ def raise_if_failed(results: pd.DataFrame) -> None:
 LATENCY_KINDS = ("ttft", "tpot", "itl", "e2e_latency")
 
 
-def run_label(emulated: bool) -> str:
-    return source_label(emulated)
+def run_label(emulated: bool, rehearsal: bool = False) -> str:
+    return source_label(emulated, rehearsal=rehearsal)
 
 
 def _per_gpu(value: Any, devices: Any) -> float:
@@ -156,7 +156,7 @@ def _flatten_runner_rows(rows: list[dict[str, Any]], per_repeat: bool = False) -
         rec["server_input_tokens"] = tokens.get("server_input")  # the first request, as the server counted it
         rec["server_output_tokens"] = tokens.get("server_output")
         rec["requests_failed"] = details.get("failed")
-        rec["label"] = run_label(bool(row.get("emulated")))
+        rec["label"] = run_label(bool(row.get("emulated")), bool(row.get("rehearsal")))
         for key, value in (row.get("capacity") or {}).items():
             rec[f"capacity_{key}"] = value
         rec.update(observed_columns(row))

@@ -310,6 +310,7 @@ def run_scenarios(
             "platform": o.platform,
             "devices": o.devices,
             "emulated": emulated,
+            "rehearsal": tgt.rehearsal,
             "offline": o.offline,
         },
         options=o,

@@ -17,6 +17,11 @@ import httpx
 
 from .tls import verified_tls
 
+REHEARSAL_COMPLETION_TOKENS = 256
+"""Completion tokens per request against a rehearsal's tiny random-weight model (launcher sglang-cpu): it
+rarely writes its end-of-turn token, so each request runs to max_tokens, at ~30-50 tokens/s on two CPU
+cores. 256 tokens show the server's behaviour (parsers, streaming, finish reasons) in seconds."""
+
 
 @dataclass(frozen=True)
 class ServedLimits:
@@ -26,9 +31,12 @@ class ServedLimits:
     """Whether the served model takes image input; None: the server did not say."""
     sources: list[str] = field(default_factory=list)
 
-    def completion_budget(self, wanted: int) -> int:
+    def completion_budget(self, wanted: int, rehearsal: bool = False) -> int:
         """`wanted` completion tokens, capped at half the server's context so a prompt of up to the
-        other half still fits (SGLang refuses prompt + max_tokens above its context)."""
+        other half still fits (SGLang refuses prompt + max_tokens above its context), and at
+        REHEARSAL_COMPLETION_TOKENS against a rehearsal's tiny model."""
+        if rehearsal:
+            wanted = min(wanted, REHEARSAL_COMPLETION_TOKENS)
         if not self.max_model_len:
             return wanted
         return max(1, min(wanted, self.max_model_len // 2))
