@@ -54,7 +54,7 @@ def _run_one(
         status, reason = "skip", str(exc)
     except CheckFailed as exc:
         status, reason = "fail", str(exc)
-        if s.handle.rehearsal and name not in SCRIPTED_CHECKS:
+        if s.handle.rehearsal and name not in (*SCRIPTED_CHECKS, *PROTOCOL_CHECKS):
             reason += f" [{MODEL_CAUSE}]"
     except Exception as exc:  # noqa: BLE001 - one broken check must not stop the others
         status, reason = "fail", describe_error(exc, s)
@@ -106,6 +106,8 @@ def _blocked(name: str, s: Session, reason: str) -> list[CheckResult]:
 
 
 IMAGE_CHECKS = ("image", "image_url", "image_tools")
+PROTOCOL_CHECKS = ("models", "kvv_params", "kvv_prompt_tokens", "concurrency")
+"""Checks of what the server does with a request, whatever the model answers: their failures are the server's."""
 MODEL_CAUSE = (
     "likely cause: the model. A rehearsal's tiny random-weight model writes nonsense, so a check of what the "
     "model answers passes only on the real checkpoint (the scripted_* checks hold SGLang's parsers instead)"
