@@ -118,8 +118,9 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
     notebook_values: dict[str, tuple[Any, str]] = {
         "launcher": (
             "emulator",
-            f"emulator: CI or a laptop rehearsal; on the hardware: {platform.launcher} (this platform's default), "
-            "or local | docker | external | multi-node | slurm",
+            "emulator: CI or a laptop rehearsal; sglang-cpu: real SGLang 0.5.23 with a tiny model on this CPU; "
+            f"on the hardware: {platform.launcher} (this platform's default), or local | docker | external | "
+            "multi-node | slurm",
         ),
         "time_scale": (CI_TIME_SCALE, "emulator only: below 1 runs its latency model faster"),
     }
@@ -139,6 +140,7 @@ speed and accuracy against the published numbers and leaves `report.html` in the
 
 ```
 papermill runbooks/{platform.id}.ipynb out.ipynb                       # rehearsal on the emulator
+papermill runbooks/{platform.id}.ipynb out.ipynb -p launcher sglang-cpu  # rehearsal on real SGLang, tiny model, CPU
 papermill runbooks/{platform.id}.ipynb out.ipynb -p launcher {platform.launcher} -p scenario_set cookbook   # for real
 ```
 

@@ -785,8 +785,9 @@ REPORT_CELLS = [
         """
 ## Details
 
-Every number says where it came from: measured (with the run id), EMULATED, or a published
-reference (named under each figure). Tables list values with their units; settings and
+Every number says where it came from: measured (with the run id), emulated (the project's
+emulator), real SGLang with a tiny model (a CPU rehearsal), or a published reference (named under
+each figure). Tables list values with their units; settings and
 transcripts open on click.
 
 ### Feature checks (invoke)

@@ -184,6 +184,8 @@ def record(handle: ServerHandle, environ: dict[str, str] | None = None) -> None:
         warnings=handle.warnings,
         environ=environ,
     )
+    if handle.rehearsal:
+        manifest["rehearsal"] = handle.rehearsal  # real SGLang, tiny model: the label every number carries
     handle.folder.save_json(handle.folder.manifest, manifest)
     write_handle(handle.folder, handle.to_run_handle())
 

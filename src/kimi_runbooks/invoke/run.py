@@ -130,7 +130,13 @@ def _no_images(name: str, s: Session) -> list[CheckResult]:
         )
     return [
         CheckResult(
-            name=name, status=status, reason=reason, emulated=s.emulated, model=s.model, base_url=s.handle.base_url
+            name=name,
+            status=status,
+            reason=reason,
+            emulated=s.emulated,
+            rehearsal=bool(s.handle.rehearsal),
+            model=s.model,
+            base_url=s.handle.base_url,
         )
     ]
 

@@ -57,7 +57,8 @@ class RunbookOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     launcher: str = "emulator"
-    """emulator: CI or a laptop rehearsal; on the hardware local | docker | external | multi-node | slurm."""
+    """emulator: CI or a laptop rehearsal; sglang-cpu: real SGLang with a tiny model on this CPU; on the hardware
+    local | docker | external | multi-node | slurm."""
     base_url: str | None = None
     """For launcher external: the URL of the running server."""
     stages: list[str] = Field(default_factory=lambda: list(STAGE_ORDER))
