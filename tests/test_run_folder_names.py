@@ -32,6 +32,8 @@ FILE_NAME = re.compile(r"^[\w{}-][\w.{}-]*\.(log|jsonl|json|html|txt|sbatch|sh|c
 NOT_THE_RUN_FOLDERS = {
     "model.safetensors.index.json": "a checkpoint's shard index (deploy/preflight reads the model folder)",
     "tokenizer.json": "the Hugging Face tokenizer file inside a tokenizer folder",
+    "config.json": "a checkpoint's config (the CPU rehearsal writes a tiny Hugging Face model folder)",
+    "generation_config.json": "a checkpoint's generation config (the CPU rehearsal's tiny model folder)",
     "tokenizer_config.json": "the Hugging Face tokenizer file inside a tokenizer folder",
     "kernel.json": "a Jupyter kernelspec's file",
     "profile_export.jsonl": "AIPerf's own per-request export, inside the artifact directory AIPerf is given",

@@ -34,6 +34,7 @@ def test_the_run_handle_carries_every_field_the_server_handle_knows(tmp_path):
         "platform": "h200",
         "api_key_env": "SGLANG_API_KEY",
         "emulated": True,
+        "rehearsal": None,
         "max_total_num_tokens": 1000,
         "run_id": "run",
         "time_scale": 0.5,

@@ -113,7 +113,7 @@ def test_accuracy_server_facts_follow_the_shared_fetch(tmp_path):
     routes = {"/get_server_info": _json({"emulated": True}), "/v1/models": _json({"data": [{"id": SERVED}]})}
     with _Fake(routes) as url:
         facts = runner.server_facts(RunHandle(base_url=url + "/", model="", launcher="external"))
-    assert facts == {"model": SERVED, "emulated": True}
+    assert facts == {"model": SERVED, "emulated": True, "rehearsal": False}
 
 
 def test_probes_and_bench_read_emulated_from_the_shared_fetch(keyed_emulator):
