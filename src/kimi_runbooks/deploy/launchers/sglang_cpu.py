@@ -22,8 +22,7 @@ from ...tools.scripts import HERE as SCRIPTS_DIR
 from ..preflight import Check, PreflightReport, check_port
 from ..rehearsal.cpu_flags import OwnFlag, cpu_flags
 from ..rehearsal.tiny_model import build_tiny_model
-from .base import LaunchContext, register
-from .emulator import free_port, is_local
+from .base import LaunchContext, local_bind, register
 from .process import ProcessGroupLauncher
 
 if TYPE_CHECKING:
@@ -62,9 +61,7 @@ class SglangCpuLauncher(ProcessGroupLauncher):
     default_startup_timeout = 300.0
 
     def bind(self, plan: LaunchPlan, port: int | None) -> tuple[str, int]:
-        host = plan.serve_host
-        host = "127.0.0.1" if host in ("0.0.0.0", "::") or "${" in host or not is_local(host) else host
-        return host, port or free_port(host)
+        return local_bind(plan, port)
 
     def preflight(self, ctx: LaunchContext) -> PreflightReport:
         checks = [check_port(ctx.host, ctx.port)]
