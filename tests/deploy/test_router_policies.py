@@ -1,8 +1,7 @@
 """The real sglang-router over two emulator replicas replays an agentic trace (issue 28 item 3).
 
-The trace is the `agentic` scenario set's coding trace (params/scenarios/agentic.yaml,
-speed/traces.py), replayed as bench_serving's agentic-trace replays it: each conversation's rounds
-in order, the server's reply appended as the assistant message before the next round. One
+The trace is the `agentic` scenario set's coding trace, replayed as bench_serving's agentic-trace
+replays it (tests/support/agentic_replay.py, shared with test_router_real_workers.py). One
 conversation at a time: with two in lock-step, round_robin can keep each conversation on one replica
 by the order they arrive in (it measured 0.899 against cache_aware's 0.908 once), so the test would
 hold by chance; one at a time, round_robin alternates every conversation's rounds. Each replica
@@ -18,24 +17,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
 from kimi_runbooks.deploy.logpump import start_pumped
 from kimi_runbooks.deploy.router import Fleet, replica_fleet, wait_fleet
-from kimi_runbooks.plan import load_catalog
 from kimi_runbooks.speed.traces import agentic_trace
 from kimi_runbooks.target.ports import free_port
+from tests.support.agentic_replay import agentic_design, replay, requests_served
 
 pytestmark = pytest.mark.heavy
 MODEL = "moonshotai/Kimi-K2.6"
-
-
-def _design() -> Any:
-    scenario = next(s for s in load_catalog().scenario_sets["agentic"].scenarios if s.dataset == "agentic-trace")
-    return scenario.trace, scenario.max_concurrency
 
 
 def _start(folder: Path, policy: str) -> Fleet:
@@ -64,39 +56,14 @@ def _start(folder: Path, policy: str) -> Fleet:
     return fleet
 
 
-def _replay(url: str, conversation: list[dict[str, Any]], output_len: int) -> tuple[int, int]:
-    messages: list[dict[str, Any]] = []
-    prompt = cached = 0
-    with httpx.Client(timeout=120) as client:
-        for turn in conversation:
-            messages += turn["messages"]
-            body = {"model": MODEL, "messages": messages, "max_tokens": output_len, "ignore_eos": True}
-            answer = client.post(f"{url}/v1/chat/completions", json=body)
-            answer.raise_for_status()
-            data = answer.json()
-            usage = data["usage"]
-            prompt += usage["prompt_tokens"]
-            cached += (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
-            reply = data["choices"][0]["message"]
-            messages.append({"role": "assistant", "content": reply.get("content") or ""})
-    return prompt, cached
-
-
-def _requests_served(url: str) -> float:
-    text = httpx.get(f"{url}/metrics").text
-    return sum(
-        float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("sglang:num_requests_total")
-    )
-
-
 def _hit_rate(tmp_path: Path, policy: str) -> tuple[float, list[float]]:
-    design, _concurrency = _design()
+    design = agentic_design()
     trace = agentic_trace(design, seed=1)
     fleet = _start(tmp_path / policy, policy)
     try:
         assert fleet.router is not None
-        runs = [_replay(fleet.router.url, c, design.output_len) for c in trace["conversations"]]
-        served = [_requests_served(m.url) for m in fleet.backends]
+        runs = [replay(fleet.router.url, MODEL, c, design.output_len) for c in trace["conversations"]]
+        served = [requests_served(m.url) for m in fleet.backends]
         assert "Starting router" in fleet.router.log.read_text(errors="replace")
     finally:
         fleet.stop()

@@ -1,11 +1,13 @@
-"""SGLang's router (sglang-router, the `router` tool env) in front of emulated replicas and PD pools.
+"""SGLang's router (sglang-router, the `router` tool env) in front of replicas and PD pools.
 
 A plan with a router (the Ascend PD deployments: ``plan.router``, a NodeCommand running
 ``python -m sglang_router.launch_router --pd-disaggregation --prefill URL PORT --decode URL ...``)
 is rehearsed as it runs on the rack: one emulator per prefill and decode server, each answering
 as SGLang's PD servers answer the router (emulator/disagg.py), and the real router in front of
 them with the plan's own flags (its policy, its mode); only the addresses are this machine's.
-``router_fleet`` does the same for N plain replicas (``--worker-urls``), as the router's CI test does.
+A `replicas` plan's replicas go behind it as ``--worker-urls``: emulators, or real SGLang servers on
+the CPU (launcher sglang-cpu); launchers/fleet.py starts either. ``replica_fleet`` does the same for
+N plain emulator commands, as the router's tests do.
 
 The router polls each worker's /health, /server_info and /model_info to register it
 (sglang-router 0.3.2, workflow steps detect_connection_mode ... activate_workers) and lists the
@@ -61,6 +63,8 @@ class Fleet:
 
     backends: list[Member] = field(default_factory=list)
     router: Member | None = None
+    what: str = "emulated"
+    """What the backends are, as errors name them ("emulated", "SGLang CPU")."""
 
     @property
     def members(self) -> list[Member]:
@@ -143,7 +147,7 @@ def wait_fleet(fleet: Fleet, timeout: float, poll: float = 0.25) -> None:
     while True:
         gone = fleet.dead()
         if gone is not None:
-            what = "sglang-router" if gone is fleet.router else f"emulated {gone.name} server ({gone.url})"
+            what = "sglang-router" if gone is fleet.router else f"{fleet.what} {gone.name} server ({gone.url})"
             raise DeployError(
                 f"the {what} exited with code {gone.exit_code()} before the router was ready; "
                 f"its log ({gone.log}) ends with:\n{gone.log_tail()}\n"
@@ -183,7 +187,7 @@ def replica_fleet(
     fleet = Fleet()
     try:
         for i, (argv, url) in enumerate(zip(emulator_argvs, urls, strict=True)):
-            log = logs_dir / RunFolder.MEMBER_LOG.format(f"replica-{i}")
+            log = logs_dir / RunFolder.MEMBER_LOG.format("emulator", f"replica-{i}")
             fleet.backends.append(Member(f"replica-{i}", url, start(argv, env, log), log))
         argv = router_argv([], python, host=host, port=port, prometheus_port=prometheus_port, workers=urls) + [
             "--policy",

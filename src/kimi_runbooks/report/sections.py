@@ -293,11 +293,21 @@ def rehearsal_section(data: RunData) -> str:
     skipped = sum(f.get("action") == "not applicable" for f in flags)
     notes = "".join(f"<li>{esc(str(n))}</li>" for n in tiny.get("notes") or [])
     shape = ", ".join(f"{k} {v}" for k, v in (tiny.get("shape") or {}).items())
+    fleet = doc.get("fleet") if isinstance(doc.get("fleet"), dict) else None
+    behind = ""
+    if fleet:
+        members = [m for m in fleet.get("members") or [] if isinstance(m, dict)]
+        router = [str(a) for a in fleet.get("router") or []]
+        policy = router[router.index("--policy") + 1] if "--policy" in router[:-1] else "its default"
+        behind = (
+            f" {len(members)} such servers ({esc(', '.join(str(m.get('name')) for m in members))}) served it behind "
+            f"the real sglang-router (policy {esc(policy)}); the flags below are the first one's."
+        )
     return (
         f"<h3>CPU rehearsal ({esc(REHEARSAL_LABEL)})</h3>"
         f'<p class="note">SGLang served a tiny random-weight {esc(str(tiny.get("architecture")))} '
         f"({esc(str(tiny.get('parameters')))} parameters: {esc(shape)}) on this machine's CPU, context "
-        f"{esc(str(doc.get('context_length')))}, KV pool {esc(str(doc.get('max_total_tokens')))} tokens.</p>"
+        f"{esc(str(doc.get('context_length')))}, KV pool {esc(str(doc.get('max_total_tokens')))} tokens.{behind}</p>"
         f"<ul>{notes}</ul>"
         + details(
             f"the plan's flags on the CPU ({skipped} not applicable, each with its reason)",

@@ -139,7 +139,7 @@ class RunFolder(LogPipes):
     BENCH_WORKER_LOG = "bench-worker.log"
     TOKEN_PROBE_LOG = "token-probe.log"
     ROUTER_LOG = "router.log"
-    MEMBER_LOG = "emulator-{}.log"  # one emulator of a fleet: a PD pool's server or a replica, by name
+    MEMBER_LOG = "{}-{}.log"  # one server of a fleet (a PD pool's server or a replica) by kind and name
     BENCH_WORKER = "bench-worker.json"  # the shared bench worker's socket and pid
     # in an accuracy suite's folder: what the tools write there
     TOOL_LOGS = "logs"  # inspect's .eval logs
@@ -255,9 +255,10 @@ class RunFolder(LogPipes):
         """Device telemetry (power, utilisation, memory, temperature) while one speed scenario ran."""
         return self.path / "telemetry" / f"{scenario_id}.jsonl"
 
-    def member_log(self, name: str) -> Path:
-        """The log of one emulator a fleet starts (`prefill-0`, `replica-1`) behind the router."""
-        return self.logs / self.MEMBER_LOG.format(name)
+    def member_log(self, name: str, server: str = "emulator") -> Path:
+        """The log of one server a fleet starts (`prefill-0`, `replica-1`) behind the router: an emulator's
+        logs/emulator-replica-1.log, a CPU rehearsal's real SGLang logs/sglang-replica-1.log."""
+        return self.logs / self.MEMBER_LOG.format(server, name)
 
     def node_script(self, role: str, rank: int) -> Path:
         return self.path / f"node-{role}-{rank}.sh"

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...plan import LaunchPlan
 from ...rundir import RunFolder
+from ...target import ports as net
 from ..errors import DeployError
 from ..preflight import PreflightReport
 from ..readiness import wait_ready
@@ -28,6 +29,30 @@ if TYPE_CHECKING:
 def url_host(host: str) -> str:
     """A host as it goes into a URL: IPv6 literals in brackets."""
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free on `host` now; IPv6 loopback (::1) is bound with an IPv6 socket."""
+    try:
+        return net.free_port(host)
+    except OSError as exc:
+        raise DeployError(
+            f"cannot bind {host} to find a free port ({exc}). "
+            "Fix: use host 127.0.0.1 (::1 needs IPv6 enabled on this machine)."
+        ) from None
+
+
+def is_local(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def local_bind(plan: LaunchPlan, port: int | None) -> tuple[str, int]:
+    """Where a server this machine runs (the emulator, a CPU rehearsal) listens: node addresses
+    (deployments, `${NODE0_IP}`) and wildcard binds become loopback; a free port by default, so runs
+    never collide."""
+    host = plan.serve_host
+    host = "127.0.0.1" if host in ("0.0.0.0", "::") or "${" in host or not is_local(host) else host
+    return host, port or free_port(host)
 
 
 class NoOptions(BaseModel):

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from ...plan import LaunchPlan
+from ...plan import LaunchPlan, NodeCommand
 from ...plan.server_options import OptionTable, option_table
 from ...plan.shell import expand_word
 
@@ -172,13 +172,17 @@ def server_flags(argv: Sequence[str]) -> list[str]:
     return list(argv[start:])
 
 
-def cpu_flags(plan: LaunchPlan, environ: Mapping[str, str], ours: Sequence[OwnFlag]) -> CpuFlags:
-    """Decide each of the plan's flags and env variables for a CPU rehearsal that sets `ours` itself."""
+def cpu_flags(
+    plan: LaunchPlan, environ: Mapping[str, str], ours: Sequence[OwnFlag], node: NodeCommand | None = None
+) -> CpuFlags:
+    """Decide each of the plan's flags and env variables for a CPU rehearsal that sets `ours` itself;
+    with `node`, that node's (one replica of a `replicas` plan: its port, its devices)."""
     table = option_table()
+    argv, launch_env = (node.argv, node.env) if node is not None else (plan.argv, plan.launch_env)
     own = {_dest(o.flag, table): o for o in ours}
     passed: list[str] = []
     rows: list[Disposition] = []
-    for group in group_flags(server_flags(plan.argv), table):
+    for group in group_flags(server_flags(argv), table):
         why = reason_not_applicable(group.dest)
         if group.dest in own:
             mine = own[group.dest]
@@ -195,7 +199,7 @@ def cpu_flags(plan: LaunchPlan, environ: Mapping[str, str], ours: Sequence[OwnFl
         passed += [mine.flag] if mine.value is None else [mine.flag, mine.value]
         if dest not in replaced:
             rows.append(Disposition(mine.flag, () if mine.value is None else (mine.value,), "added", mine.reason))
-    for name, value in plan.launch_env.items():
+    for name, value in launch_env.items():
         rows.append(Disposition(f"env {name}", (value,), "not applicable", ENV))
     return CpuFlags(passed, rows)
 
