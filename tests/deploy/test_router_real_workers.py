@@ -41,6 +41,7 @@ from kimi_runbooks.procs import group_alive
 from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.speed.traces import agentic_trace
 from tests.support.agentic_replay import ServerCounts, agentic_design, replay
+from tests.support.real_sglang import real_sglang_slot
 
 pytestmark = pytest.mark.heavy
 DESIGN = agentic_design(conversations=2, turns=6, output_len=8)
@@ -115,10 +116,11 @@ def _measure(tmp_path: Path, policy: str) -> Measured:
 def test_cache_aware_routing_over_real_sglang_hits_the_prefix_cache_more(require_tool_env, tmp_path, record_property):
     require_tool_env("bench")
     require_tool_env("router")
-    started = time.monotonic()
-    aware = _measure(tmp_path, "cache_aware")
-    robin = _measure(tmp_path, "round_robin")
-    took = time.monotonic() - started
+    with real_sglang_slot("the router over two real SGLang servers"):
+        started = time.monotonic()
+        aware = _measure(tmp_path, "cache_aware")
+        robin = _measure(tmp_path, "round_robin")
+        took = time.monotonic() - started
     summary = f"REAL SGLANG, TINY MODEL, 2 CPU replicas behind sglang-router (test wall time {took:.0f} s)\n"
     summary += f"{aware.line()}\n{robin.line()}"
     print(f"\n{summary}")
