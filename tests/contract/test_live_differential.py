@@ -363,6 +363,7 @@ def build_cases(s: Servers) -> list[Case]:
              chat(repeated, max_tokens=2, return_cached_tokens_details=True)),
         Case("usage", "chat_repeat", "POST", chat_path,
              chat(repeated, max_tokens=2, return_cached_tokens_details=True), phase=2),
+        Case("usage", "chat_repeat_unasked", "POST", chat_path, chat(repeated, max_tokens=2), phase=2),
         Case("usage", "chat_repeat_stream", "POST", chat_path,
              chat(repeated, max_tokens=2, return_cached_tokens_details=True, stream=True, stream_options=usage),
              phase=2),
@@ -569,6 +570,9 @@ def test_usage_and_cached_tokens(run: Run, record_property: Callable[[str, Any],
         cached = answers["usage/generate_repeat"].json["meta_info"]["cached_tokens"]
         if not cached > 0:
             found.append(Difference("usage", "generate_repeat", f"{side} meta_info.cached_tokens", str(cached), "> 0"))
+        unasked = answers["usage/chat_repeat_unasked"].json
+        if "sglext" in unasked or unasked["usage"]["prompt_tokens_details"] is not None:
+            found.append(Difference("usage", "chat_repeat_unasked", f"{side} cached tokens", "reported", "not asked"))
         first = answers["usage/generate_first"].json["meta_info"]["cached_tokens"]
         if first >= cached:
             found.append(
