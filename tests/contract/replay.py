@@ -67,8 +67,20 @@ def _meta(rid: str, prompt: int, completion: int, reasoning: int, finish: Any) -
         "cached_tokens": 0,
     }
     if finish is not None:
+        # the scheduler's weight-version spans reach the last output (seen live: test_live_differential.py)
+        meta["weight_versions"] = [{"version": "default", "start": 0, "end": completion}]
         meta["e2e_latency"] = 0.0
     return meta
+
+
+def split_tokens(total: int, body: dict[str, Any], index: int) -> int:
+    """Choice ``index``'s share of usage's completion tokens. A body tells one choice's own count only
+    in metadata.weight_versions (the first choice's spans: weight_versions.py); that goes to choice 0,
+    the rest of the total to choice 1, so the sum SGLang reports is kept."""
+    spans = (body.get("metadata") or {}).get("weight_versions") or []
+    first = spans[-1].get("end") if spans and isinstance(spans[-1], dict) else None
+    first = first if isinstance(first, int) and 0 <= first <= total else total
+    return first if index == 0 else (total - first if index == 1 else 0)
 
 
 def _calls_text(calls: list[dict[str, Any]], first_index: int) -> str:
@@ -102,8 +114,8 @@ def chat_finals(exchange: dict[str, Any], body: dict[str, Any], eos: int) -> lis
         raw += content
         if calls:
             raw += _calls_text(calls, history_calls(req))
-        # usage is summed over choices by SGLang: give the totals to choice 0
-        completion = int(usage.get("completion_tokens") or 0) if i == 0 else 0
+        # usage is summed over choices by SGLang: give the totals to choice 0 (less what the others wrote)
+        completion = split_tokens(int(usage.get("completion_tokens") or 0), body, i)
         reasoning_tokens = int(usage.get("reasoning_tokens") or 0) if i == 0 else 0
         finish = raw_finish(choice, completion, eos)
         finals.append(
@@ -127,7 +139,7 @@ def completion_finals(exchange: dict[str, Any], body: dict[str, Any], eos: int) 
         text = choice.get("text") or ""
         if echo and text.startswith(echo):
             text = text[len(echo) :]
-        completion = int(usage.get("completion_tokens") or 0) if i == 0 else 0
+        completion = split_tokens(int(usage.get("completion_tokens") or 0), body, i)
         finals.append(
             {
                 "text": text,

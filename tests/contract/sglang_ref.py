@@ -24,6 +24,8 @@ from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
+from surface_checks import startup_breakdown  # sibling: this folder is on sys.path
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # SGLang serves /metrics from prometheus_client's multiprocess registry (utils/common.py
 # add_prometheus_middleware); the directory must exist before prometheus_client is imported.
@@ -58,7 +60,7 @@ class StubTokenizerManager:
         self.gracefully_exit = False
         self.server_status = ServerStatus.Up
         self.last_receive_tstamp = 0.0
-        self.startup_time = time.time()
+        self.startup_time = startup_breakdown(tokenizer=True)  # set_startup_time: the scheduler's + tokenizer_e2e
         self.request_logger = SimpleNamespace(log_requests=False, log_requests_level=0)
         hf_config = hf_config or SimpleNamespace(
             model_type="kimi_k25", architectures=["KimiK25ForConditionalGeneration"]
@@ -289,7 +291,7 @@ class Reference:
             "status": "ready",
             "max_total_num_tokens": 0,
             "max_req_input_len": context_length - 1,
-            "startup_time": self.tm.startup_time,
+            "startup_time": startup_breakdown(tokenizer=False),
             "hicache_object_layout": None,
         }
         http_server.set_global_state(

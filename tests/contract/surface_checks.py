@@ -59,6 +59,23 @@ def shape_diff(emulator: Any, sglang: Any, where: str) -> list[tuple[str, Any, A
     return out
 
 
+GRAPH_PHASES = ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")
+
+
+def startup_breakdown(tokenizer: bool) -> dict[str, Any]:
+    """``startup_time`` in 0.5.23: seconds per start-up step, not a timestamp (the scheduler's breakdown;
+    the tokenizer manager adds tokenizer_e2e). Seen on a live server: test_live_differential.py."""
+    out: dict[str, Any] = {
+        "load_weight": 0.0,
+        "kv_cache_allocation": 0.0,
+        "scheduler_e2e": 0.0,
+        "cuda_graph": dict.fromkeys(GRAPH_PHASES, 0.0),
+    }
+    if tokenizer:
+        out["tokenizer_e2e"] = 0.0
+    return out
+
+
 def reference_internal_state(emulator_state: dict[str, Any]) -> dict[str, Any]:
     """What SGLang's scheduler answers for /server_info internal_states, fed the emulator's numbers."""
     from sglang.srt.managers.scheduler_components.internal_state import (
@@ -71,6 +88,7 @@ def reference_internal_state(emulator_state: dict[str, Any]) -> dict[str, Any]:
         tp_worker=SimpleNamespace(
             model_runner=SimpleNamespace(weight_load_mem_usage=float(memory.get("weight") or 0)),
             graph_memory_usage=graph if isinstance(graph, dict) else None,
+            get_decode_cuda_graph_bs=lambda: list(emulator_state.get("decode_cuda_graph_bs") or []),
         ),
         token_to_kv_pool_allocator=SimpleNamespace(
             get_kvcache=lambda: SimpleNamespace(mem_usage=float(memory.get("kvcache") or 0))
@@ -79,8 +97,10 @@ def reference_internal_state(emulator_state: dict[str, Any]) -> dict[str, Any]:
         max_total_num_tokens=int(memory.get("token_capacity") or 0),
         swa_tokens_per_layer=None,
         draft_worker=None,
-        disaggregation_mode=None,
-        startup_time=0.0,
+        # a real scheduler always has a mode (NULL when not disaggregated) and a start-up breakdown
+        # (seen on a live SGLang 0.5.23 server: tests/contract/test_live_differential.py)
+        disaggregation_mode=SimpleNamespace(value="null"),
+        startup_time=startup_breakdown(tokenizer=False),
         max_running_requests=1,
         rust_server=None,
         metrics_reporter=SimpleNamespace(last_gen_throughput=0.0, step_time_dict={}),
@@ -148,7 +168,9 @@ def meta_info_keys() -> tuple[set[str], set[str]]:
             and isinstance(node.slice, ast.Constant)
         ):
             maybe.add(str(node.slice.value))
-    source = inspect.getsource(req_time_stats)
+    from sglang.srt.utils import weight_versions  # add_weight_versions_to_meta_info: the last output's spans
+
+    source = inspect.getsource(req_time_stats) + "\n" + inspect.getsource(weight_versions)
     for node in ast.walk(ast.parse(source)):
         if (
             isinstance(node, ast.Subscript)
@@ -219,9 +241,12 @@ def reference_metrics(server_args: Any = None) -> dict[str, dict[str, Any]]:
             if not isinstance(name, str) or not isinstance(kind, str):
                 continue
             bounds = [b for b in getattr(value, "_upper_bounds", []) if b != float("inf")]
+            labels = list(getattr(value, "_labelnames", ()))
+            if kind == "gauge" and getattr(value, "_multiprocess_mode", "") in ("all", "liveall"):
+                labels.append("pid")  # the multiprocess registry (--enable-metrics) keeps one series per process
             out[name] = {
                 "type": kind,
-                "labels": sorted(getattr(value, "_labelnames", ())),
+                "labels": sorted(labels),
                 "buckets": bounds if kind == "histogram" else None,
             }
     return out

@@ -5,7 +5,7 @@ gives it (errors.py): handler errors as ErrorResponse, unknown routes and wrong 
 ``{"detail": ...}``, a missing or wrong API key as ``{"error": "Unauthorized"}`` from a
 middleware that runs before routing (sglang/srt/utils/auth.py), a bug as a 500 JSON body
 rather than a dead connection. Stamps the ``X-Emulated`` header unless strict (deviations.py)
-and runs the simulated start phase.
+and runs the simulated start phase. Like SGLang's FastAPI app it lets any origin in (CORS).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -46,6 +47,10 @@ def create_app(settings: EmulatorSettings | None = None) -> Starlette:
     )
     app.state.emulator = state
     app.state.openapi = openapi(ENDPOINTS)
+    # http_server.py: CORSMiddleware with everything allowed (its answers carry "vary: Origin")
+    app.add_middleware(
+        CORSMiddleware, allow_origins=["*"], allow_credentials=True, allow_methods=["*"], allow_headers=["*"]
+    )
     app.add_middleware(FrontMiddleware, state=state)
     return app
 

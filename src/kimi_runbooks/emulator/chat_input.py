@@ -1,7 +1,8 @@
 """Reads a validated chat request into a Conversation and counts its prompt tokens.
 
 Prompt tokens are the emulator's tokenizer applied to the conversation rendered with its chat
-template (chat_template.py: messages, prior tool calls, tool declarations), plus each image's
+template (chat_template.py: messages, prior tool calls, the tool declarations SGLang hands the
+template: none for tool_choice "none", only the named tool for a named choice), plus each image's
 vision tokens. A client with the emulator's tokenizer directory counts the same for text.
 Images are checked here so a broken one is a 400 before anything is scheduled.
 """
@@ -49,7 +50,7 @@ def read_chat(req: ChatRequest, video: bool = True, media: bool = True) -> ChatI
         ToolSpec(t.function.name, t.function.description or "", t.function.parameters or {}) for t in req.tools or []
     ]
     convo = Conversation(tools=tools, tool_choice=_tool_choice(req))
-    declared = [t.model_dump(mode="json", exclude_none=True) for t in req.tools or []]
+    declared = [t.model_dump(mode="json", exclude_none=True) for t in rendered_tools(req)]
     messages = [m.model_dump(mode="json", exclude_none=True) for m in req.messages]
     ids = token_ids(render(messages, declared))
     for index, message in enumerate(req.messages):
@@ -67,6 +68,17 @@ def read_chat(req: ChatRequest, video: bool = True, media: bool = True) -> ChatI
     convo.tool_results = _trailing_tool_results(req.messages)
     convo.called_since_user, convo.results_since_user = _since_last_user(req.messages)
     return ChatInput(conversation=convo, prompt_tokens=len(ids), prompt_ids=ids)
+
+
+def rendered_tools(req: ChatRequest) -> list[Any]:
+    """The tools the chat template gets (serving_chat.py ``_apply_jinja_template``): none for
+    tool_choice "none", only the named one for a named choice, else all of them."""
+    choice = req.tool_choice
+    if choice == "none":
+        return []
+    if choice is not None and not isinstance(choice, str):
+        return [t for t in req.tools or [] if t.function.name == choice.function.name]
+    return list(req.tools or [])
 
 
 def _media_ids(digest: str, count: int) -> list[int]:

@@ -94,9 +94,12 @@ def _envelope(
     usage_: dict[str, Any] | None,
     *,
     final: bool,
+    first_tokens: int = 0,
 ) -> dict[str, Any]:
     """What every response and stream chunk holds around its choices, in SGLang's key order; a whole
-    (non-streamed) response also carries the weight version in `metadata`."""
+    (non-streamed) response also carries the weight version in `metadata`, with the spans of output
+    tokens each version wrote for the first choice (utils/weight_versions.py
+    build_endpoint_weight_version_metadata: one span, the weights never change here)."""
     out: dict[str, Any] = {
         "id": rid,
         "object": kind,
@@ -106,7 +109,8 @@ def _envelope(
         "usage": usage_,
     }
     if final:
-        out["metadata"] = {"weight_version": WEIGHT_VERSION}
+        spans = [{"version": WEIGHT_VERSION, "start": 0, "end": first_tokens}]
+        out["metadata"] = {"weight_version": WEIGHT_VERSION, "weight_versions": spans}
     return out
 
 
@@ -133,9 +137,10 @@ def chat_message(content: str, reasoning: str | None, tool_calls: list[dict[str,
 
 
 def chat_response(
-    rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any]
+    rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any], first_tokens: int = 0
 ) -> dict[str, Any]:
-    return _envelope("chat.completion", rid, created, model, choices, usage_, final=True)
+    """``first_tokens``: the first choice's completion tokens (metadata.weight_versions)."""
+    return _envelope("chat.completion", rid, created, model, choices, usage_, final=True, first_tokens=first_tokens)
 
 
 def chat_choice(index: int, message: dict[str, Any], finish_reason: str | None, matched_stop: Any) -> dict[str, Any]:
@@ -152,9 +157,9 @@ def _choice_end(finish_reason: str | None, matched_stop: Any) -> dict[str, Any]:
 
 
 def completion_response(
-    rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any]
+    rid: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any], first_tokens: int = 0
 ) -> dict[str, Any]:
-    return _envelope("text_completion", rid, created, model, choices, usage_, final=True)
+    return _envelope("text_completion", rid, created, model, choices, usage_, final=True, first_tokens=first_tokens)
 
 
 def completion_chunk(

@@ -12,6 +12,7 @@ of a metrics dependency.
 from __future__ import annotations
 
 import bisect
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -214,8 +215,8 @@ class Metrics:
         return self.decode.current() if running > 0 else 0.0
 
     # ---- exposition
-    def render(self, running: int, queued: int, token_usage: float, used_tokens: int) -> str:
-        """The /metrics body (Prometheus text exposition format 0.0.4)."""
+    def render(self, running: int, queued: int, token_usage: float, used_tokens: int, capacity: int = 0) -> str:
+        """The /metrics body (Prometheus text exposition format 0.0.4). ``capacity``: the KV pool's tokens."""
         name = _escape(self.model_name)
         scheduler = f'engine_type="{ENGINE_TYPE}",model_name="{name}",moe_ep_rank="0",pp_rank="0",tp_rank="0"'
         tokenizer = f'engine_type="{ENGINE_TYPE}",model_name="{name}"'
@@ -227,6 +228,8 @@ class Metrics:
             ("sglang:gen_throughput", "The generation throughput (token/s).", round(self.gen_throughput(running), 3)),
             ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", queued),
             ("sglang:cache_hit_rate", "The prefix cache hit rate.", round(self.cache_hit_rate, 6)),
+            ("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", capacity),
+            ("sglang:spec_accept_length", SPEC_ACCEPT_HELP, 0.0),  # no speculative decoding: 0 (as SGLang)
         ]
         for metric, help_text, value in gauges:
             lines += [
@@ -234,6 +237,13 @@ class Metrics:
                 f"# TYPE {metric} gauge",
                 f"{metric}{{{scheduler}}} {float(value)}",
             ]
+        # a gauge left in multiprocess mode "all" (metrics_collector.py): one series per process, pid label
+        per_process = f'engine_type="{ENGINE_TYPE}",model_name="{name}",moe_ep_rank="0",pid="{os.getpid()}",pp_rank="0"'
+        lines += [
+            "# HELP sglang:num_retracted_reqs The number of retracted requests.",
+            "# TYPE sglang:num_retracted_reqs gauge",
+            f'sglang:num_retracted_reqs{{{per_process},tp_rank="0"}} 0.0',
+        ]
         if self.marked:
             lines += [
                 f"# HELP {EMULATED_METRIC} 1: this server is the kimi-runbooks emulator.",
@@ -285,6 +295,9 @@ class Metrics:
             lines += [f"# HELP {metric} Histogram of inter-token latency in seconds.", f"# TYPE {metric} histogram"]
             lines += self.itl.lines(metric, tokenizer)
         return "\n".join(lines) + "\n"
+
+
+SPEC_ACCEPT_HELP = "Mean acceptance length of speculative decoding (accepted drafts + bonus token per forward)."
 
 
 def _escape(value: str) -> str:

@@ -29,10 +29,19 @@ from .engine import Job
 from .error_answers import ApiError
 from .events import EOS_TOKEN_ID, Event, Plan, plan_within_budget, reply_events
 from .formats import ChatFormat, RawTurn
+from .grammar import grammar_failure
 from .protocol import ChatRequest
-from .sse import DONE, event
+from .sse import DONE, error_events, event
 from .state import AppState
-from .structured import check_constraints, check_response_format, check_tool_choice, json_answer, structured_reply
+from .structured import (
+    ResponseFormat,
+    check_constraints,
+    check_response_format,
+    check_tool_choice,
+    json_answer,
+    schema_of,
+    structured_reply,
+)
 from .tokenizer import token_ids
 from .tool_faults import ToolFaults
 
@@ -53,6 +62,9 @@ class _Turn:
     cache_report: bool  # --enable-cache-report: usage.prompt_tokens_details.cached_tokens
     cache_details: bool  # the request asked return_cached_tokens_details (sglext)
     jobs: list[Job]  # the engine sets cached_tokens on them when they are admitted
+    continuous_usage: bool = False
+    """stream_options.continuous_usage_stats: every reasoning, content and tool-call chunk carries the
+    usage so far (serving_chat.py _generate_stream_content, _process_tool_call_stream)."""
     argument_ends: dict[tuple[int, int], int | None] = field(default_factory=dict)
     """(choice, call) -> Plan.arguments_end, found once per call, not once per streamed token."""
 
@@ -73,6 +85,11 @@ async def chat_completions(request: Request) -> Response:
         chat.prompt_tokens = round(chat.prompt_tokens * (state.settings.fault.value or 0.8))
     state.check_context(chat.prompt_tokens, req.token_limit)
     state.check_injected_500()
+    failure = _grammar_failure(state, req)
+    if failure:  # the scheduler aborts it: a 400, or one error event when streamed (grammar.py)
+        if req.stream:
+            return StreamingResponse(error_events(failure, "BAD_REQUEST"), media_type="text/event-stream")
+        raise ApiError(failure)
     plans = [plan_choice(state, req, chat, i) for i in range(req.n)]
     fmt = state.settings.chat_format
     thinks = state.settings.capabilities.model_thinks(req.thinking)
@@ -103,6 +120,7 @@ async def chat_completions(request: Request) -> Response:
         cache_report=state.settings.enable_cache_report,
         cache_details=req.return_cached_tokens_details,
         jobs=jobs,
+        continuous_usage=bool(req.stream_options and req.stream_options.continuous_usage_stats),
     )
     if req.stream:
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
@@ -123,6 +141,14 @@ def _validate(state: AppState, req: ChatRequest) -> None:
             f"max_completion_tokens is too large: {limit}.This model supports at most {context} completion tokens."
         )
     check_response_format(req.response_format)
+
+
+def _grammar_failure(state: AppState, req: ChatRequest) -> str | None:
+    """Why SGLang's grammar backend would refuse this request's json_schema (grammar.py), if it would."""
+    fmt = req.response_format
+    if state.settings.fault_is("response-format-ignored") or not isinstance(fmt, ResponseFormat):
+        return None
+    return grammar_failure(schema_of(fmt)) if fmt.type == "json_schema" else None
 
 
 def history_calls(req: ChatRequest) -> int:
@@ -174,6 +200,12 @@ def _usage(plans: list[Plan], turn: _Turn) -> dict[str, Any]:
     )
 
 
+def _usage_so_far(plan: Plan, token: int, turn: _Turn) -> dict[str, Any]:
+    """The usage a continuous_usage_stats chunk carries: the choice's tokens up to this one."""
+    reasoning = sum(1 for e in plan.events[: token + 1] if e.kind == "reasoning")
+    return shapes.usage(turn.prompt_tokens, token + 1, reasoning, turn.cached_tokens if turn.cache_report else None)
+
+
 def _sglext(turn: _Turn) -> dict[str, Any] | None:
     return shapes.cache_details(turn.cached_tokens) if turn.cache_details else None
 
@@ -197,7 +229,8 @@ def _whole(plans: list[Plan], turn: _Turn) -> dict[str, Any]:
         message = shapes.chat_message(plan.content_text(), plan.reasoning_text(), calls or None)
         finish = _faulty_finish(plan, turn, bool(calls))
         choices.append(shapes.chat_choice(index, message, finish, EOS_TOKEN_ID if finish == "stop" else None))
-    body = shapes.chat_response(turn.rids[0], turn.created, turn.model, choices, _usage(plans, turn))
+    first = plans[0].completion_tokens if plans else 0
+    body = shapes.chat_response(turn.rids[0], turn.created, turn.model, choices, _usage(plans, turn), first)
     sglext = _sglext(turn)
     if sglext is not None:
         body["sglext"] = sglext
@@ -306,6 +339,8 @@ async def _stream(
         # a token ending inside a character has no text: SGLang sends no empty delta (serving_chat.py)
         chunk = _token_chunk(ev, token, plans[index], index, turn) if ev.text or ev.kind == "tool_name" else None
         if chunk is not None:
+            if turn.continuous_usage:
+                chunk["usage"] = _usage_so_far(plans[index], token, turn)
             yield event(chunk)
         if token == plans[index].completion_tokens - 1:
             tail = _unstreamed_arguments(plans[index], index, turn)

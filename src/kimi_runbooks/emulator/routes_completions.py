@@ -23,8 +23,9 @@ from .disagg import attach, cap_request
 from .engine import Job
 from .error_answers import ApiError
 from .events import EOS_TOKEN_ID, Plan, text_plan
+from .grammar import grammar_failure, json_text_failure
 from .protocol import CompletionRequest
-from .sse import DONE, event
+from .sse import DONE, error_events, event
 from .state import AppState
 from .tokenizer import count_tokens, token_ids
 
@@ -37,6 +38,11 @@ async def completions(request: Request) -> Response:
     prompt_ids = prompt_key(req.prompt)
     state.check_context(prompt_tokens, req.max_tokens)
     state.check_injected_500()
+    failure = schema_failure(req)
+    if failure:  # the scheduler aborts it (grammar.py); the output itself is never constrained here
+        if req.stream:
+            return StreamingResponse(error_events(failure, "BAD_REQUEST"), media_type="text/event-stream")
+        raise ApiError(failure)
     plans = []
     for choice in range(req.n):
         rng = state.rng_for("completion", req.prompt, *([choice] if choice else []))
@@ -71,7 +77,12 @@ async def completions(request: Request) -> Response:
     ]
     total = sum(p.completion_tokens for p in plans)
     body = shapes.completion_response(
-        rids[0], created, req.model, choices, shapes.usage(prompt_tokens, total, cached=report.usage_cached)
+        rids[0],
+        created,
+        req.model,
+        choices,
+        shapes.usage(prompt_tokens, total, cached=report.usage_cached),
+        plans[0].completion_tokens if plans else 0,
     )
     if report.sglext is not None:
         body["sglext"] = report.sglext
@@ -93,6 +104,19 @@ class _CacheReport:
     @property
     def sglext(self) -> dict[str, Any] | None:
         return shapes.cache_details(self.jobs[0].cached_tokens) if self.details else None
+
+
+def schema_failure(req: CompletionRequest) -> str | None:
+    """A json_schema SGLang's grammar backend would refuse: ``response_format`` (json_schema) or the
+    top-level ``json_schema`` string (serving_completions.py ``_build_sampling_params``)."""
+    extra = req.model_extra or {}
+    fmt = extra.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        spec = fmt.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        return grammar_failure(schema) if schema is not None else None
+    text = extra.get("json_schema")
+    return json_text_failure(text) if isinstance(text, str) else None
 
 
 def _matched(plan: Plan) -> Any:

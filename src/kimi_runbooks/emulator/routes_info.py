@@ -81,9 +81,7 @@ async def get_model_info(request: Request) -> Response:
 
 async def get_server_info(request: Request) -> Response:
     state = _state(request)
-    return JSONResponse(
-        server_info(state.settings, state.engine.metrics.last_gen_throughput, state.startup.wall_started_at)
-    )
+    return JSONResponse(server_info(state.settings, state.engine.metrics.last_gen_throughput, state.startup.duration))
 
 
 async def flush_cache(request: Request) -> Response:
@@ -106,7 +104,7 @@ async def metrics(request: Request) -> Response:
         raise RawError(404, {"detail": "Not Found"})
     engine = state.engine
     s = engine.scheduler
-    body = engine.metrics.render(s.running, s.queued, s.token_usage, s.pool_used)
+    body = engine.metrics.render(s.running, s.queued, s.token_usage, s.pool_used, engine.profile.max_total_num_tokens)
     return PlainTextResponse(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 

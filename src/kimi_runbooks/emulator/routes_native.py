@@ -28,6 +28,7 @@ from .disagg import attach, cap_request
 from .engine import Job, Progress
 from .error_answers import ApiError, RawError
 from .events import EOS_TOKEN_ID, Plan, text_plan
+from .grammar import json_text_failure
 from .protocol import GenerateRequest, SamplingParams
 from .sse import DONE, event
 from .state import AppState
@@ -43,6 +44,9 @@ class _Item:
     plan: Plan
     job: Job
     prefill_only: bool = False  # a PD prefill server's answer: finish_reason length 0 (disagg.py)
+    abort: str | None = None
+    """The scheduler aborts a streamed request whose grammar does not compile after its first token
+    (seen on SGLang 0.5.23): that token, then finish_reason abort with this message (grammar.py)."""
 
 
 async def generate(request: Request) -> Response:
@@ -115,15 +119,21 @@ def _item(
     prompt_tokens = len(ids)
     limit = params.max_new_tokens
     state.check_context(prompt_tokens, limit)
+    schema = (params.model_extra or {}).get("json_schema")
+    failure = json_text_failure(schema) if isinstance(schema, str) else None
+    if failure and not streaming:  # the scheduler aborts it: a 400 (grammar.py)
+        raise ApiError(failure)
     rng = state.rng_for("generate", text)
-    plan = text_plan(completion_text(text, rng), limit, params.ignore_eos, rng)
+    plan = text_plan(completion_text(text, rng), 1 if failure else limit, params.ignore_eos, rng)
     job = Job.reserving(
         prompt_tokens, plan.completion_tokens, limit, arrival, streaming, ids, _ids(plan, plan.completion_tokens)
     )
-    return _Item(rid=rid, prompt_tokens=prompt_tokens, plan=plan, job=job)
+    return _Item(rid=rid, prompt_tokens=prompt_tokens, plan=plan, job=job, abort=failure)
 
 
-def _finish_reason(plan: Plan, prefill_only: bool = False) -> dict[str, Any]:
+def _finish_reason(plan: Plan, prefill_only: bool = False, abort: str | None = None) -> dict[str, Any]:
+    if abort is not None:
+        return {"type": "abort", "message": abort, "status_code": 400, "err_type": "BadRequestError"}
     if prefill_only:  # prefill.py: FINISH_LENGTH(length=0) once the KV is sent
         return {"type": "length", "length": 0}
     if plan.finish_reason == "length":
@@ -131,24 +141,65 @@ def _finish_reason(plan: Plan, prefill_only: bool = False) -> dict[str, Any]:
     return {"type": "stop", "matched": EOS_TOKEN_ID}
 
 
-def _meta(item: _Item, progress: Progress, completion_tokens: int, finished: bool) -> dict[str, Any]:
+def _meta(
+    item: _Item, progress: Progress, completion_tokens: int, finished: bool, *, metrics: bool, first: bool = False
+) -> dict[str, Any]:
+    """TokenizerManager's meta_info, key for key as a real SGLang 0.5.23 server sends it (seen live:
+    tests/contract/test_live_differential.py). With --enable-metrics the scheduler's time stats come
+    after num_retractions (storage waits, forward entry, prefill end, queue time) and, on the last
+    output, the tokenizer's (request received, first-token latency, dispatch end, response sent,
+    finished, decode throughput: req_time_stats.py convert_to_output_meta_info); the first streamed
+    output carries response_sent_to_client_ts at its end. ``weight_versions`` (one span: the weights
+    never change here) is on the last output only; ``cached_tokens_details`` is null when nothing was
+    cached; ``dp_rank`` is null without DP attention."""
+    admitted = item.job.arrival + progress.queue_seconds
     meta: dict[str, Any] = {
         "id": item.rid,
-        "finish_reason": _finish_reason(item.plan, item.prefill_only) if finished else None,
+        "finish_reason": _finish_reason(item.plan, item.prefill_only, item.abort) if finished else None,
         "prompt_tokens": item.prompt_tokens,
         "weight_version": "default",
         "num_retractions": 0,
-        "reasoning_tokens": 0,
-        "completion_tokens": completion_tokens,
-        "cached_tokens": item.job.cached_tokens,
     }
-    if item.job.cached_tokens > 0:  # the scheduler's breakdown (output_streamer.py), device only here
-        meta["cached_tokens_details"] = {"device": item.job.cached_tokens, "host": 0}
-    if finished:
-        end = progress.finished_at or time.monotonic()
-        meta["e2e_latency"] = round(end - item.job.arrival, 6)
+    if metrics:
+        meta["storage_prefetch_wait"] = 0.0
+        meta["storage_staging_wait"] = 0.0
+        meta["forward_entry_time"] = _wall(admitted)
+        meta["prefill_finished_time"] = _wall(progress.first_token_at or admitted)
         meta["queue_time"] = round(progress.queue_seconds, 6)
+    meta["reasoning_tokens"] = 0
+    meta["completion_tokens"] = completion_tokens
+    meta["cached_tokens"] = item.job.cached_tokens
+    if finished:
+        meta["weight_versions"] = [{"version": "default", "start": 0, "end": completion_tokens}]
+    # the scheduler's breakdown (output_streamer.py), device only here
+    cached = item.job.cached_tokens
+    meta["cached_tokens_details"] = {"device": cached, "host": 0} if cached > 0 else None
+    meta["dp_rank"] = None
+    sent = time.time()
+    if not finished:
+        if first and metrics:
+            meta["response_sent_to_client_ts"] = sent
+        return meta
+    end = progress.finished_at or time.monotonic()
+    meta["e2e_latency"] = round(end - item.job.arrival, 6)
+    if metrics:
+        meta["request_received_ts"] = _wall(item.job.arrival)
+        meta["first_token_latency"] = (progress.first_token_at or end) - item.job.arrival
+        meta["api_server_dispatch_finish_ts"] = _wall(item.job.arrival)
+        if item.job.streaming:
+            meta["response_sent_to_client_ts"] = sent
+        meta["request_finished_ts"] = _wall(end)
+        decode = end - (progress.first_token_at or end)
+        if completion_tokens > 1 and decode > 0:
+            meta["decode_throughput"] = (completion_tokens - 1) / decode
+        if not item.job.streaming:
+            meta["response_sent_to_client_ts"] = sent
     return meta
+
+
+def _wall(monotonic: float) -> float:
+    """A time.monotonic() instant as a wall-clock timestamp (SGLang's *_ts and *_time fields)."""
+    return time.time() - (time.monotonic() - monotonic)
 
 
 async def _run(state: AppState, item: _Item) -> dict[str, Any]:
@@ -157,7 +208,7 @@ async def _run(state: AppState, item: _Item) -> dict[str, Any]:
     return {
         "text": item.plan.content_text(),
         "output_ids": _ids(item.plan, item.plan.completion_tokens),
-        "meta_info": _meta(item, progress, item.plan.completion_tokens, True),
+        "meta_info": _meta(item, progress, item.plan.completion_tokens, True, metrics=state.settings.enable_metrics),
     }
 
 
@@ -174,6 +225,7 @@ async def _stream(state: AppState, item: _Item) -> AsyncIterator[bytes]:
     progress = Progress()
     text = ""
     total = item.plan.completion_tokens
+    metrics = state.settings.enable_metrics
     async with aclosing(state.engine.run(item.job, progress)) as tokens:
         async for index in tokens:
             text += item.plan.events[index].text
@@ -184,9 +236,9 @@ async def _stream(state: AppState, item: _Item) -> AsyncIterator[bytes]:
                 {
                     "text": text,
                     "output_ids": _ids(item.plan, index + 1),
-                    "meta_info": _meta(item, progress, index + 1, last),
+                    "meta_info": _meta(item, progress, index + 1, last, metrics=metrics, first=index == 0),
                 }
             )
     if total == 0:
-        yield event({"text": "", "output_ids": [], "meta_info": _meta(item, progress, 0, True)})
+        yield event({"text": "", "output_ids": [], "meta_info": _meta(item, progress, 0, True, metrics=metrics)})
     yield DONE

@@ -101,17 +101,41 @@ def memory_usage(settings: EmulatorSettings) -> dict[str, Any]:
     }
 
 
-def server_info(settings: EmulatorSettings, gen_throughput: float, startup_time: float) -> dict[str, Any]:
+DECODE_GRAPH_PHASES = ("decode", "draft_decode")
+"""internal_state.py _DECODE_GRAPH_PHASES: the graphs decode_cuda_graph_memory_gb adds up."""
+
+
+def startup_breakdown(seconds: float, tokenizer: bool = True) -> dict[str, Any]:
+    """``startup_time`` as SGLang 0.5.23 reports it: seconds per start-up step (the scheduler's, and
+    the tokenizer manager's end to end at the top level), not a timestamp."""
+    out: dict[str, Any] = {
+        "load_weight": round(seconds * 0.6, 6),
+        "kv_cache_allocation": round(seconds * 0.05, 6),
+        "scheduler_e2e": round(seconds * 0.9, 6),
+        "cuda_graph": dict.fromkeys(GRAPH_PHASES, 0.0),
+    }
+    if tokenizer:
+        out["tokenizer_e2e"] = round(seconds, 6)
+    return out
+
+
+def server_info(settings: EmulatorSettings, gen_throughput: float, startup_seconds: float) -> dict[str, Any]:
+    """``startup_seconds``: how long the (simulated) start took."""
     args = server_args(settings)
     capacity = settings.profile.max_total_num_tokens
     internal = {k: v for k, v in args.items() if k != "custom_sigquit_handler"}
+    memory = memory_usage(settings)
+    bs = int(args.get("cuda_graph_max_bs") or 0)
     internal.update(
         {
             "world_size": int(args.get("tp_size") or 1) * int(args.get("pp_size") or 1),
-            "startup_time": startup_time,
+            "startup_time": startup_breakdown(startup_seconds, tokenizer=False),
             "effective_max_running_requests_per_dp": settings.profile.max_running_requests,
             "last_gen_throughput": round(gen_throughput, 3),
-            "memory_usage": memory_usage(settings),
+            "memory_usage": memory,
+            # the scheduler's disaggregation block (internal_state.py _add_disaggregation), on every server
+            "decode_cuda_graph_bs": [b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256) if b <= bs],
+            "decode_cuda_graph_memory_gb": round(sum(memory["graph"][p] for p in DECODE_GRAPH_PHASES), 3),
         }
     )
     info = dict(args)
@@ -121,7 +145,7 @@ def server_info(settings: EmulatorSettings, gen_throughput: float, startup_time:
             "status": "ready",
             "max_total_num_tokens": capacity,
             "max_req_input_len": min(settings.max_model_len, capacity) - 1,
-            "startup_time": startup_time,
+            "startup_time": startup_breakdown(startup_seconds),
             "hicache_object_layout": None,
             "kv_events": None,
             "internal_states": [internal],

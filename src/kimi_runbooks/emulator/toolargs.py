@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from .regex_text import text_for
+
 _MAX_DEPTH = 8
 
 
@@ -136,14 +138,32 @@ class _Generator:
         found = schema.get("prefixItems")
         prefix: list[Any] = found if isinstance(found, list) else []
         items = schema.get("items", {})
-        out = []
+        out: list[Any] = []
         for i in range(count):
             item_schema = prefix[i] if i < len(prefix) else items
             item = self.value(item_schema, _singular(name), depth + 1)
             if schema.get("uniqueItems") and item in out:
-                item = _vary(item, i)
+                item = self._other(item_schema, item, out, i, depth)
+                if item in out:  # no distinct value the item schema allows: fewer items
+                    break
             out.append(item)
         return out
+
+    def _other(self, schema: Any, item: Any, taken: list[Any], index: int, depth: int) -> Any:
+        """A value for a uniqueItems array not in ``taken``, still valid for the item schema: the next
+        unused enum member, else the item varied (a string suffixed, a number moved) within its
+        bounds, pattern and length."""
+        resolved = self._resolve(schema, depth) if isinstance(schema, dict) else {}
+        choices = resolved.get("enum")
+        if isinstance(choices, list):
+            return next((c for c in choices if c not in taken), item)
+        if "const" in resolved:
+            return item
+        for step in range(index, index + 16):
+            candidate = _vary(item, step)
+            if candidate not in taken and _fits(candidate, resolved):
+                return candidate
+        return item
 
     def _string(self, schema: dict[str, Any], name: str, depth: int) -> str:
         text = _format_value(schema.get("format")) or self._named_string(name)
@@ -154,8 +174,8 @@ class _Generator:
         if high is not None:
             text = text[:high]
         pattern = schema.get("pattern")
-        if isinstance(pattern, str) and not _matches(pattern, text):
-            text = _pattern_fallback(pattern, text)
+        if isinstance(pattern, str) and not _full_match(pattern, text):
+            text = text_for(pattern) or _pattern_fallback(pattern, text)
         return text
 
     def _named_string(self, name: str) -> str:
@@ -296,6 +316,26 @@ def _format_value(fmt: Any) -> str | None:
         if isinstance(fmt, str)
         else None
     )
+
+
+def _full_match(pattern: str, text: str) -> bool:
+    """The whole string matches (xgrammar holds a pattern to the whole value, JSON Schema to a part)."""
+    try:
+        return re.fullmatch(pattern, text) is not None
+    except re.error:
+        return True
+
+
+def _fits(value: Any, schema: dict[str, Any]) -> bool:
+    """A varied array item still within its schema's bounds, lengths and pattern."""
+    if isinstance(value, str):
+        pattern = schema.get("pattern")
+        high = _int_or(schema.get("maxLength"), None)
+        return (high is None or len(value) <= high) and (not isinstance(pattern, str) or _full_match(pattern, value))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        low, top = _bounds(schema, integer=isinstance(value, int))
+        return (low is None or value >= low) and (top is None or value <= top)
+    return True
 
 
 def _matches(pattern: str, text: str) -> bool:
