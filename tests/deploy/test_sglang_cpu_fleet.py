@@ -14,7 +14,8 @@ import pytest
 
 from kimi_runbooks.deploy import launch, teardown_run
 from kimi_runbooks.deploy.errors import DeployError
-from kimi_runbooks.deploy.launchers import fleet, sglang_cpu
+from kimi_runbooks.deploy.launchers import behind_router as fleet
+from kimi_runbooks.deploy.launchers import sglang_cpu
 from kimi_runbooks.deploy.rehearsal.tiny_model import TinyModel, tiny_config
 from kimi_runbooks.deploy.start import plan_from_params
 from kimi_runbooks.plan import PlanConfig, plan

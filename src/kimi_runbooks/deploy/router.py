@@ -6,7 +6,7 @@ is rehearsed as it runs on the rack: one emulator per prefill and decode server,
 as SGLang's PD servers answer the router (emulator/disagg.py), and the real router in front of
 them with the plan's own flags (its policy, its mode); only the addresses are this machine's.
 A `replicas` plan's replicas go behind it as ``--worker-urls``: emulators, or real SGLang servers on
-the CPU (launcher sglang-cpu); launchers/fleet.py starts either. ``replica_fleet`` does the same for
+the CPU (launcher sglang-cpu); launchers/behind_router.py starts either. ``replica_fleet`` does the same for
 N plain emulator commands, as the router's tests do.
 
 The router polls each worker's /health, /server_info and /model_info to register it

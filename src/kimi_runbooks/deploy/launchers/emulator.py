@@ -11,7 +11,7 @@ from ...plan import LaunchPlan, NodeCommand
 from ..preflight import PreflightReport, check_port
 from ..router import Fleet
 from .base import LaunchContext, local_bind, register
-from .fleet import FleetLauncher, start_fleet
+from .behind_router import FleetLauncher, start_fleet
 
 if TYPE_CHECKING:
     from ..handle import ServerHandle

@@ -10,7 +10,7 @@ registry, watchdog). Everything measured is labelled REAL SGLANG, TINY MODEL (or
 
 A `replicas` plan (plan/fleet.py) runs as on its node: one such server per replica, all serving the
 one tiny checkpoint, each with its replica's flags through the same decisions, and the plan's
-sglang-router in front with its --policy (launchers/fleet.py), so cache_aware routing meets real radix
+sglang-router in front with its --policy (launchers/behind_router.py), so cache_aware routing meets real radix
 caches. Each replica's torch gets its share of the cores (OMP_NUM_THREADS): two servers with a
 2-thread OpenMP pool each on 2 cores answered the agentic trace ~5x slower (8 decode tokens a request:
 95 s against 20 s, measured). A PD deployment cannot run here (refuse_pd says why).
@@ -32,7 +32,7 @@ from ..preflight import Check, PreflightReport, check_port
 from ..rehearsal.cpu_flags import CpuFlags, OwnFlag, cpu_flags
 from ..rehearsal.tiny_model import build_tiny_model
 from .base import LaunchContext, local_bind, register
-from .fleet import FleetLauncher, start_fleet
+from .behind_router import FleetLauncher, start_fleet
 
 if TYPE_CHECKING:
     from ..handle import ServerHandle
