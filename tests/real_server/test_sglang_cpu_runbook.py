@@ -49,7 +49,7 @@ MARK = f"sglang-cpu-runbook-{os.getpid()}-{time.time_ns()}"
 @pytest.fixture(scope="module")
 def rehearsal_run(
     tmp_path_factory: pytest.TempPathFactory, require_tool_env
-) -> tuple[Path, subprocess.CompletedProcess[str], float]:
+) -> tuple[Path, subprocess.CompletedProcess[str], str]:
     require_tool_env("bench")
     require_tool_env("sgl-eval")
     run = tmp_path_factory.mktemp("sglang-cpu") / "run"
@@ -63,12 +63,14 @@ def rehearsal_run(
         wall = time.monotonic() - start
     stages = {r["stage"]: r for r in read_jsonl(run / RunFolder.STAGES)}
     durations = {name: row.get("duration_s") for name, row in stages.items() if row.get("duration_s") is not None}
-    print(f"\nh200 runbook on real SGLang (launcher sglang-cpu): {wall:.0f} s wall; stages (s): {durations}")
-    return run, proc, wall
+    summary = f"h200 runbook on real SGLang (launcher sglang-cpu): {wall:.0f} s wall; stages (s): {durations}"
+    print(f"\n{summary}")
+    return run, proc, summary
 
 
-def test_the_runbook_ends_fail_for_the_model_not_the_harness(rehearsal_run):
-    run, proc, _ = rehearsal_run
+def test_the_runbook_ends_fail_for_the_model_not_the_harness(rehearsal_run, record_property):
+    run, proc, summary = rehearsal_run
+    record_property("summary", summary)  # the times reach the terminal under pytest-xdist too
     assert proc.returncode != 0, "a tiny random model cannot pass the runbook's checks"
     tail = proc.stderr[-3000:]
     assert "RunbookFailed: verdict FAIL" in tail, tail
