@@ -155,3 +155,13 @@ def test_raw_output_matches_what_the_emulator_answers():
     text = "".join(choice["pieces"])
     reasoning = answer["choices"][0]["message"]["reasoning_content"]
     assert text.startswith(reasoning + "<|close|>think<|sep|>")
+
+
+def test_emulated_text_names_no_one_models_parser():
+    """A Kimi-K3 emulated reply once said reasoning is kept apart 'the way the kimi_k2 parser does
+    it' (issue 40): the filler serves every model, so it names none."""
+    from kimi_runbooks.emulator.content import filler_text
+
+    text = " ".join(filler_text(random.Random(seed), 40) for seed in range(20))
+    assert "reasoning parser" in text  # the sentence is still drawn
+    assert "kimi_k2" not in text and "kimi_k3" not in text

@@ -16,6 +16,10 @@ OCR suites, schema accuracy for the tool-call evals) against the published figur
   through the real server, but a model that writes nonsense cannot reach a published figure, and the
   verdict says so rather than "ok";
 - ``no reference`` / ``no interval``: nothing to judge against, or no sample count to size it.
+
+A primary metric that cannot be computed is not a pass: a tool-call eval whose model never called a
+tool has schema_accuracy over n=0 tool calls. Such a suite is judged on what it can show instead
+(``FALLBACK``: the rate of tool calls triggered against the published rate), and says why.
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ PRIMARY: dict[str, tuple[str, ...]] = {
     "gsm8k": ("accuracy",),
     "k2vv-toolcall": ("tool_call_f1", "schema_accuracy"),
 }
+FALLBACK: dict[str, tuple[str, ...]] = {
+    "k2vv-toolcall": ("tool_calls_triggered",),
+}
+"""reference suite -> what judges it when none of its primary metrics has a value (no tool call made)"""
 DEFAULT_FAIL_DROP = 0.10
 """Used when a reference file sets no ``fail_drop``."""
 NEXT_STEP = (
@@ -109,16 +117,43 @@ def _latest(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r.get("fingerprint") == latest[str(r.get("suite"))]]
 
 
+def _unjudgeable(judged: list[Judgement]) -> bool:
+    """No primary metric of the suite could be judged for want of a value or a sample count."""
+    return bool(judged) and all(j.status == "no interval" for j in judged)
+
+
 def judge(rows: Sequence[dict[str, Any]], references: pd.DataFrame | None = None) -> list[Judgement]:
-    """One judgement per primary metric of each suite's latest attempt."""
+    """One judgement per primary metric of each suite's latest attempt; a suite none of whose primary
+    metrics can be computed is judged on its ``FALLBACK`` metric, saying so."""
     table = compare(_latest(rows), references)
     if table.empty:
         return []
-    out = []
+    by_suite: dict[str, list[Judgement]] = {}
+    fallback_rows: dict[str, list[pd.Series]] = {}
     for _, row in table.iterrows():
         suite = str(row.get("ref_suite") or row["suite"])
-        if not primary(suite, str(row["metric"])) and not primary(str(row["suite"]), str(row["metric"])):
+        metric = str(row["metric"])
+        if suite in FALLBACK and metric in FALLBACK[suite]:
+            fallback_rows.setdefault(str(row["suite"]), []).append(row)
+        if not primary(suite, metric) and not primary(str(row["suite"]), metric):
             continue
         drop = _f(row.get("fail_drop"))
-        out.append(judge_row(row, DEFAULT_FAIL_DROP if drop is None else drop))
+        by_suite.setdefault(str(row["suite"]), []).append(judge_row(row, DEFAULT_FAIL_DROP if drop is None else drop))
+    out: list[Judgement] = []
+    for suite, judged in by_suite.items():
+        if not _unjudgeable(judged) or suite not in fallback_rows:
+            out += judged
+            continue
+        why = ", ".join(f"{j.metric} (n={_n_of(table, suite, j.metric)})" for j in judged)
+        for row in fallback_rows[suite]:
+            drop = _f(row.get("fail_drop"))
+            j = judge_row(row, DEFAULT_FAIL_DROP if drop is None else drop)
+            said = j.text.replace(f"accuracy suite {j.suite} ", f"accuracy suite {j.suite} judged on ", 1)
+            out.append(Judgement(j.suite, j.metric, j.status, f"{said} (its primary metric cannot be computed: {why})"))
     return out
+
+
+def _n_of(table: pd.DataFrame, suite: str, metric: str) -> int:
+    row = table[(table["suite"] == suite) & (table["metric"] == metric)]
+    n = _f(row["n"].iloc[0]) if len(row) else None
+    return 0 if n is None else int(n)

@@ -299,7 +299,7 @@ _FILLER = (
     "The same request always receives the same emulated reply.",
     "Runbooks use this output to rehearse probes, benchmarks and reports.",
     "Measured numbers from this server are labelled as emulated.",
-    "Reasoning and answer are kept apart the way the kimi_k2 parser does it.",
+    "Reasoning and answer are kept apart the way the reasoning parser does it.",
     "Tool calls carry ids such as functions.get_weather:0 when a tool fits.",
 )
 

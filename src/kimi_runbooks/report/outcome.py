@@ -6,7 +6,8 @@ every call has malformed arguments finishes with schema_accuracy 0.0. So the run
 the report shows, the status the results give:
 
 - failed: a unit of the stage's work failed (an invoke check, a speed scenario, an accuracy suite
-  that errored, answered no request at all, or whose tool calls never matched their schema);
+  that errored, answered no request at all, whose tool calls never matched their schema, or whose
+  figure lies past its published one's fail_drop: the report's FAIL and the stage record agree);
 - degraded: the work ran but part of it failed (some requests of a suite errored);
 - ok: nothing failed.
 
@@ -21,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..accuracy.judgement import judge
 from . import causes
 
 TOOLCALL_SUITES = ("toolcall-builtin", "k2vv-toolcall")
@@ -129,10 +131,13 @@ def accuracy_outcome(rows: Sequence[dict[str, Any]] | None) -> Outcome | None:
     failures: list[str] = []
     partial: list[str] = []
     alike: dict[str, tuple[str, str, list[str]]] = {}  # cause -> (first text, its suite, suites)
+    below_published = {j.suite: j.text for j in judge(rows) if j.status == "fail"}
     for suite, suite_rows in suites.items():
         f, p = suite_problems(suite, suite_rows)
         if not f and any(r.get("rehearsal") and r.get("status") == "ok" for r in suite_rows):
             f = [f"accuracy suite {suite}: {REHEARSAL_FAILS}"]
+        elif not f and suite in below_published:
+            f = [below_published[suite]]
         for text in f:  # suites failing alike (same error, numbers aside) read as one line
             first = alike.setdefault(causes.cause_key(text.replace(suite, "\0")), (text, suite, []))
             first[2].append(suite)

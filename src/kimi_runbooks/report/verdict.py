@@ -171,7 +171,7 @@ def verdict(data: RunData) -> Verdict:
     ]
     for outcome in derived.values():
         failed += outcome.failures
-    failed += [j.text for j in accuracy_judgements(data) if j.status == "fail"]
+    failed += [j.text for j in accuracy_judgements(data) if j.status == "fail" and j.text not in failed]
     if failed:
         return Verdict("FAIL", f"{len(failed)} failure(s)", failed)
     missing = [
