@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from urllib.request import urlopen
 
 from kimi_runbooks.emulator.testing import EmulatorProcess, start_subprocess
-from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
+from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 
 TTFT_MS = 200.0
 ITL_MS = 10.0

@@ -25,7 +25,7 @@ from typing import Any
 import kimi_runbooks.speed.run as speed_run
 from kimi_runbooks import speed
 from kimi_runbooks.emulator.testing import start_subprocess
-from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
+from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.target.locate import RunHandle
 from kimi_runbooks.tools.envs import ToolEnvError, tool_env
 

@@ -43,7 +43,7 @@ import uvicorn
 
 from kimi_runbooks.emulator.app import create_app
 from kimi_runbooks.emulator.settings import EmulatorSettings
-from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
+from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.rundir import read_jsonl
 from kimi_runbooks.speed.start_phases import marks

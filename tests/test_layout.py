@@ -167,6 +167,56 @@ def test_upward_detector_sees_a_planner_importing_the_model() -> None:
     assert _upward_edges({"kimi_runbooks.perfmodel": {"kimi_runbooks.plan"}}) == []
 
 
+EMULATOR = "kimi_runbooks.emulator"
+EMULATOR_RUNNERS = {
+    "kimi_runbooks.cli": "`kimi-runbooks emulator` runs the emulator's own CLI in this process",
+}
+"""The only modules outside emulator/ that may import it: those that run it. The deploy stage's
+launcher starts it as a process (`python -m kimi_runbooks.emulator`, deploy/launchers/emulator.py)
+and imports nothing of it; a stage that needs Kimi's formats or the counting tokenizer reads kimi/,
+as the emulator does, so no stage depends on the test double."""
+
+
+def _is_emulator(module: str) -> bool:
+    return module == EMULATOR or module.startswith(EMULATOR + ".")
+
+
+def _emulator_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        if not _is_emulator(a) and a not in EMULATOR_RUNNERS
+        for b in targets
+        if _is_emulator(b)
+    )
+
+
+def test_no_stage_imports_the_emulator() -> None:
+    found = _emulator_imports(_import_graph())
+    assert not found, (
+        f"modules outside emulator/ that import it: {found}. Fix: take what they need from kimi/ (Kimi's "
+        "formats, the counting tokenizer and its files); only a module that runs the emulator (EMULATOR_RUNNERS) "
+        "may import it"
+    )
+
+
+def test_emulator_import_detector_sees_a_lazy_stage_import(tmp_path: Path) -> None:
+    """The rule on a copy that breaks it: a stage importing the emulator inside a function (as
+    invoke/kvv.py did) is found; the emulator's own modules and the console script are not."""
+    pkg = tmp_path / "kimi_runbooks"
+    for folder in ("invoke", "emulator", "kimi"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "emulator" / "tokenizer.py").write_text("from ..kimi import tokenizer\n")
+    (pkg / "kimi" / "tokenizer.py").write_text("")
+    (pkg / "invoke" / "kvv.py").write_text("def count():\n    from ..emulator.tokenizer import count_tokens\n")
+    (pkg / "cli.py").write_text("def main():\n    from .emulator import tokenizer\n")
+    paths = [pkg / "cli.py", *pkg.glob("*/*.py")]
+    modules = {".".join(p.relative_to(tmp_path).with_suffix("").parts).removesuffix(".__init__"): p for p in paths}
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    assert _emulator_imports(graph) == ["kimi_runbooks.invoke.kvv -> kimi_runbooks.emulator.tokenizer"]
+
+
 def test_graph_counts_type_checking_and_submodule_edges(tmp_path: Path) -> None:
     pkg = tmp_path / "kimi_runbooks" / "p"
     pkg.mkdir(parents=True)

@@ -22,7 +22,7 @@ from kimi_runbooks.emulator.chat_input import read_chat
 from kimi_runbooks.emulator.error_answers import ApiError
 from kimi_runbooks.emulator.events import EOS_TOKEN_ID
 from kimi_runbooks.emulator.protocol import ChatRequest, parse_body
-from kimi_runbooks.emulator.tokenizer import count_tokens
+from kimi_runbooks.kimi.tokenizer import count_tokens
 
 FAST = 0.01
 

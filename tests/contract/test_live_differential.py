@@ -59,11 +59,11 @@ from live_diff import (
 )
 
 from kimi_runbooks.emulator import EmulatorSettings
-from kimi_runbooks.emulator.chat_template import render
 from kimi_runbooks.emulator.testing import run_in_thread
-from kimi_runbooks.emulator.tokenizer import count_tokens
 from kimi_runbooks.kimi import k2_format as k2
+from kimi_runbooks.kimi.chat_template import render
 from kimi_runbooks.kimi.scripted import scripted_fields
+from kimi_runbooks.kimi.tokenizer import count_tokens
 from kimi_runbooks.speed.server_metrics import GAUGES_MAX, GAUGES_SUMMED, HISTOGRAMS, PREFIX
 from kimi_runbooks.tools.envs import OFFLINE_ENV
 from kimi_runbooks.tools.scripts import script

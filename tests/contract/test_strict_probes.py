@@ -16,8 +16,8 @@ import pytest
 from kimi_runbooks import invoke
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import emulator_server
-from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.invoke.image import RECEIPT_ITEM
+from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.target.locate import RunHandle
 
 CONTENT_ONLY = {"image_content"}  # needs a model that reads images

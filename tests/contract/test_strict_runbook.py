@@ -22,7 +22,7 @@ import pytest
 from kimi_runbooks import invoke, report, runbook
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import emulator_server
-from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
+from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.rundir import read_jsonl
 
 pytestmark = pytest.mark.heavy

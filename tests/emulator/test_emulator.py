@@ -24,8 +24,8 @@ from kimi_runbooks.emulator.latency import DEFAULT_PROFILE, SpeedPoint, fit_prof
 from kimi_runbooks.emulator.scheduler import Scheduler
 from kimi_runbooks.emulator.settings import parse_fault
 from kimi_runbooks.emulator.testing import emulator_server, run_in_thread, start_subprocess
-from kimi_runbooks.emulator.tokenizer import count_tokens, tokenize
 from kimi_runbooks.emulator.toolargs import Hints, arguments_for
+from kimi_runbooks.kimi.tokenizer import count_tokens, tokenize
 from tests.contract.cases import WEATHER_TOOL  # the tool the contract suite sends SGLang too
 
 MODEL = "moonshotai/Kimi-K2.6"

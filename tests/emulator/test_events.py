@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kimi_runbooks.emulator.content import ToolCall
 from kimi_runbooks.emulator.events import Event, Plan
-from kimi_runbooks.emulator.tokenizer import tokenize
+from kimi_runbooks.kimi.tokenizer import tokenize
 
 CALL = ToolCall(0, "get_weather", '{"location": "Paris", "unit": "celsius"}')
 

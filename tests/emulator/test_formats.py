@@ -17,9 +17,10 @@ from kimi_runbooks.emulator.capabilities import ModelCapabilities, capabilities_
 from kimi_runbooks.emulator.cli import parse_settings
 from kimi_runbooks.emulator.content import Reply, ToolCall
 from kimi_runbooks.emulator.events import reply_events
-from kimi_runbooks.emulator.formats import FORMATS, RawTurn, chat_format, xtml_arguments
+from kimi_runbooks.emulator.formats import FORMATS, RawTurn, chat_format
 from kimi_runbooks.emulator.raw import raw_chat_output
 from kimi_runbooks.emulator.testing import run_in_thread
+from kimi_runbooks.kimi.parsers import xtml_arguments
 from kimi_runbooks.paths import REPO_ROOT
 from tests.support.hybrid_models import k3_like
 

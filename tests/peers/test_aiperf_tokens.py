@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from kimi_runbooks.emulator.chat_template import render
 from kimi_runbooks.emulator.testing import emulator_server
-from kimi_runbooks.emulator.tokenizer import count_tokens
-from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
+from kimi_runbooks.kimi.chat_template import render
+from kimi_runbooks.kimi.tokenizer import count_tokens
+from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.speed.aiperf import TokenRecord, aiperf_env, disagreements, profile_args, read_records
 from kimi_runbooks.tools.envs import ToolEnv
 

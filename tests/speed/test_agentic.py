@@ -134,7 +134,7 @@ def test_agentic_set_through_the_real_client_hits_the_designed_rate(require_tool
     """SGLang's bench_serving replays the generated trace (the server's replies fed back) against the
     emulator's prefix cache: the measured hit rate is the one the trace designs, within 5 points."""
     from kimi_runbooks.emulator.testing import start_subprocess
-    from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
+    from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 
     env = require_tool_env("bench")
     tokenizer = make_offline_tokenizer(tmp_path / "tokenizer", env=env)

@@ -113,7 +113,7 @@ def _gaps(recorder: Recorder, n: int) -> list[float]:
 def test_constant_arrivals_are_evenly_spaced_and_poisson_ones_are_not(
     require_tool_env, recorded: tuple[str, Recorder], tmp_path: Path
 ) -> None:
-    from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
+    from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 
     env = require_tool_env("bench")
     url, recorder = recorded

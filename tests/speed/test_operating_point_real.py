@@ -34,7 +34,7 @@ STEP = 2
 @pytest.mark.heavy
 def test_search_finds_the_emulators_known_slo_max_concurrency(require_tool_env, tmp_path: Path) -> None:
     from kimi_runbooks.emulator.testing import run_in_thread
-    from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
+    from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 
     env = require_tool_env("bench")
     settings = parse_settings([*EMULATOR_ARGS, "--enable-metrics"])[0]

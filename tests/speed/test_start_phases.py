@@ -72,7 +72,7 @@ def test_prestart_uses_a_runbooks_worker_instead_of_starting_one(tmp_path, monke
 def test_the_worker_loads_each_tokenizer_once_for_the_probe_and_every_benchmark(require_tool_env, tmp_path):
     """In the bench worker, SGLang's get_tokenizer (bench_serving's and token_probe.py's) returns
     the tokenizer it loaded before, and loads again once the tokenizer's files change."""
-    from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
+    from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 
     env = require_tool_env("bench")
     tok = make_offline_tokenizer(tmp_path / "tok", env=env)
@@ -101,7 +101,7 @@ def test_the_notebook_alone_records_its_start_up_in_order_and_leaves_no_worker(r
     first cell starts the bench worker, every start-up phase is recorded once and in order, the
     token check still verifies the counts, and the worker stops with the kernel."""
     from kimi_runbooks.emulator.testing import start_subprocess
-    from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
+    from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 
     tok = make_offline_tokenizer(tmp_path / "tok", env=require_tool_env("bench"))
     run_dir = tmp_path / "run"

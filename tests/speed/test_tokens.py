@@ -88,7 +88,7 @@ def _sc(sid: str, backend: str = "sglang-oai-chat", extra: dict | None = None, o
 
 @pytest.fixture(scope="module")
 def emulator_tokenizer(require_tool_env, tmp_path_factory):
-    from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
+    from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 
     return make_offline_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer", env=require_tool_env("bench"))
 

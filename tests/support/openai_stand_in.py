@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from kimi_runbooks.emulator.chat_template import render
-from kimi_runbooks.emulator.tokenizer import count_tokens
+from kimi_runbooks.kimi.chat_template import render
+from kimi_runbooks.kimi.tokenizer import count_tokens
 
 
 @dataclass

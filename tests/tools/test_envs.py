@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kimi_runbooks.emulator.tokenizer_files import make_offline_tokenizer
+from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.tools import envs as toolenv
 from kimi_runbooks.tools.envs import (

@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..kimi.tokenizer import bpe
 from . import routes_chat, routes_completions, routes_info, routes_native
 from .deviations import EMULATED_HEADER
 from .error_answers import ApiError, RawError, error_response
@@ -31,7 +32,6 @@ from .openapi import Endpoint, Handler, openapi
 from .protocol import ChatRequest, CompletionRequest, GenerateRequest
 from .settings import EmulatorSettings
 from .state import AppState
-from .tokenizer import bpe
 
 log = logging.getLogger(__name__)
 

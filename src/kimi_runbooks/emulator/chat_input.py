@@ -1,7 +1,7 @@
 """Reads a validated chat request into a Conversation and counts its prompt tokens.
 
-Prompt tokens are the emulator's tokenizer applied to the conversation rendered with its chat
-template (chat_template.py: messages, prior tool calls, the tool declarations SGLang hands the
+Prompt tokens are the counting tokenizer applied to the conversation rendered with its chat
+template (kimi/chat_template.py: messages, prior tool calls, the tool declarations SGLang hands the
 template: none for tool_choice "none", only the named tool for a named choice), plus each image's
 vision tokens. A client with the emulator's tokenizer directory counts the same for text.
 Images are checked here so a broken one is a 400 before anything is scheduled.
@@ -13,12 +13,12 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from .chat_template import render
+from ..kimi.chat_template import render
+from ..kimi.tokenizer import VOCAB_SIZE, token_ids
 from .conversation import Conversation, ToolSpec
 from .error_answers import ApiError
 from .images import ImageError, ImageInfo, inspect_image_url
 from .protocol import ChatMessage, ChatRequest
-from .tokenizer import VOCAB_SIZE, token_ids
 
 TOKENS_PER_IMAGE_WRAP = 2  # media begin/end markers
 TOKENS_PER_VIDEO = 1024

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from ..kimi.tokenizer import tokenize
 from .conversation import Conversation, ToolSpec
-from .tokenizer import tokenize
 from .toolargs import Hints, arguments_for
 from .toolplan import tools_for_turn
 

@@ -13,11 +13,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..kimi.k2_format import THINK_CLOSE, THINK_OPEN
+from ..kimi.tokenizer import tokenize
 from .content import Reply, ToolCall, filler_pieces
-from .tokenizer import tokenize
 
 Kind = Literal["reasoning", "content", "tool_name", "tool_args"]
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 EOS_TOKEN_ID = 163586  # Kimi-K2's <|im_end|>; reported as matched_stop like SGLang does
 
 

@@ -20,9 +20,9 @@ from pydantic import (
     model_validator,
 )
 
+from ..kimi.tokenizer import VOCAB_SIZE
 from .error_answers import ValidationFailed
 from .structured import AnyResponseFormat, lift_json_schema
-from .tokenizer import VOCAB_SIZE
 
 
 class _Model(BaseModel):

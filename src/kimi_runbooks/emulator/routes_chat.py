@@ -20,6 +20,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ..kimi.tokenizer import token_ids
 from . import openai_shapes as shapes
 from .chat_input import read_chat
 from .choices import drain_all, run_merged
@@ -42,7 +43,6 @@ from .structured import (
     schema_of,
     structured_reply,
 )
-from .tokenizer import token_ids
 from .tool_faults import ToolFaults
 
 

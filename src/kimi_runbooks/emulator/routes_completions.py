@@ -16,6 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ..kimi.tokenizer import count_tokens, token_ids
 from . import openai_shapes as shapes
 from .choices import drain_all, run_merged
 from .content import completion_text
@@ -27,7 +28,6 @@ from .grammar import grammar_failure, json_text_failure
 from .protocol import CompletionRequest
 from .sse import DONE, error_events, event
 from .state import AppState
-from .tokenizer import count_tokens, token_ids
 
 
 async def completions(request: Request) -> Response:

@@ -23,6 +23,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ..kimi.tokenizer import piece_id, token_ids
 from .content import completion_text
 from .disagg import attach, cap_request
 from .engine import Job, Progress
@@ -32,7 +33,6 @@ from .grammar import json_text_failure
 from .protocol import GenerateRequest, SamplingParams
 from .sse import DONE, event
 from .state import AppState
-from .tokenizer import piece_id, token_ids
 
 
 @dataclass

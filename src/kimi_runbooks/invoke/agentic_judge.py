@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .served import ID_FORMATS, IdFormat
+from ..kimi.parsers import PARSERS, IdFormat
 from .session import StreamResult
 
-KIMI_ID = ID_FORMATS["kimi_k2"].pattern
+KIMI_ID = PARSERS["kimi_k2"].ids.pattern
 
 MARKERS = re.compile(
     r"<\|tool_calls?_section_(?:begin|end)\|>|<\|tool_call_(?:begin|end|argument_begin)\|>"
@@ -130,7 +130,7 @@ def empty_problems(turn: Turn) -> list[str]:
 
 
 def call_problems(
-    turn: Turn, tools: list[dict[str, Any]], history: int, ids: IdFormat = ID_FORMATS["kimi_k2"]
+    turn: Turn, tools: list[dict[str, Any]], history: int, ids: IdFormat = PARSERS["kimi_k2"].ids
 ) -> list[str]:
     """Each call: a declared tool, JSON-object arguments valid against its schema, a Kimi id in sequence."""
     by_name = {t["function"]["name"]: t["function"] for t in tools}

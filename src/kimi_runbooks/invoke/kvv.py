@@ -29,6 +29,9 @@ import subprocess
 from dataclasses import replace
 from typing import Any
 
+from ..kimi.chat_template import render
+from ..kimi.parsers import parser_format
+from ..kimi.tokenizer import count_tokens
 from .checks import _validator_for
 from .session import CheckFailed, CheckSkipped, Recorder, Session
 
@@ -212,12 +215,8 @@ def expected_prompt_tokens(s: Session, cases: list[dict[str, Any]]) -> tuple[lis
     if tokenizer:
         return _count_in_bench_env(str(tokenizer), cases), f"the run's tokenizer {tokenizer}"
     if s.emulated:
-        from ..emulator.chat_template import render
-        from ..emulator.formats import chat_format
-        from ..emulator.tokenizer import count_tokens
-
-        # a parser's prompt stub usage leaves out (kimi_k3: 3 tokens, formats.py) is not counted either
-        unreported = chat_format(s.served.tool_call_parser if s.served else None).unreported_prompt_tokens
+        # a parser's prompt stub usage leaves out (kimi_k3: 3 tokens, kimi/parsers.py) is not counted either
+        unreported = parser_format(s.served.tool_call_parser if s.served else None).unreported_prompt_tokens
         counts = [count_tokens(render(c["messages"], c.get("tools"))) - unreported for c in cases]
         return counts, "the emulator's tokenizer and chat template"
     raise CheckSkipped(

@@ -3,41 +3,25 @@
 Checks are chosen from these fields, never from a model name: a model that always thinks gets
 ``always_thinking`` instead of ``instant``; one with ``reasoning_effort`` levels gets
 ``reasoning_effort``; ``video`` gets the video check (skipped, with the reason, when the model
-declares none); a plan's context length sizes ``long_context``. Tool-call ids follow the
-``--tool-call-parser`` (SGLang 0.5.23 serving_chat.py ``_process_tool_call_id``: kimi_k2
-``functions.NAME:K``, kimi_k3 ``NAME:K``; K counts the calls already in the conversation).
+declares none); a plan's context length sizes ``long_context``. Tool-call ids, argument streaming
+and think markers follow the plan's ``--tool-call-parser`` / ``--reasoning-parser`` (kimi/parsers.py;
+a parser the project does not know is judged as kimi_k2).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from ..kimi.parsers import DEFAULT_PARSER, PARSERS, IdFormat, ParserFormat
 
 if TYPE_CHECKING:
     from ..plan import LaunchPlan
     from ..plan.params_models import Model
 
 
-@dataclass(frozen=True)
-class IdFormat:
-    pattern: re.Pattern[str]
-    spelled: str  # how a message names the convention
-
-    def expected(self, name: str, index: int) -> str:
-        return self.spelled.replace("<name>", name).replace("<idx>", str(index))
-
-
-ID_FORMATS = {
-    "kimi_k2": IdFormat(re.compile(r"^functions\.(?P<name>[\w.\-]+):(?P<index>\d+)$"), "functions.<name>:<idx>"),
-    "kimi_k3": IdFormat(re.compile(r"^(?P<name>[\w.\-]+):(?P<index>\d+)$"), "<name>:<idx>"),
-}
-
-WHOLE_CALL_PARSERS = ("kimi_k3",)
-
-# Think-channel markers a client must never see in content, per reasoning parser (the XTML ones:
-# sglang function_call/kimik3_format.py; Kimi-K2's: parser/reasoning_parser.py KimiK2Detector).
-THINK_MARKERS = {"kimi_k2": ("<think>", "</think>"), "kimi_k3": ("<|open|>think<|sep|>", "<|close|>think<|sep|>")}
+def _parser(name: str | None) -> ParserFormat:
+    return PARSERS.get(name or "", PARSERS[DEFAULT_PARSER])
 
 
 @dataclass(frozen=True)
@@ -110,17 +94,19 @@ class ServedModel:
 
     @property
     def ids(self) -> IdFormat:
-        return ID_FORMATS.get(self.tool_call_parser, ID_FORMATS["kimi_k2"])
+        return _parser(self.tool_call_parser).ids
 
     @property
     def streams_tool_arguments(self) -> bool:
         """kimi_k2 streams a call's arguments in pieces; kimi_k3's detector (function_call/
         kimik3_detector.py) sends each call whole, once its close marker arrives."""
-        return self.tool_call_parser not in WHOLE_CALL_PARSERS
+        return _parser(self.tool_call_parser).streams_tool_arguments
 
     @property
     def think_markers(self) -> tuple[str, str]:
-        return THINK_MARKERS.get(self.reasoning_parser or "", THINK_MARKERS["kimi_k2"])
+        """Think-channel markers a client must never see in content, per reasoning parser."""
+        parser = _parser(self.reasoning_parser)
+        return parser.think_open, parser.think_close
 
 
 def _flag(argv: list[str], name: str) -> str | None:

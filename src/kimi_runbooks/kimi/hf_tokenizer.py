@@ -5,6 +5,8 @@ pre-tokenizer: digits split one by one, then GPT-2's byte-level pattern), its co
 special tokens, no post-processor (no BOS/EOS added). `extra_tokens` adds tokens on top (Kimi's
 special tokens for the tiny rehearsal checkpoint): one that the vocabulary already holds keeps its
 id (SmolLM2 has `<|im_end|>` as id 2), the others take the ids after the vocabulary, in order.
+`tokenizer_config` is the tokenizer_config.json both directories the project writes share (the
+counting tokenizer's, tokenizer_files.py; the tiny checkpoint's, tiny_tokenizer.py).
 """
 
 from __future__ import annotations
@@ -78,4 +80,22 @@ def tokenizer_json(
             "vocab": {t: i for i, t in enumerate(tokens)},
             "merges": [m.split(" ", 1) for m in doc["merges"]],
         },
+    }
+
+
+def tokenizer_config(bos: str, eos: str, chat_template: str, **extra: Any) -> dict[str, Any]:
+    """tokenizer_config.json: a fast tokenizer that adds no BOS/EOS itself, with `chat_template`."""
+    return {
+        # "PreTrainedTokenizerFast" loads in transformers 4 and 5 (5's own "TokenizersBackend" does not in 4)
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "bos_token": bos,
+        "eos_token": eos,
+        "pad_token": eos,
+        "unk_token": None,
+        "add_bos_token": False,
+        "add_eos_token": False,
+        "model_max_length": 1 << 20,
+        "clean_up_tokenization_spaces": False,
+        "chat_template": chat_template,
+        **extra,
     }

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..rundir import RunFolder
 from . import k2_format as k2
-from .hf_tokenizer import token_ids, tokenizer_json
+from .hf_tokenizer import token_ids, tokenizer_config, tokenizer_json
 from .tokenizer_data import load
 
 EXTRA_TOKENS: tuple[tuple[str, bool], ...] = (
@@ -48,18 +48,7 @@ def kimi_token_ids() -> KimiTokenIds:
 def write_kimi_tokenizer(folder: RunFolder, dest: Path) -> KimiTokenIds:
     """tokenizer.json and tokenizer_config.json (with the chat template) into `dest`."""
     ids = kimi_token_ids()
-    config = {
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        "bos_token": k2.BOS,
-        "eos_token": k2.EOS,
-        "pad_token": k2.EOS,
-        "unk_token": None,
-        "add_bos_token": False,
-        "add_eos_token": False,
-        "model_max_length": 1 << 20,
-        "clean_up_tokenization_spaces": False,
-        "chat_template": k2.CHAT_TEMPLATE,
-    }
+    config = tokenizer_config(k2.BOS, k2.EOS, k2.CHAT_TEMPLATE)
     folder.save_text(dest / "tokenizer.json", json.dumps(tokenizer_json(extra_tokens=EXTRA_TOKENS), ensure_ascii=False))
     folder.save_text(dest / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")
     return ids

@@ -9,7 +9,7 @@ third-party server tests; its GGUF carries the tokenizer (``tokenizer.ggml.token
 token, ``tokenizer.ggml.pre`` = ``smollm``). The emulator and the offline benchmark client must
 both have it without that tool env (``make demo`` builds only bench and sgl-eval), so the vocabulary and
 merges are kept, compressed, in ``data/smollm2_tokenizer.json.xz`` (~0.3 MB), written by
-``scripts/regen_emulator_tokenizer.py`` from the GGUF; tests/emulator/test_tokenizer.py holds the
+``scripts/regen_emulator_tokenizer.py`` from the GGUF; tests/kimi/test_tokenizer.py holds the
 file to the GGUF when the llamacpp env is there. The file also carries the Unicode letter and
 number ranges the pre-tokenizer's ``\\p{L}``/``\\p{N}`` need (Python's ``re`` has no ``\\p``),
 computed from ``unicodedata`` when the file is written, so start-up reads them instead of

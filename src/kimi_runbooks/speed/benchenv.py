@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..kimi.tokenizer_files import make_offline_tokenizer
 from ..rundir import RunFolder
 from ..tools.envs import ToolEnvError, tool_env
 
@@ -33,8 +34,5 @@ def offline_tokenizer(
     folder = RunFolder.of(run_dir)
     dest = folder.tokenizer
     if not (dest / "tokenizer.json").exists():
-        # imported here: the emulator package brings its web app (~0.1 s) into every report kernel
-        from ..emulator.tokenizer_files import make_offline_tokenizer
-
         make_offline_tokenizer(folder.mkdir(dest))
     return dest

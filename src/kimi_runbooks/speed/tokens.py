@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..kimi.tokenizer_files import make_offline_tokenizer
 from ..rundir import RunFolder
 from ..tools.scripts import script
 from .start_phases import mark
@@ -222,8 +223,6 @@ def stage_tokenizer(
         folder = RunFolder.of(run_dir)
         dest = folder.tokenizer
         if not (dest / "tokenizer.json").exists():
-            from ..emulator.tokenizer_files import make_offline_tokenizer  # the emulator's app: not at import
-
             make_offline_tokenizer(folder.mkdir(dest))
         chosen = dest
     print(f"tokenizer: {chosen or '(the served model name)'} ({source})")

