@@ -7,7 +7,9 @@ from typing import Any
 
 import pandas as pd
 
+from ..accuracy.judgement import primary
 from ..accuracy.references import SOURCE_EMULATED
+from ..accuracy.sample_counts import n_counts
 from ..origin import REHEARSAL_LABEL
 from ..perfmodel.beside_measured import EMULATED_NOTE, PREDICTION_SOURCE
 from ..rundir import RunFolder
@@ -61,7 +63,7 @@ ACCURACY_COLUMNS = [
     Column("suite", "suite"),
     Column("metric", "metric"),
     Column("rate", "value", "num", 3),
-    Column("n", "n", "int"),
+    Column("n", "n (what it counts)", render=lambda v, r: _n_cell(v, r)),
     Column("interval", "95% interval", "raw", render=lambda v, r: v or DASH),
     Column("ref_rate", "published", "num", 3),
     Column("delta", "Δ", "num", 3),
@@ -69,6 +71,25 @@ ACCURACY_COLUMNS = [
     Column("source", "source"),
     Column("settings", "settings", "raw", render=lambda v, r: v or DASH),
 ]
+
+
+def _n_cell(value: Any, row: Any) -> str:
+    """`16 requests`, `1 tool calls made`: a rate on one tool call reads as what it is."""
+    if missing(value):
+        return DASH
+    return f"{int(value)} {esc(n_counts(str(row.get('metric')).removesuffix(' (primary)')))}"
+
+
+def _primary_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each suite's rows with the metrics that carry its verdict first (marked), the rest after."""
+    for rec in rows:
+        rec["primary"] = primary(str(rec.get("ref_suite") or rec.get("suite")), str(rec.get("metric"))) or primary(
+            str(rec.get("suite")), str(rec.get("metric"))
+        )
+        if rec["primary"]:
+            rec["metric"] = f"{rec['metric']} (primary)"
+    order = {suite: i for i, suite in enumerate(dict.fromkeys(str(r.get("suite")) for r in rows))}
+    return sorted(rows, key=lambda r: (order[str(r.get("suite"))], not r["primary"]))
 
 
 def _status(value: Any) -> str:
@@ -231,6 +252,7 @@ def accuracy_section(data: RunData) -> str:
             if rec.get("source") == SOURCE_EMULATED and rec.get("ref_rate") is not None:
                 rec["delta"], rec["judged"] = None, "not comparable: emulated"
             rows.append(rec)
+    rows = _primary_first(rows)
     for r in data.accuracy:
         if r.get("status") != "ok":
             rows.append(
