@@ -24,6 +24,7 @@ SERVER_GONE = re.compile(
     re.IGNORECASE,
 )
 """How a client says the server is not there (the invoke checks', bench_serving's, the eval tools')."""
+WHERE = re.compile(r"^(?:could not reach|lost the connection to) the server at \S+: ")
 NO_NATIVE_API = "no SGLang native API"
 """speed.native's probe reason, recorded on every native-API scenario it skipped."""
 SERVER_CAUSES = ("server gone", "not SGLang")
@@ -87,7 +88,8 @@ def _gone(data: RunData) -> Diagnosis | None:
         parts.append(_plural(len(speed), "speed scenario") + f" (from {speed[0]} on)")
     if accuracy:
         parts.append(_plural(len(accuracy), "accuracy suite") + f" ({', '.join(accuracy[:4])})")
-    example = str(invoke[0].reason if invoke else "").split(" [likely cause")[0][:160]
+    example = str(invoke[0].reason if invoke else "").split(" [likely cause")[0]
+    example = WHERE.sub("", example)[:160]  # "could not reach the server at <url>: " says the line's own words
     text = "the server stopped answering: " + ", ".join(parts) + " could not reach it"
     text += f" ({example})" if example else ""
     base_url = (data.handle or {}).get("base_url") or "its URL"

@@ -85,7 +85,7 @@ def _invoke_steps(data: RunData, done: set[tuple[str, str]]) -> list[Step]:
     for g in causes.groups(left):
         checks = f"invoke check {g.names[0]}" if len(g.names) == 1 else named(g, "invoke check")
         head = checks if len(g.names) == 1 or g.cause == g.names[0] else f"{g.cause}: {checks}"
-        steps.append(Step(_cut(f"{head} failed: {g.example}"), _check_fix(data, g), "failure"))
+        steps.append(Step(f"{head} failed: {_cut(g.example, 160)}", _check_fix(data, g), "failure"))
     return steps
 
 
