@@ -139,6 +139,8 @@ def test_not_sglang_is_said_once_in_the_speed_card_and_once_in_the_steps(externa
     steps = " ".join(f"{s.what} {s.fix}" for s in next_steps(external_failing))
     assert steps.count("no SGLang native API") == 1
     assert _text(cards.top(external_failing)).count("no SGLang native API") == 2  # speed card, next steps
+    table = sections.speed_section(external_failing)  # in full on its first scenario's row, then referred to
+    assert "as for smoke-random-ids-c1" in table and table.count("no SGLang native API") <= 2
 
 
 def test_accuracy_shows_the_primary_metric_with_what_its_n_counts(external_failing) -> None:
@@ -196,6 +198,8 @@ def test_a_server_that_died_mid_invoke_leads_the_verdict_and_the_steps(tmp_path)
     assert sum("could not reach" in s.what for s in steps) == 1
     assert "invoke check tool_call" not in whats and "concurrency" not in whats  # said by the cause
     assert "reasoning" in whats and "instant" in whats  # the model-caused failures follow
+    card = _text(cards.invoke_card(data))
+    assert card.count("could not reach") == 1 and "the server stopped answering: 6 invoke checks" in card
 
 
 def test_a_dead_external_server_is_not_sent_to_a_log_the_run_has_not(tmp_path) -> None:

@@ -18,6 +18,7 @@ from ..origin import REHEARSAL_LABEL
 from ..plan import load_catalog
 from . import causes
 from .collect import RunData
+from .diagnoses import diagnoses
 from .html_parts import COLOURS, DASH, badge, bullet_list, card, cards, esc, fmt_number, fmt_percent, missing, pre
 from .next_steps import next_steps
 from .verdict import accuracy_comparison, accuracy_judgements, verdict
@@ -127,11 +128,15 @@ def invoke_card(data: RunData) -> str:
     )
     found = causes.diagnosis(data.invoke)
     lead = f'<p class="bad"><b>{esc(found)}.</b> Fix: {esc(causes.NOT_KIMI_FIX)}</p>' if found else ""
+    gone = next((d for d in diagnoses(data) if d.kind == "server gone"), None)
+    dead = {name for stage, name in gone.covers if stage == "invoke"} if gone else set()
+    if dead:  # the checks sent after the server died say only that: one line, before the rest
+        lead = f'<p class="bad"><b>{esc(gone.short if gone else "")}.</b></p>' + lead
     failed = [
         f"<b>{esc(g.cause)}</b>"
         + (f" ({len(g.names)} checks: {esc(', '.join(g.names[:6]))})" if len(g.names) > 1 else "")
         + f": {esc(g.example[:140])}"
-        for g in causes.groups(data.invoke)
+        for g in causes.groups([r for r in data.invoke if r.name not in dead])
     ]
     return card("Invoke", summary + lead + bullet_list(failed, escape=False))
 

@@ -15,6 +15,7 @@ from ..perfmodel.beside_measured import EMULATED_NOTE, PREDICTION_SOURCE
 from ..rundir import RunFolder
 from ..speed.inside import sweep_goodput
 from ..speed.saturation import concurrency_label
+from .causes import cause_key
 from .collect import RunData
 from .frontier import operating_point_lines
 from .html_parts import DASH, Column, details, esc, fmt_number, missing, pre, table, text_cell
@@ -199,7 +200,7 @@ def predicted_section(data: RunData) -> str:
 def speed_section(data: RunData) -> str:
     if data.speed is None:
         return '<p class="note">The speed stage left no results.</p>'
-    rows = [{str(k): v for k, v in rec.items()} for rec in data.speed.to_dict(orient="records")]
+    rows = _errors_once([{str(k): v for k, v in rec.items()} for rec in data.speed.to_dict(orient="records")])
     label = data.origin
     note = f"numbers: {label}"
     if "rescaled" in data.speed.columns and bool(data.speed["rescaled"].any()):
@@ -231,6 +232,20 @@ def speed_section(data: RunData) -> str:
     searched = f'<p class="note">Operating point, per search:</p><ul>{found}</ul>' if found else ""
     ran = f'<p class="note">{esc(note)}</p>' + table(shown, rows, "no scenario ran")
     return ran + goodput + searched + predicted_section(data)
+
+
+def _errors_once(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A cause shared by several scenarios (no native API, a dead server) in full on its first row only."""
+    first: dict[str, str] = {}
+    for row in rows:
+        error = row.get("error")
+        if isinstance(error, str) and error:
+            key = cause_key(error)
+            if key in first:
+                row["error"] = f"as for {first[key]}"
+            else:
+                first[key] = str(row.get("scenario"))
+    return rows
 
 
 def accuracy_section(data: RunData) -> str:
