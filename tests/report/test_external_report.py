@@ -178,3 +178,44 @@ def test_the_report_kernel_imports_only_what_a_report_reads():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_a_failing_external_run_renders_a_report_read_in_a_minute(tmp_path):
+    """Issue 40 item 5, on a rendered report: the real stages against a server that is neither SGLang
+    nor Kimi (no /generate, no reasoning, no tool calls, response_format ignored). The headline names
+    the server's cause, the next steps are at most 8 lines each once and never send the reader to a
+    server.log this run does not have, and the speed card says once why the native scenarios were skipped."""
+    import re
+
+    from kimi_runbooks import invoke
+
+    folder = tmp_path / "run"
+    with stand_in_server(StandIn(models=["smollm2-135m"])) as url:
+        deploy.launch(
+            make_plan({"platform": "h200", "served_model_name": "smollm2-135m"}),
+            "external",
+            folder,
+            options={"base_url": url},
+            progress=False,
+        )
+        target = read_handle(folder)
+        invoke.save(invoke.run_all(target, timeout=30, max_tokens_thinking=64), folder)
+        speed.run_scenarios(
+            speed.select_scenarios("smoke"),
+            target,
+            folder,
+            command_prefix=FAKE_BENCH,
+            progress=False,
+            verify_tokens=False,
+            platform="h200",
+        )
+    RunFolder(folder).save_json(RunFolder(folder).runbook, {"launcher": "external", "stages": ["deploy", "invoke"]})
+    html = report.render(folder).read_text()
+    top = html[html.index('<div class="verdict">') : html.index("Feature checks (invoke)")]
+    text = re.sub(r"<[^>]+>", "\n", top)
+    assert "FAIL" in text and "the server is not SGLang (POST /generate answered 404);" in text
+    steps = re.findall(r"<li><b>(.*?)</b> — (.*?)</li>", top.split("What to do next", 1)[1])
+    assert 3 <= len(steps) <= 8 and len(set(steps)) == len(steps), steps
+    assert "server.log" not in top
+    speed_card = top[top.index("<h3>Speed</h3>") : top.index("<h3>Accuracy</h3>")]
+    assert speed_card.count("no SGLang native API") == 1, speed_card

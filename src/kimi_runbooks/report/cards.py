@@ -12,11 +12,13 @@ import pandas as pd
 
 from ..accuracy.judgement import Judgement
 from ..accuracy.references import SOURCE_EMULATED
+from ..accuracy.sample_counts import n_counts
 from ..deploy.diagnose import run_diagnosis
 from ..origin import REHEARSAL_LABEL
 from ..plan import load_catalog
 from . import causes
 from .collect import RunData
+from .diagnoses import diagnoses
 from .html_parts import COLOURS, DASH, badge, bullet_list, card, cards, esc, fmt_number, fmt_percent, missing, pre
 from .next_steps import next_steps
 from .verdict import accuracy_comparison, accuracy_judgements, verdict
@@ -76,11 +78,16 @@ def header_card(data: RunData) -> str:
 
 
 def verdict_line(data: RunData) -> str:
+    """The verdict and what leads it: the diagnosed cause (diagnoses.py), else the first reason."""
     v = verdict(data)
-    reason = v.reasons[0] if len(v.reasons) == 1 else v.headline
-    if len(v.reasons) > 1:
+    more = ""
+    if v.diagnosed or not v.reasons:
+        reason = v.headline  # a diagnosed headline names the cause and the count; the steps follow
+    elif len(v.reasons) == 1:
+        reason = v.reasons[0]
+    else:
         reason = f"{v.headline}: {v.reasons[0]}"
-    more = f' <span class="note">(+{len(v.reasons) - 1} more below)</span>' if len(v.reasons) > 1 else ""
+        more = f' <span class="note">(+{len(v.reasons) - 1} more below)</span>'
     return (
         f'<div class="verdict">{badge(v.level, COLOURS.get(v.level, "#333"))}'
         f"<span>{esc(reason[:300])}{more}</span></div>"
@@ -121,11 +128,15 @@ def invoke_card(data: RunData) -> str:
     )
     found = causes.diagnosis(data.invoke)
     lead = f'<p class="bad"><b>{esc(found)}.</b> Fix: {esc(causes.NOT_KIMI_FIX)}</p>' if found else ""
+    gone = next((d for d in diagnoses(data) if d.kind == "server gone"), None)
+    dead = {name for stage, name in gone.covers if stage == "invoke"} if gone else set()
+    if dead:  # the checks sent after the server died say only that: one line, before the rest
+        lead = f'<p class="bad"><b>{esc(gone.short if gone else "")}.</b></p>' + lead
     failed = [
         f"<b>{esc(g.cause)}</b>"
         + (f" ({len(g.names)} checks: {esc(', '.join(g.names[:6]))})" if len(g.names) > 1 else "")
         + f": {esc(g.example[:140])}"
-        for g in causes.groups(data.invoke)
+        for g in causes.groups([r for r in data.invoke if r.name not in dead])
     ]
     return card("Invoke", summary + lead + bullet_list(failed, escape=False))
 
@@ -184,6 +195,12 @@ def speed_card(data: RunData) -> str:
     ]
     if failed:
         body += '<p class="bad">failed, by cause:</p>' + bullet_list(failed, escape=False)
+    skipped = [  # a server without SGLang's native API is said here once, not per scenario
+        f"<b>{esc(causes.named(g, 'scenario'))}</b>: {esc(causes.without_fix(g.example)[:200])}"
+        for g in causes.speed_failures(data.speed, "skipped")
+    ]
+    if skipped:
+        body += '<p class="meh">skipped, by cause:</p>' + bullet_list(skipped, escape=False)
     if _rescaled(data):
         body += f'<p class="note">emulated at time scale {_time_scale(data):g}; shown rescaled to time scale 1</p>'
     return card("Speed", body)
@@ -214,7 +231,7 @@ def accuracy_card(data: RunData) -> str:
             shown = heads if len(heads) else (with_ref if len(with_ref) else group).iloc[:1]
             items.append(
                 "; ".join(
-                    _accuracy_item(row, judged.get((str(suite), str(row["metric"]))))
+                    _accuracy_item(row, judged.get((str(suite), str(row["metric"]))), _why_n(group, row))
                     for _, row in shown.drop_duplicates("metric", keep="last").iterrows()
                 )
             )
@@ -232,7 +249,20 @@ def accuracy_card(data: RunData) -> str:
 JUDGED_CLASS = {"within": "ok", "below": "bad", "fail": "bad"}
 
 
-def _accuracy_item(row: pd.Series, judged: Judgement | None = None) -> str:
+def _why_n(group: pd.DataFrame, row: pd.Series) -> str:
+    """For a metric over the tool calls made: how many requests made one (and the published rate), since
+    a schema accuracy on the 1 call of 16 requests says little about a model that rarely calls a tool."""
+    if n_counts(str(row["metric"])) != "tool calls made":
+        return ""
+    calls = group[group["metric"] == "tool_calls_triggered"]
+    if calls.empty or missing(calls["value"].iloc[0]) or missing(calls["n"].iloc[0]):
+        return ""
+    made, total, ref = int(calls["value"].iloc[0]), int(calls["n"].iloc[0]), calls["ref_rate"].iloc[0]
+    published = "" if missing(ref) else f"; published rate {fmt_number(ref, 3)}"
+    return f"the model called a tool in {made} of {total} requests{published}"
+
+
+def _accuracy_item(row: pd.Series, judged: Judgement | None = None, why_n: str = "") -> str:
     rate = row.get("rate")
     interval = (
         f" [{fmt_number(row['ci_low'], 2)}, {fmt_number(row['ci_high'], 2)}]"
@@ -240,8 +270,9 @@ def _accuracy_item(row: pd.Series, judged: Judgement | None = None) -> str:
         else ""
     )
     text = f"<b>{esc(row['suite'])}</b> {esc(row['metric'])} {fmt_number(rate, 3)}{interval}"
-    if "n" in row and not missing(row.get("n")):
-        text += f" (n={int(row['n'])})"
+    if "n" in row and not missing(row.get("n")):  # with what n counts: 1 tool call is not 16 requests
+        text += f" on n={int(row['n'])} {esc(n_counts(str(row['metric'])))}"
+        text += f" ({esc(why_n)})" if why_n else ""
     ref = row.get("ref_rate")
     if missing(ref):
         return text + ' <span class="meh">(no published figure)</span>'

@@ -16,10 +16,27 @@ from typing import Any
 
 REASONING = ("thinking", "thinking_stream")
 TOOLS = ("tool_call", "tool_call_stream", "tool_result", "image_tools")
+STRUCTURED = (
+    "structured_json_schema",
+    "structured_json_schema_stream",
+    "structured_json_object",
+    "structured_json_object_stream",
+)
+AFTER_RESULT = (
+    "required_after_result",
+    "required_after_result_stream",
+    "named_after_result",
+    "named_after_result_stream",
+)
+VENDOR_VERIFIER = ("kvv_params", "kvv_tool_schema", "kvv_tool_schema_stream", "kvv_prompt_tokens")
 FAMILIES = (
     ("reasoning", REASONING),
     ("tool calls", TOOLS),
+    ("structured output", STRUCTURED),
+    ("tool_choice after a tool result", AFTER_RESULT),
+    ("Kimi Vendor Verifier checks", VENDOR_VERIFIER),
 )
+"""Checks that fail together for one cause (a parser off, response_format ignored): one line each."""
 NOT_KIMI = (
     "no reasoning and no tool calls at all while plain chat answers: the server is not Kimi behind "
     "--reasoning-parser kimi_k2 --tool-call-parser kimi_k2 (another model under this name, or the parsers are off)"
@@ -94,11 +111,12 @@ def by_cause(failures: Iterable[tuple[str, str]]) -> list[Group]:
     return list(found.values())
 
 
-def speed_failures(frame: Any) -> list[Group]:
-    """The speed stage's failed scenarios grouped by cause (bench error after normalising)."""
+def speed_failures(frame: Any, status: str = "failed") -> list[Group]:
+    """The speed stage's failed (or `status`: skipped, ...) scenarios grouped by cause (their error
+    after normalising)."""
     if frame is None or "status" not in frame.columns:
         return []
-    rows = frame[frame["status"] == "failed"]
+    rows = frame[frame["status"] == status]
     errors = rows["error"] if "error" in rows.columns else [""] * len(rows)
     return by_cause(
         (str(s), "" if not isinstance(e, str) else e) for s, e in zip(rows["scenario"], errors, strict=True)
@@ -109,6 +127,14 @@ def accuracy_failures(rows: Sequence[dict[str, Any]] | None) -> list[Group]:
     """The accuracy stage's errored suites grouped by cause (the tool's error after normalising)."""
     latest = {str(r.get("suite")): r for r in rows or []}  # a suite rerun: its last row counts
     return by_cause((s, str(r.get("detail") or "")) for s, r in latest.items() if r.get("status") == "error")
+
+
+FIX = re.compile(r"\.?\s*\bFix:", re.IGNORECASE)
+
+
+def without_fix(text: str) -> str:
+    """'<problem>. Fix: <fix>' -> '<problem>' (a card says the problem; the next steps say the fix)."""
+    return FIX.split(text, maxsplit=1)[0].rstrip(" .;")
 
 
 def named(group: Group, unit: str, shown: int = 6) -> str:

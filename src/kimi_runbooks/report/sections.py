@@ -7,12 +7,15 @@ from typing import Any
 
 import pandas as pd
 
+from ..accuracy.judgement import primary
 from ..accuracy.references import SOURCE_EMULATED
+from ..accuracy.sample_counts import n_counts
 from ..origin import REHEARSAL_LABEL
 from ..perfmodel.beside_measured import EMULATED_NOTE, PREDICTION_SOURCE
 from ..rundir import RunFolder
 from ..speed.inside import sweep_goodput
 from ..speed.saturation import concurrency_label
+from .causes import cause_key
 from .collect import RunData
 from .frontier import operating_point_lines
 from .html_parts import DASH, Column, details, esc, fmt_number, missing, pre, table, text_cell
@@ -61,7 +64,7 @@ ACCURACY_COLUMNS = [
     Column("suite", "suite"),
     Column("metric", "metric"),
     Column("rate", "value", "num", 3),
-    Column("n", "n", "int"),
+    Column("n", "n (what it counts)", render=lambda v, r: _n_cell(v, r)),
     Column("interval", "95% interval", "raw", render=lambda v, r: v or DASH),
     Column("ref_rate", "published", "num", 3),
     Column("delta", "Δ", "num", 3),
@@ -69,6 +72,25 @@ ACCURACY_COLUMNS = [
     Column("source", "source"),
     Column("settings", "settings", "raw", render=lambda v, r: v or DASH),
 ]
+
+
+def _n_cell(value: Any, row: Any) -> str:
+    """`16 requests`, `1 tool calls made`: a rate on one tool call reads as what it is."""
+    if missing(value):
+        return DASH
+    return f"{int(value)} {esc(n_counts(str(row.get('metric')).removesuffix(' (primary)')))}"
+
+
+def _primary_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each suite's rows with the metrics that carry its verdict first (marked), the rest after."""
+    for rec in rows:
+        rec["primary"] = primary(str(rec.get("ref_suite") or rec.get("suite")), str(rec.get("metric"))) or primary(
+            str(rec.get("suite")), str(rec.get("metric"))
+        )
+        if rec["primary"]:
+            rec["metric"] = f"{rec['metric']} (primary)"
+    order = {suite: i for i, suite in enumerate(dict.fromkeys(str(r.get("suite")) for r in rows))}
+    return sorted(rows, key=lambda r: (order[str(r.get("suite"))], not r["primary"]))
 
 
 def _status(value: Any) -> str:
@@ -178,7 +200,7 @@ def predicted_section(data: RunData) -> str:
 def speed_section(data: RunData) -> str:
     if data.speed is None:
         return '<p class="note">The speed stage left no results.</p>'
-    rows = [{str(k): v for k, v in rec.items()} for rec in data.speed.to_dict(orient="records")]
+    rows = _errors_once([{str(k): v for k, v in rec.items()} for rec in data.speed.to_dict(orient="records")])
     label = data.origin
     note = f"numbers: {label}"
     if "rescaled" in data.speed.columns and bool(data.speed["rescaled"].any()):
@@ -212,6 +234,20 @@ def speed_section(data: RunData) -> str:
     return ran + goodput + searched + predicted_section(data)
 
 
+def _errors_once(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A cause shared by several scenarios (no native API, a dead server) in full on its first row only."""
+    first: dict[str, str] = {}
+    for row in rows:
+        error = row.get("error")
+        if isinstance(error, str) and error:
+            key = cause_key(error)
+            if key in first:
+                row["error"] = f"as for {first[key]}"
+            else:
+                first[key] = str(row.get("scenario"))
+    return rows
+
+
 def accuracy_section(data: RunData) -> str:
     if data.accuracy is None:
         return '<p class="note">The accuracy stage left no results.</p>'
@@ -231,6 +267,7 @@ def accuracy_section(data: RunData) -> str:
             if rec.get("source") == SOURCE_EMULATED and rec.get("ref_rate") is not None:
                 rec["delta"], rec["judged"] = None, "not comparable: emulated"
             rows.append(rec)
+    rows = _primary_first(rows)
     for r in data.accuracy:
         if r.get("status") != "ok":
             rows.append(

@@ -12,6 +12,7 @@ from ..origin import REHEARSAL_LABEL
 from ..perfmodel.beside_measured import PREDICTION_SOURCE
 from ..speed import compare, reference_frame
 from .collect import RunData
+from .diagnoses import SERVER_CAUSES, diagnoses
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,8 @@ class Verdict:
     level: str  # PASS, WARN, FAIL, INCOMPLETE, INVALID
     headline: str
     reasons: list[str]
+    diagnosed: bool = False
+    """The headline names the run's cause itself (diagnoses.py), not only a count."""
 
 
 @dataclass(frozen=True)
@@ -84,10 +87,11 @@ def warnings(data: RunData) -> list[Warning_]:
         out.append(
             Warning_("security", f"the server binds {config.get('host')} (reachable from the network, key required).")
         )
-    for text in (data.plan or {}).get("warnings") or []:
-        out.append(Warning_("plan", str(text)))
-    for text in (data.manifest or {}).get("warnings") or []:
-        out.append(Warning_("deploy", str(text)))
+    planned = [str(text) for text in (data.plan or {}).get("warnings") or []]
+    out += [Warning_("plan", text) for text in dict.fromkeys(planned)]
+    for text in dict.fromkeys(str(t) for t in (data.manifest or {}).get("warnings") or []):
+        if text not in planned:  # the deploy stage records the plan's warnings again in its manifest
+            out.append(Warning_("deploy", text))
     if data.speed is not None and "status" in data.speed.columns:
         kinds = {"failed": "failed", "not comparable": "not comparable"}  # over-capacity, skipped: not run
         for _, row in data.speed[data.speed["status"] != "ok"].iterrows():
@@ -164,16 +168,26 @@ def verdict(data: RunData) -> Verdict:
     if data.plan_errors:
         return Verdict("INVALID", "the plan failed validation; no server was started", list(data.plan_errors))
     derived = data.outcomes
-    failed = [
+    harness = [
         f"stage {s.name} failed: {s.detail}"
         for s in data.stages.values()
         if s.status == "failed" and not (s.name in derived and s.detail == derived[s.name].reason)
     ]
+    failed = list(harness)
     for outcome in derived.values():
         failed += outcome.failures
     failed += [j.text for j in accuracy_judgements(data) if j.status == "fail" and j.text not in failed]
     if failed:
-        return Verdict("FAIL", f"{len(failed)} failure(s)", failed)
+        # the causes under many failures lead: a dead server or one that is not SGLang, then a stage
+        # that broke by itself (the harness), then a server that is not Kimi; the units follow
+        found = diagnoses(data)
+        server = [d for d in found if d.kind in SERVER_CAUSES]
+        model = [d for d in found if d.kind not in SERVER_CAUSES]
+        reasons = [d.text for d in server] + harness + [d.text for d in model] + failed[len(harness) :]
+        lead = server[0].short if server else None if harness or not model else model[0].short
+        if lead is None:
+            return Verdict("FAIL", f"{len(failed)} failure(s)", reasons)
+        return Verdict("FAIL", f"{lead}; {len(failed)} failure(s) in all", reasons, diagnosed=True)
     missing = [
         f"stage {s.name}: {s.status} ({s.detail})"
         for s in data.stages.values()
