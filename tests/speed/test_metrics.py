@@ -195,3 +195,39 @@ def test_a_series_with_too_few_samples_is_said_not_drawn(run_folder: RunFolder) 
     results = pd.DataFrame([{"scenario": "short", "emulated": True}])
     assert "1 /metrics sample(s) taken while its requests ran" in undrawn_series(run_folder.path, results)["short"]
     assert server_timeseries(run_folder.path, results) is None
+
+
+def test_a_series_zero_throughout_is_said_not_drawn(run_folder: RunFolder, monkeypatch) -> None:
+    """Issue 40 item 6: the demo's chart drew "queued requests" as a flat line at 0 in every
+    scenario. A series 0 in every sample of every drawn scenario is left out, and a line says so
+    (in the speed notebook and the report); one that is non-zero anywhere is drawn for all."""
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from kimi_runbooks.report import show
+    from kimi_runbooks.report.collect import RunData
+    from kimi_runbooks.speed.inside import inside_notes, server_timeseries
+
+    for sid, running in (("c1", (0, 1, 1, 0)), ("c4", (0, 4, 4, 2))):
+        for t, value in enumerate(running):
+            sample = {"t": t / 10, "num_running_reqs": value, "num_queue_reqs": 0, "token_usage": value / 100}
+            run_folder.append_jsonl(run_folder.metrics_series(sid), sample)
+    results = pd.DataFrame([{"scenario": "c1", "emulated": True}, {"scenario": "c4", "emulated": True}])
+    fig = server_timeseries(run_folder.path, results)
+    assert fig is not None
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == ["running requests", "KV pool usage"]
+    assert inside_notes(run_folder.path, results) == ["queued requests: 0 throughout every scenario, not drawn"]
+
+    shown: list[str] = []
+    monkeypatch.setattr(show, "_show_figure", lambda fig: shown.append(fig.layout.title.text))
+    monkeypatch.setattr(go.Figure, "show", lambda self, *a, **k: shown.append(self.layout.title.text))
+    monkeypatch.setattr(show, "_show_html", lambda body: shown.append(body))
+    speed = results.assign(status="ok")
+    show.show_speed(RunData(run_folder.path, "e1", {}, None, [], None, {"emulated": True}, None, speed, None, {}))
+    assert any("Inside the server: queued requests: 0 throughout every scenario, not drawn" in s for s in shown)
+
+    run_folder.append_jsonl(run_folder.metrics_series("c4"), {"t": 0.4, "num_running_reqs": 4, "num_queue_reqs": 2})
+    fig = server_timeseries(run_folder.path, results)
+    assert fig is not None and "queued requests" in [a.text for a in fig.layout.annotations]
+    assert inside_notes(run_folder.path, results) == []

@@ -131,19 +131,45 @@ def undrawn_series(run_dir: str | Path, results: pd.DataFrame, *, max_scenarios:
     return out
 
 
+def _drawn_frame(run_dir: str | Path, results: pd.DataFrame, max_scenarios: int) -> pd.DataFrame:
+    """The samples of the scenarios with enough of them to draw (`undrawn_series` names the others)."""
+    if results is None or results.empty or "scenario" not in results.columns:
+        return pd.DataFrame(columns=["scenario", "t", "series", "value"])
+    skipped = undrawn_series(run_dir, results, max_scenarios=max_scenarios)
+    ids = [str(s) for s in results["scenario"]][:max_scenarios]
+    return series_frame(run_dir, [i for i in ids if i not in skipped])
+
+
+def _zero_series(frame: pd.DataFrame) -> list[str]:
+    """Series whose every sample in every drawn scenario is 0 (a flat line at 0 is said, not drawn)."""
+    return [str(name) for name, part in frame.groupby("series", sort=False) if (part["value"] == 0).all()]
+
+
+def zero_throughout(run_dir: str | Path, results: pd.DataFrame, *, max_scenarios: int = 6) -> str | None:
+    """The line that replaces the series left out of `server_timeseries` for being 0 throughout."""
+    zero = _zero_series(_drawn_frame(run_dir, results, max_scenarios))
+    return f"{', '.join(zero)}: 0 throughout every scenario, not drawn" if zero else None
+
+
+def inside_notes(run_dir: str | Path, results: pd.DataFrame, *, max_scenarios: int = 6) -> list[str]:
+    """What `server_timeseries` leaves out and why, one line each: scenarios with too few samples,
+    series that are 0 throughout."""
+    skipped = undrawn_series(run_dir, results, max_scenarios=max_scenarios)
+    zero = zero_throughout(run_dir, results, max_scenarios=max_scenarios)
+    return [f"{sid}: {why}" for sid, why in skipped.items()] + ([zero] if zero else [])
+
+
 def server_timeseries(run_dir: str | Path, results: pd.DataFrame, *, max_scenarios: int = 6) -> go.Figure | None:
     """Running, queued, KV usage (and board power when sampled) over each scenario's run; None
     when nothing was sampled. A scenario with too few samples while it ran is left out
-    (`undrawn_series` says which). The title says measured or emulated."""
-    if results is None or results.empty or "scenario" not in results.columns:
-        return None
-    skipped = undrawn_series(run_dir, results, max_scenarios=max_scenarios)
-    ids = [str(s) for s in results["scenario"]][:max_scenarios]
-    frame = series_frame(run_dir, [i for i in ids if i not in skipped])
-    if frame.empty:
-        return None
+    (`undrawn_series` says which), and so is a series that is 0 throughout (`zero_throughout`
+    says which). The title says measured or emulated."""
+    frame = _drawn_frame(run_dir, results, max_scenarios)
+    zero = set(_zero_series(frame))
     names = [n for _, n in SERIES] + ["board power (W)"]
-    present = [n for n in names if n in set(frame["series"])]
+    present = [n for n in names if n in set(frame["series"]) and n not in zero]
+    if not present:
+        return None
     fig = make_subplots(rows=len(present), cols=1, shared_xaxes=True, subplot_titles=present, vertical_spacing=0.08)
     for row, name in enumerate(present, 1):
         part = frame[frame["series"] == name]
