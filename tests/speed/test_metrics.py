@@ -231,3 +231,19 @@ def test_a_series_zero_throughout_is_said_not_drawn(run_folder: RunFolder, monke
     fig = server_timeseries(run_folder.path, results)
     assert fig is not None and "queued requests" in [a.text for a in fig.layout.annotations]
     assert inside_notes(run_folder.path, results) == []
+
+
+def test_the_chart_starts_where_the_scenarios_requests_start(run_folder: RunFolder) -> None:
+    """The stage's first scenario waits seconds for the bench client to start: 300 idle samples at
+    0.02 s put its requests at the right edge of a 6 s axis. Each scenario's time counts from its
+    last idle sample before its first request, so the scenarios overlay where they ran."""
+    from kimi_runbooks.speed.inside import series_frame
+
+    for k in range(300):  # start-up: idle
+        run_folder.append_jsonl(run_folder.metrics_series("first"), {"t": k * 0.02, "num_running_reqs": 0})
+    for t, running in ((6.0, 1), (6.02, 0), (7.05, 4), (7.1, 4), (7.2, 0)):
+        run_folder.append_jsonl(run_folder.metrics_series("first"), {"t": t, "num_running_reqs": running})
+    frame = series_frame(run_folder.path, ["first"])
+    running = frame[frame["series"] == "running requests"]
+    assert list(running["t"]) == [0.0, 0.02, 0.04, 1.07, 1.12, 1.22]
+    assert list(running["value"]) == [0, 1, 0, 4, 4, 0]

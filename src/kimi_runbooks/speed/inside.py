@@ -84,19 +84,37 @@ SERIES = (
 
 
 def series_frame(run_dir: str | Path, scenario_ids: list[str]) -> pd.DataFrame:
-    """Long frame (scenario, t, series, value) of the /metrics and telemetry samples."""
+    """Long frame (scenario, t, series, value) of the /metrics and telemetry samples; t counts from
+    the last idle /metrics sample before the server first ran a request of the scenario
+    (`_first_request_at`), so the client's start-up does not push the requests off the chart."""
     folder = RunFolder(run_dir)
     rows: list[dict[str, Any]] = []
     for sid in scenario_ids:
-        for sample in _read(folder.metrics_series(sid)):
+        samples = _read(folder.metrics_series(sid))
+        since = _first_request_at(samples)
+        for sample in samples:
+            if sample["t"] < since:
+                continue
             for key, name in SERIES:
                 if isinstance(sample.get(key), (int, float)):
-                    rows.append({"scenario": sid, "t": sample["t"], "series": name, "value": float(sample[key])})
+                    t = round(sample["t"] - since, 3)
+                    rows.append({"scenario": sid, "t": t, "series": name, "value": float(sample[key])})
         for sample in _read(folder.telemetry_series(sid)):
             powers = [d.get("power_w") for d in sample.get("devices", []) if d.get("power_w") is not None]
-            if powers:
-                rows.append({"scenario": sid, "t": sample["t"], "series": "board power (W)", "value": sum(powers)})
+            if powers and sample["t"] >= since:
+                t = round(sample["t"] - since, 3)
+                rows.append({"scenario": sid, "t": t, "series": "board power (W)", "value": sum(powers)})
     return pd.DataFrame(rows, columns=["scenario", "t", "series", "value"])
+
+
+def _first_request_at(samples: list[dict[str, Any]]) -> float:
+    """Time of the last sample before the first one with requests running or queued (0 if none):
+    the bench client's start-up (seconds for the stage's first scenario) is left off the chart."""
+    timed = [s for s in samples if isinstance(s.get("t"), (int, float)) and "error" not in s]
+    busy = [i for i, s in enumerate(timed) if s.get("num_running_reqs") or s.get("num_queue_reqs")]
+    if not busy:
+        return 0.0
+    return float(timed[max(busy[0] - 1, 0)]["t"])
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
@@ -193,5 +211,5 @@ def server_timeseries(run_dir: str | Path, results: pd.DataFrame, *, max_scenari
         height=220 * len(present) + 80,
         template="plotly_white",
     )
-    fig.update_xaxes(title_text="seconds since the scenario started", row=len(present), col=1)
+    fig.update_xaxes(title_text="seconds since the server first ran a request of the scenario (its warm-up, if any)", row=len(present), col=1)
     return fig
