@@ -211,5 +211,9 @@ def server_timeseries(run_dir: str | Path, results: pd.DataFrame, *, max_scenari
         height=220 * len(present) + 80,
         template="plotly_white",
     )
-    fig.update_xaxes(title_text="seconds since the server first ran a request of the scenario (its warm-up, if any)", row=len(present), col=1)
+    fig.update_xaxes(
+        title_text="seconds since the server first ran a request of the scenario (its warm-up, if any)",
+        row=len(present),
+        col=1,
+    )
     return fig

@@ -103,7 +103,9 @@ class MetricsSampler:
                 self._client.close()
 
     def _run(self, stopping: threading.Event) -> None:
-        schedule = ScrapeSchedule(self.warmup_requests, interval_s=self.interval_s, first_interval_s=self.first_interval_s)
+        schedule = ScrapeSchedule(
+            self.warmup_requests, interval_s=self.interval_s, first_interval_s=self.first_interval_s
+        )
         wait = self._next_wait(schedule)  # after the baseline scrape
         while not stopping.is_set():
             stopping.wait(wait)
@@ -114,7 +116,7 @@ class MetricsSampler:
     def _next_wait(self, schedule: ScrapeSchedule) -> float:
         """The schedule's wait after the latest sample (a missed scrape keeps the last one's busy or idle)."""
         latest = self.samples[-1] if self.samples else {"t": 0.0}
-        read = next((s for s in reversed(self.samples) if "error" not in s), {})
+        read: dict[str, Any] = next((s for s in reversed(self.samples) if "error" not in s), {})
         busy = bool(read.get("num_running_reqs") or read.get("num_queue_reqs"))
         return schedule.after(float(latest["t"]), busy)
 
