@@ -512,6 +512,8 @@ import plotly.io as pio
 pio.renderers.default = "notebook"  # plotly.js inlined (figures survive an offline HTML export); ~1.5 s, so not at start-up
 figure = speed.server_timeseries(run_dir, results)
 figure.show() if figure is not None else print("no /metrics or telemetry samples in this run")
+for note in speed.inside_notes(run_dir, results):  # what the figure leaves out: 0 throughout, too few samples
+    print(note)
 """,
     ),
     (

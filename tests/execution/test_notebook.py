@@ -93,3 +93,38 @@ def test_the_demo_runs_the_runbook_with_the_sliced_client():
     from kimi_runbooks.paths import REPO_ROOT
 
     assert "kernel_manager_class=SlicedWaitKernelManager" in (REPO_ROOT / "scripts" / "demo.py").read_text()
+
+
+CHILD = """
+import signal, sys, time
+from pathlib import Path
+out = Path(sys.argv[1])
+signal.signal(signal.SIGINT, lambda *_: out.with_suffix(".sigint").write_text("SIGINT"))
+out.write_text("ready")
+time.sleep(60)
+"""
+
+
+def test_a_finished_notebooks_kernel_is_shut_down_without_an_interrupt(tmp_path, capfd):
+    """Issue 40: a stray "KeyboardInterrupt caught in kernel" line in the accuracy stage's output.
+    jupyter_client interrupted the kernel (SIGINT to its process group) before asking it to shut
+    down, right after papermill's last kernel_info request; a kernel still in that handler logged
+    the line. A child left in the kernel's process group shows whether that SIGINT was sent."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from kimi_runbooks.execution.notebook import execute_notebook
+
+    mark = tmp_path / "child"
+    start = (
+        "import subprocess, sys, time\n"
+        f"child = subprocess.Popen([sys.executable, '-c', {CHILD!r}, {str(mark)!r}])\n"
+        f"while not __import__('pathlib').Path({str(mark)!r}).exists(): time.sleep(0.02)\n"
+    )
+    source = tmp_path / "nb.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell(start)]), source)
+    execute_notebook(source, tmp_path / "out.ipynb", kernel_name="python3", save_each_cell=False)
+    time.sleep(0.5)  # a SIGINT sent at shutdown has long reached the child by now
+    assert mark.read_text() == "ready"
+    assert not mark.with_suffix(".sigint").exists(), "the kernel's process group got SIGINT at shutdown"
+    assert "KeyboardInterrupt caught in kernel" not in capfd.readouterr().err

@@ -131,9 +131,10 @@ def test_a_missed_scrape_is_kept_trying() -> None:
 
 def test_a_demo_sized_c4_scenario_is_sampled_while_it_runs(run_folder: RunFolder) -> None:
     """Issue 25 item 2: the demo's smoke scenarios (8 prompts of 128/32 at c4, time scale 0.05) last
-    0.1-0.2 s and fell between 0.5 s scrapes: every inside-the-server series was flat zero. With the
-    sampler's default intervals, the scenario now has samples with requests running, and its series
-    is drawn with non-zero running requests."""
+    0.1-0.2 s and fell between 0.5 s scrapes. Issue 40 item 6: the fast scrapes were then spent on
+    bench_serving's warm-up request, before its 1 s pause (sglang/benchmark/serving.py), and the c4
+    chart peaked at 1. The sampler is started before the warm-up, as the speed stage starts it; the
+    measured requests must show 4 running, and the series is drawn with them."""
     import subprocess
     import sys
 
@@ -143,15 +144,17 @@ def test_a_demo_sized_c4_scenario_is_sampled_while_it_runs(run_folder: RunFolder
     from kimi_runbooks.speed.inside import server_timeseries, undrawn_series
 
     # the demo's server (its own process, h200's profile, time scale 0.05) and its client (another
-    # process: bench_serving's 8 prompts of 128/32 at concurrency 4 after one warm-up request)
+    # process, as bench_serving: one warm-up request, a 1 s pause, 8 prompts of 128/32 at concurrency 4)
     load = (
         "import httpx, sys, time\n"
         "from concurrent.futures import ThreadPoolExecutor\n"
         "url = sys.argv[1]\n"
         "body = {'input_ids': list(range(1, 129)), 'sampling_params': {'max_new_tokens': 32, 'ignore_eos': True}}\n"
         "with httpx.Client(timeout=30) as c:\n"
+        "    c.get(url + '/health')\n"
+        "    print('go', flush=True); sys.stdin.readline()\n"
         "    c.post(url + '/generate', json=body)\n"
-        "    print('go', flush=True); sys.stdin.readline(); t = time.monotonic()\n"
+        "    time.sleep(1.0); t = time.monotonic()\n"
         "    with ThreadPoolExecutor(4) as pool:\n"
         "        codes = list(pool.map(lambda _: c.post(url + '/generate', json=body).status_code, range(8)))\n"
         "    print(codes, time.monotonic() - t, flush=True)\n"
@@ -171,16 +174,15 @@ def test_a_demo_sized_c4_scenario_is_sampled_while_it_runs(run_folder: RunFolder
     assert codes == str([200] * 8)
     assert took < 3 * metrics.SAMPLE_INTERVAL_S  # a few steady-state intervals at most, as in the demo
     summary = sampler.summary()
-    assert summary["busy_samples"] >= 2 and summary["peak_running"] >= 2, (
-        took,
-        [(s["t"], s.get("num_running_reqs")) for s in sampler.samples],
-    )
+    seen = [(s["t"], s.get("num_running_reqs")) for s in sampler.samples]
+    assert summary["peak_running"] == 4, (took, seen)  # the measured requests, not the warm-up's 1
+    assert sum(1 for _, running in seen if running == 4) >= 2, (took, seen)
     results = pd.DataFrame([{"scenario": "smoke-c4", "emulated": True}])
     assert undrawn_series(run_folder.path, results) == {}
     fig = server_timeseries(run_folder.path, results)
     assert fig is not None
     running = [t for t in fig.data if t.yaxis in ("y", None)]
-    assert running and max(max(t.y) for t in running) >= 2
+    assert running and max(max(t.y) for t in running) == 4
 
 
 def test_a_series_with_too_few_samples_is_said_not_drawn(run_folder: RunFolder) -> None:
@@ -193,3 +195,55 @@ def test_a_series_with_too_few_samples_is_said_not_drawn(run_folder: RunFolder) 
     results = pd.DataFrame([{"scenario": "short", "emulated": True}])
     assert "1 /metrics sample(s) taken while its requests ran" in undrawn_series(run_folder.path, results)["short"]
     assert server_timeseries(run_folder.path, results) is None
+
+
+def test_a_series_zero_throughout_is_said_not_drawn(run_folder: RunFolder, monkeypatch) -> None:
+    """Issue 40 item 6: the demo's chart drew "queued requests" as a flat line at 0 in every
+    scenario. A series 0 in every sample of every drawn scenario is left out, and a line says so
+    (in the speed notebook and the report); one that is non-zero anywhere is drawn for all."""
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from kimi_runbooks.report import show
+    from kimi_runbooks.report.collect import RunData
+    from kimi_runbooks.speed.inside import inside_notes, server_timeseries
+
+    for sid, running in (("c1", (0, 1, 1, 0)), ("c4", (0, 4, 4, 2))):
+        for t, value in enumerate(running):
+            sample = {"t": t / 10, "num_running_reqs": value, "num_queue_reqs": 0, "token_usage": value / 100}
+            run_folder.append_jsonl(run_folder.metrics_series(sid), sample)
+    results = pd.DataFrame([{"scenario": "c1", "emulated": True}, {"scenario": "c4", "emulated": True}])
+    fig = server_timeseries(run_folder.path, results)
+    assert fig is not None
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == ["running requests", "KV pool usage"]
+    assert inside_notes(run_folder.path, results) == ["queued requests: 0 throughout every scenario, not drawn"]
+
+    shown: list[str] = []
+    monkeypatch.setattr(show, "_show_figure", lambda fig: shown.append(fig.layout.title.text))
+    monkeypatch.setattr(go.Figure, "show", lambda self, *a, **k: shown.append(self.layout.title.text))
+    monkeypatch.setattr(show, "_show_html", lambda body: shown.append(body))
+    speed = results.assign(status="ok")
+    show.show_speed(RunData(run_folder.path, "e1", {}, None, [], None, {"emulated": True}, None, speed, None, {}))
+    assert any("Inside the server: queued requests: 0 throughout every scenario, not drawn" in s for s in shown)
+
+    run_folder.append_jsonl(run_folder.metrics_series("c4"), {"t": 0.4, "num_running_reqs": 4, "num_queue_reqs": 2})
+    fig = server_timeseries(run_folder.path, results)
+    assert fig is not None and "queued requests" in [a.text for a in fig.layout.annotations]
+    assert inside_notes(run_folder.path, results) == []
+
+
+def test_the_chart_starts_where_the_scenarios_requests_start(run_folder: RunFolder) -> None:
+    """The stage's first scenario waits seconds for the bench client to start: 300 idle samples at
+    0.02 s put its requests at the right edge of a 6 s axis. Each scenario's time counts from its
+    last idle sample before its first request, so the scenarios overlay where they ran."""
+    from kimi_runbooks.speed.inside import series_frame
+
+    for k in range(300):  # start-up: idle
+        run_folder.append_jsonl(run_folder.metrics_series("first"), {"t": k * 0.02, "num_running_reqs": 0})
+    for t, running in ((6.0, 1), (6.02, 0), (7.05, 4), (7.1, 4), (7.2, 0)):
+        run_folder.append_jsonl(run_folder.metrics_series("first"), {"t": t, "num_running_reqs": running})
+    frame = series_frame(run_folder.path, ["first"])
+    running = frame[frame["series"] == "running requests"]
+    assert list(running["t"]) == [0.0, 0.02, 0.04, 1.07, 1.12, 1.22]
+    assert list(running["value"]) == [0, 1, 0, 4, 4, 0]

@@ -202,6 +202,27 @@ def test_a_saturated_sweep_stops_and_says_why(tokenizer, tmp_path):
     assert all(f"the sweep saturated at {last_run['scenario']}" in r["error"] for r in skipped)
 
 
+@pytest.mark.heavy
+def test_the_demos_c4_scenario_is_sampled_with_4_running(tokenizer, tmp_path):
+    """Issue 40 item 6: at the demo's settings (the smoke set's c4 scenario, time scale 0.05, real
+    bench_serving with its warm-up request and 1 s pause) the samples peaked at 1 running, the
+    warm-up. They must show the measured requests: 4 running, the scenario's concurrency."""
+    from kimi_runbooks.speed.scenarios import select_scenarios
+
+    sc = next(s for s in select_scenarios("smoke") if s.id == "smoke-random-ids-c4")
+    assert sc.max_concurrency == 4 and sc.warmup_requests == 1
+    with start_subprocess(["--profile", "h200", "--time-scale", "0.05", "--enable-metrics"]) as emu:
+        speed.run_scenarios(
+            [sc], _handle(emu.base_url, 0.05), tmp_path, tokenizer=tokenizer, offline=True, devices=8,
+            platform="h200", timeout_s=300, progress=False, verify_tokens=False,
+        )  # fmt: skip
+    row = read_jsonl(tmp_path / "bench.jsonl")[-1]
+    assert row["status"] == "ok", row.get("error")
+    samples = read_jsonl(tmp_path / "metrics" / f"{sc.id}.jsonl")
+    running = [s.get("num_running_reqs") for s in samples]
+    assert row["server"]["peak_running"] == 4 and running.count(4) >= 2, running
+
+
 @pytest.mark.parametrize("price", ["3.5", -1.0, 0, True])
 def test_a_price_that_is_not_a_positive_number_is_refused_with_the_fix(price):
     from kimi_runbooks.speed.argv import BenchTarget

@@ -84,7 +84,10 @@ def run_accuracy(cfg: AccuracyConfig) -> list[EvalRow]:
             continue
         start = time.monotonic()
         report_progress(ctx.folder, "accuracy", f"{suite}: started ({SUITES[suite][0]})", milestone=True)
-        sampler = MetricsSampler(ctx.handle.base_url, folder=ctx.folder, scenario=f"accuracy-{suite}")
+        # the eval tools send no warm-up: their first requests are the measured ones (scrape_schedule.py)
+        sampler = MetricsSampler(
+            ctx.handle.base_url, folder=ctx.folder, scenario=f"accuracy-{suite}", warmup_requests=0
+        )
         try:
             with sampler:  # what the server did while the suite ran (speed/server_metrics.py)
                 rows = RUNNERS[suite](ctx, suite)

@@ -6,7 +6,8 @@ into the next sleep the gaps settle at ITL + (processing time) most of the time:
 10 ms ITL measured as a ~10.4 ms median.  Here a helper thread waits on a condition
 variable (nanosecond timeouts) and wakes the loop through call_soon_threadsafe,
 which returns from epoll at once.  Long waits still start as an ordinary
-asyncio.sleep, so the thread only handles the last few milliseconds.
+asyncio.sleep, so the thread only handles the last few milliseconds. A deadline already
+past still yields to the loop once, as a real server keeps answering while it decodes.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class PreciseTimer:
     async def sleep_until(self, deadline: float) -> None:
         delay = deadline - time.monotonic()
         if delay <= 0:
+            # behind schedule (a loaded machine): still yield, or a request's whole stream runs in one
+            # go and /metrics, other streams and new requests wait for it to end
+            await asyncio.sleep(0)
             return
         if delay > 2 * _COARSE_MARGIN:
             await asyncio.sleep(delay - _COARSE_MARGIN)

@@ -10,6 +10,13 @@ one poll as long as the cell timeout; when a cell opens ipywidgets comms (the co
 the progress bar) that poll can miss the socket's wake-up and only see the reply, long there, when
 the timeout ends (jupyter/nbclient issue 312: a 2 s cell took 15 min here in a CI run). A sliced
 wait looks again every POLL_SLICE_S, so a missed wake-up costs at most that.
+
+Shutting a kernel down does not interrupt it first. jupyter_client (8.x) sends SIGINT before its
+shutdown request, and papermill shuts down right after the reply to its last kernel_info request,
+while the kernel may still be inside that handler (SIGINT armed): it then logs "KeyboardInterrupt
+caught in kernel" into the stage's output and lingers until SIGTERM. The notebook has finished by
+then; the shutdown request, and jupyter_client's SIGTERM and SIGKILL after it, stop the kernel. An
+interrupt asked for (nbclient's on a cell timeout) still goes through interrupt_kernel.
 """
 
 from __future__ import annotations
@@ -59,6 +66,12 @@ class SlicedWaitKernelManager(AsyncKernelManager):
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("client_class", f"{__name__}.SlicedWaitKernelClient")
         super().__init__(**kwargs)
+
+    async def _async_interrupt_kernel(self) -> None:
+        """The interrupt shutdown_kernel sends first: skipped (see the module docstring)."""
+        if self.shutting_down:
+            return
+        await super()._async_interrupt_kernel()
 
 
 class IPCKernelManager(SlicedWaitKernelManager):

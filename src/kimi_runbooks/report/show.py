@@ -11,7 +11,7 @@ from typing import Any
 
 from ..accuracy.references import chart as accuracy_chart
 from ..speed import reference_frame, server_timeseries
-from ..speed.inside import undrawn_series
+from ..speed.inside import inside_notes
 from .cards import diagnosis_card, speed_findings, top
 from .collect import RunData
 from .figures import caption, concurrency_figure, finding, pareto_figure
@@ -111,10 +111,9 @@ def show_speed(data: RunData) -> None:
     if undrawn:
         _show_html(f'<p class="note">Operating point: {esc("; ".join(undrawn))}</p>')
     inside = server_timeseries(data.run_dir, data.speed) if data.speed is not None else None
-    skipped = undrawn_series(data.run_dir, data.speed) if data.speed is not None else {}
-    if skipped:
-        notes = "; ".join(f"{sid}: {why}" for sid, why in skipped.items())
-        _show_html(f'<p class="note">Inside the server, not drawn: {esc(notes)}</p>')
+    notes = inside_notes(data.run_dir, data.speed) if data.speed is not None else []
+    if notes:
+        _show_html(f'<p class="note">Inside the server: {esc("; ".join(notes))}</p>')
     if inside is not None:
         inside.update_layout(height=min(inside.layout.height or 600, 600))
         _show_figure(inside)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .benchenv import offline_tokenizer
     from .capacity import capacity_plan, cell_fit, live_server_info
     from .figures import heatmap, latency_vs_concurrency, pareto, pareto_front, throughput_vs_concurrency
-    from .inside import inside_table, series_frame, server_timeseries, sweep_goodput
+    from .inside import inside_notes, inside_table, series_frame, server_timeseries, sweep_goodput
     from .options import SpeedOptions
     from .parse import BenchParseError, parse_block, parse_jsonl_text, parse_result_text
     from .predicted import predicted_vs_measured
@@ -72,6 +72,7 @@ _EXPORTS: dict[str, str] = {
     "pareto": ".figures",
     "pareto_front": ".figures",
     "throughput_vs_concurrency": ".figures",
+    "inside_notes": ".inside",
     "inside_table": ".inside",
     "series_frame": ".inside",
     "server_timeseries": ".inside",
@@ -140,6 +141,7 @@ __all__ = [
     "dataset_name",
     "family",
     "heatmap",
+    "inside_notes",
     "inside_table",
     "series_frame",
     "server_timeseries",

@@ -84,19 +84,37 @@ SERIES = (
 
 
 def series_frame(run_dir: str | Path, scenario_ids: list[str]) -> pd.DataFrame:
-    """Long frame (scenario, t, series, value) of the /metrics and telemetry samples."""
+    """Long frame (scenario, t, series, value) of the /metrics and telemetry samples; t counts from
+    the last idle /metrics sample before the server first ran a request of the scenario
+    (`_first_request_at`), so the client's start-up does not push the requests off the chart."""
     folder = RunFolder(run_dir)
     rows: list[dict[str, Any]] = []
     for sid in scenario_ids:
-        for sample in _read(folder.metrics_series(sid)):
+        samples = _read(folder.metrics_series(sid))
+        since = _first_request_at(samples)
+        for sample in samples:
+            if sample["t"] < since:
+                continue
             for key, name in SERIES:
                 if isinstance(sample.get(key), (int, float)):
-                    rows.append({"scenario": sid, "t": sample["t"], "series": name, "value": float(sample[key])})
+                    t = round(sample["t"] - since, 3)
+                    rows.append({"scenario": sid, "t": t, "series": name, "value": float(sample[key])})
         for sample in _read(folder.telemetry_series(sid)):
             powers = [d.get("power_w") for d in sample.get("devices", []) if d.get("power_w") is not None]
-            if powers:
-                rows.append({"scenario": sid, "t": sample["t"], "series": "board power (W)", "value": sum(powers)})
+            if powers and sample["t"] >= since:
+                t = round(sample["t"] - since, 3)
+                rows.append({"scenario": sid, "t": t, "series": "board power (W)", "value": sum(powers)})
     return pd.DataFrame(rows, columns=["scenario", "t", "series", "value"])
+
+
+def _first_request_at(samples: list[dict[str, Any]]) -> float:
+    """Time of the last sample before the first one with requests running or queued (0 if none):
+    the bench client's start-up (seconds for the stage's first scenario) is left off the chart."""
+    timed = [s for s in samples if isinstance(s.get("t"), (int, float)) and "error" not in s]
+    busy = [i for i, s in enumerate(timed) if s.get("num_running_reqs") or s.get("num_queue_reqs")]
+    if not busy:
+        return 0.0
+    return float(timed[max(busy[0] - 1, 0)]["t"])
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
@@ -131,19 +149,45 @@ def undrawn_series(run_dir: str | Path, results: pd.DataFrame, *, max_scenarios:
     return out
 
 
+def _drawn_frame(run_dir: str | Path, results: pd.DataFrame, max_scenarios: int) -> pd.DataFrame:
+    """The samples of the scenarios with enough of them to draw (`undrawn_series` names the others)."""
+    if results is None or results.empty or "scenario" not in results.columns:
+        return pd.DataFrame(columns=["scenario", "t", "series", "value"])
+    skipped = undrawn_series(run_dir, results, max_scenarios=max_scenarios)
+    ids = [str(s) for s in results["scenario"]][:max_scenarios]
+    return series_frame(run_dir, [i for i in ids if i not in skipped])
+
+
+def _zero_series(frame: pd.DataFrame) -> list[str]:
+    """Series whose every sample in every drawn scenario is 0 (a flat line at 0 is said, not drawn)."""
+    return [str(name) for name, part in frame.groupby("series", sort=False) if (part["value"] == 0).all()]
+
+
+def zero_throughout(run_dir: str | Path, results: pd.DataFrame, *, max_scenarios: int = 6) -> str | None:
+    """The line that replaces the series left out of `server_timeseries` for being 0 throughout."""
+    zero = _zero_series(_drawn_frame(run_dir, results, max_scenarios))
+    return f"{', '.join(zero)}: 0 throughout every scenario, not drawn" if zero else None
+
+
+def inside_notes(run_dir: str | Path, results: pd.DataFrame, *, max_scenarios: int = 6) -> list[str]:
+    """What `server_timeseries` leaves out and why, one line each: scenarios with too few samples,
+    series that are 0 throughout."""
+    skipped = undrawn_series(run_dir, results, max_scenarios=max_scenarios)
+    zero = zero_throughout(run_dir, results, max_scenarios=max_scenarios)
+    return [f"{sid}: {why}" for sid, why in skipped.items()] + ([zero] if zero else [])
+
+
 def server_timeseries(run_dir: str | Path, results: pd.DataFrame, *, max_scenarios: int = 6) -> go.Figure | None:
     """Running, queued, KV usage (and board power when sampled) over each scenario's run; None
     when nothing was sampled. A scenario with too few samples while it ran is left out
-    (`undrawn_series` says which). The title says measured or emulated."""
-    if results is None or results.empty or "scenario" not in results.columns:
-        return None
-    skipped = undrawn_series(run_dir, results, max_scenarios=max_scenarios)
-    ids = [str(s) for s in results["scenario"]][:max_scenarios]
-    frame = series_frame(run_dir, [i for i in ids if i not in skipped])
-    if frame.empty:
-        return None
+    (`undrawn_series` says which), and so is a series that is 0 throughout (`zero_throughout`
+    says which). The title says measured or emulated."""
+    frame = _drawn_frame(run_dir, results, max_scenarios)
+    zero = set(_zero_series(frame))
     names = [n for _, n in SERIES] + ["board power (W)"]
-    present = [n for n in names if n in set(frame["series"])]
+    present = [n for n in names if n in set(frame["series"]) and n not in zero]
+    if not present:
+        return None
     fig = make_subplots(rows=len(present), cols=1, shared_xaxes=True, subplot_titles=present, vertical_spacing=0.08)
     for row, name in enumerate(present, 1):
         part = frame[frame["series"] == name]
@@ -167,5 +211,9 @@ def server_timeseries(run_dir: str | Path, results: pd.DataFrame, *, max_scenari
         height=220 * len(present) + 80,
         template="plotly_white",
     )
-    fig.update_xaxes(title_text="seconds since the scenario started", row=len(present), col=1)
+    fig.update_xaxes(
+        title_text="seconds since the server first ran a request of the scenario (its warm-up, if any)",
+        row=len(present),
+        col=1,
+    )
     return fig

@@ -18,7 +18,8 @@ from ..plan.catalog import Scenario
 from ..rundir import RunFolder
 from . import efficiency, goodput, saturation
 from .argv import BenchTarget
-from .server_metrics import SAMPLE_INTERVAL_S, MetricsSampler
+from .scrape_schedule import BENCH_SERVING_WARMUP_REQUESTS, SAMPLE_INTERVAL_S
+from .server_metrics import MetricsSampler
 from .telemetry import TelemetrySampler, find_tool
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
@@ -116,7 +117,13 @@ class ScenarioObserver:
         self.config = config
         self.scenario = scenario
         self.metrics = (
-            MetricsSampler(base_url, folder=folder, scenario=scenario.id, interval_s=config.interval_s)
+            MetricsSampler(
+                base_url,
+                folder=folder,
+                scenario=scenario.id,
+                interval_s=config.interval_s,
+                warmup_requests=_warmup_requests(scenario),
+            )
             if config.metrics
             else None
         )
@@ -174,6 +181,11 @@ class ScenarioObserver:
             eff["throughput_origin"] = origin
             out["efficiency"] = eff
         return out
+
+
+def _warmup_requests(scenario: Scenario) -> int:
+    """The warm-up requests bench_serving sends before the measured ones (its default when unset)."""
+    return BENCH_SERVING_WARMUP_REQUESTS if scenario.warmup_requests is None else scenario.warmup_requests
 
 
 def _number(value: Any) -> float | None:

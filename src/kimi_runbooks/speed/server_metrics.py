@@ -8,7 +8,8 @@ Series carry labels (model_name, engine_type, tp_rank, ..., one series per dp_ra
 attention); counts are summed across them, fractions take their maximum.
 
 The sampler runs in a thread during one scenario, appends every sample to the run folder
-(metrics/<scenario>.jsonl) as it goes, and summarises the scenario when it stops.
+(metrics/<scenario>.jsonl) as it goes, and summarises the scenario when it stops. When it scrapes
+(fast as the measured requests start, after bench_serving's warm-up) is scrape_schedule.py's.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ..procs import BackgroundLoop
 from ..rundir import RunFolder
 from ..target.tls import verified_tls
+from .scrape_schedule import BENCH_SERVING_WARMUP_REQUESTS, FIRST_INTERVAL_S, SAMPLE_INTERVAL_S, ScrapeSchedule
 
 GAUGES_SUMMED = (
     "num_running_reqs",
@@ -62,22 +64,10 @@ def parse_metrics(text: str) -> dict[str, float]:
     return {**sums, **maxima, **hist}
 
 
-SAMPLE_INTERVAL_S = 0.5
-"""Between two scrapes once a scenario has run a while: too rarely to load a server."""
-FIRST_INTERVAL_S = 0.005
-"""Between the first scrapes once requests run: a scenario of 0.1-0.2 s (a smoke run, a fast
-emulator) falls between two 0.5 s scrapes and would show nothing, so sampling starts this fast
-when the server first reports running or queued requests and slows down by GROWTH per scrape to
-SAMPLE_INTERVAL_S (reached after ~2 s, ~18 scrapes): a short scenario gets a handful of samples,
-a long one costs a few dozen scrapes more than a fixed interval."""
-GROWTH = 1.3
-IDLE_INTERVAL_S = 0.02
-"""Between scrapes before the first request runs (the benchmark client starting up, seconds)."""
-
-
 @dataclass
 class MetricsSampler:
-    """Scrapes /metrics every `interval_s` in a thread while a scenario runs (a context manager)."""
+    """Scrapes /metrics in a thread while a scenario runs (a context manager): fast as requests start
+    running, every `interval_s` once they have run a while (scrape_schedule.py)."""
 
     base_url: str
     folder: RunFolder | None = None
@@ -85,6 +75,8 @@ class MetricsSampler:
     api_key: str | None = None
     interval_s: float = SAMPLE_INTERVAL_S
     first_interval_s: float = FIRST_INTERVAL_S
+    warmup_requests: int = BENCH_SERVING_WARMUP_REQUESTS
+    """The client's warm-up requests before the measured ones: the schedule's fast start waits for them."""
     samples: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
     _loop: BackgroundLoop | None = field(default=None, repr=False)
@@ -111,17 +103,22 @@ class MetricsSampler:
                 self._client.close()
 
     def _run(self, stopping: threading.Event) -> None:
-        wait, started = min(IDLE_INTERVAL_S, self.interval_s), False
+        schedule = ScrapeSchedule(
+            self.warmup_requests, interval_s=self.interval_s, first_interval_s=self.first_interval_s
+        )
+        wait = self._next_wait(schedule)  # after the baseline scrape
         while not stopping.is_set():
             stopping.wait(wait)
             if stopping.is_set() or not self.scrape_once(self._client):
                 return
-            if not started:
-                last = self.samples[-1] if self.samples else {}
-                started = bool(last.get("num_running_reqs") or last.get("num_queue_reqs"))
-                wait = min(self.first_interval_s if started else IDLE_INTERVAL_S, self.interval_s)
-            else:
-                wait = min(wait * GROWTH, self.interval_s)
+            wait = self._next_wait(schedule)
+
+    def _next_wait(self, schedule: ScrapeSchedule) -> float:
+        """The schedule's wait after the latest sample (a missed scrape keeps the last one's busy or idle)."""
+        latest = self.samples[-1] if self.samples else {"t": 0.0}
+        read: dict[str, Any] = next((s for s in reversed(self.samples) if "error" not in s), {})
+        busy = bool(read.get("num_running_reqs") or read.get("num_queue_reqs"))
+        return schedule.after(float(latest["t"]), busy)
 
     def scrape_once(self, client: httpx.Client | None = None) -> bool:
         """One sample; False when the server has no usable /metrics (recorded in `note`)."""
