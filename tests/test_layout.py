@@ -30,7 +30,7 @@ WRITE_FUNCTIONS = {
     ("os", "rename"),
     ("os", "replace"),
 }
-WRITERS = {PACKAGE / "rundir" / "__init__.py", PACKAGE / "rundir" / "logs.py"}
+WRITERS = {PACKAGE / "rundir" / "__init__.py", PACKAGE / "rundir" / "logs.py", PACKAGE / "rundir" / "atomic.py"}
 """The one package allowed to write files (every other module goes through RunFolder)."""
 
 
