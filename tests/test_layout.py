@@ -254,6 +254,15 @@ def test_only_rundir_writes_files() -> None:
     )
 
 
+def test_whole_files_are_written_only_atomically() -> None:
+    """Inside rundir only atomic.py writes a whole file (a temporary file, then os.replace); the rest
+    appends (JSONL rows, logs), moves (set_aside) or copies a tree through atomic.copy_file."""
+    allowed = ("open(mode='a')", "os.replace", "shutil.copytree")
+    writers = [path for path in WRITERS if path.name != "atomic.py"]
+    offenders = [w for path in writers for w in _writes(path) if not w.split(" ", 1)[1].startswith(allowed)]
+    assert not offenders, f"{offenders}: a whole-file write that a kill could leave cut short. Fix: use rundir.atomic"
+
+
 def test_write_detector_sees_each_kind_of_write(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text(
