@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kimi_runbooks.rundir import RunFolder, read_json
-UnreadableJSON = ValueError
+from kimi_runbooks.rundir import RunFolder, UnreadableJSON, read_json
 
 
 def _leftovers(folder: Path) -> list[str]:
