@@ -20,7 +20,7 @@ from kimi_runbooks import cli, runbook
 from kimi_runbooks.deploy import registry
 from kimi_runbooks.deploy.logpump import is_pump, start_pumped
 from kimi_runbooks.deploy.teardown import stop_orphans
-from kimi_runbooks.procs import cmdline, group_alive, start_ticks
+from kimi_runbooks.procs import RUN_TOKEN_ENV, cmdline, group_alive, process_alive, start_ticks
 from kimi_runbooks.rundir import RunFolder, now_iso
 
 CUT_SHORT = '{"launcher": "emulator", "pid": 12'
@@ -53,7 +53,7 @@ def ended_owner(monkeypatch: pytest.MonkeyPatch) -> str:
     return token
 
 
-def _start_orphan(run: Path) -> Orphan:
+def _start_orphan(run: Path, run_token: str | None = None) -> Orphan:
     """A server whose runbook is gone: a log pump (its group's leader, as the emulator's) running
     `sleep`, recorded in the run folder's process.json and in the registry."""
     folder = RunFolder.create(run)
@@ -70,7 +70,7 @@ def _start_orphan(run: Path) -> Orphan:
         "started_at": now_iso(),
     }
     folder.save_json(folder.process, record)
-    registry.record(_Started(folder.path, record))
+    registry.record(_Started(folder.path, record), run_token=run_token)
     return Orphan(folder, proc.pid)
 
 
@@ -169,3 +169,24 @@ def test_a_run_folder_named_by_path_is_torn_down_whichever_checkout_registered_i
         assert registry.get(orphan.folder.path) is None
     finally:
         legacy.unlink(missing_ok=True)
+
+
+def test_an_orphans_other_processes_are_swept_by_the_token_the_registry_kept(tmp_path, orphans, capsys, monkeypatch):
+    """The deploy stage registers its server with the run's token in its environment: the token is
+    kept as it is (not redacted as if it were a credential), so the processes of the run (here a
+    bench client) are found and stopped once their runbook is gone."""
+    token = "0123456789abcdef0123456789abcdef"
+    monkeypatch.setenv(RUN_TOKEN_ENV, token)  # as in every stage kernel of a runbook
+    client = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        orphan = _start_orphan(tmp_path / "run", run_token=token)
+        orphans.append(orphan)
+        monkeypatch.delenv(RUN_TOKEN_ENV)
+        assert registry.get(orphan.folder.path).run_token == token
+        assert cli.main(["teardown", "--all"]) == 0
+        assert f"(pids [{client.pid}])" in capsys.readouterr().out
+        client.wait(timeout=10)
+        assert not process_alive(client.pid)
+    finally:
+        client.kill()
+        client.wait()
