@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..procs import RUN_TOKEN_ENV, processes_with_token, stop_processes
+from ..procs import RUN_TOKEN_ENV, STOP_GRACE_SECONDS, processes_with_token, stop_processes
 from ..rundir import RunFolder, now_iso
 from . import registry
 from .launchers import LAUNCHERS
@@ -16,11 +16,16 @@ SWEEP_GRACE_SECONDS = 5.0
 
 
 def teardown_run(
-    run_dir: str | Path | RunFolder, *, tokens: list[str] | None = None, folder_token: bool = True
+    run_dir: str | Path | RunFolder,
+    *,
+    tokens: list[str] | None = None,
+    folder_token: bool = True,
+    grace: float = STOP_GRACE_SECONDS,
 ) -> list[str]:
     """Stop the server recorded in `run_dir` (process.json / handle.json) and the processes of
     the run (its token, from the registry, `tokens` and, with `folder_token`, runbook.json);
-    idempotent.
+    idempotent. Whatever ignores SIGTERM is killed after `grace` seconds (the sweep's grace is at
+    most SWEEP_GRACE_SECONDS).
 
     Returns what it did ("stopped process group N", "docker rm -f NAME", "scancel ID",
     "stopped 2 processes of the run (pids ...)"), and which record it could not read (skipped: the
@@ -41,26 +46,26 @@ def teardown_run(
     if info.get("launcher") == "external":
         registry.forget(folder.path)
         return ["external server: not ours to stop"]
-    done = unreadable + stop_record(folder, info)
+    done = unreadable + stop_record(folder, info, grace)
     if entry is not None:
-        for action in stop_record(folder, entry.record()):  # the registry may know a newer server
+        for action in stop_record(folder, entry.record(), grace):  # the registry may know a newer server
             if action not in done:
                 done.append(action)
-    done += sweep(_tokens(folder if folder_token else None, entry, tokens))
+    done += sweep(_tokens(folder if folder_token else None, entry, tokens), min(grace, SWEEP_GRACE_SECONDS))
     registry.forget(folder.path)
     if info and folder.path.is_dir() and not unreadable:
         folder.update_json(folder.process, stopped_at=now_iso())
     return done
 
 
-def stop_record(folder: RunFolder, info: dict[str, Any]) -> list[str]:
+def stop_record(folder: RunFolder, info: dict[str, Any], grace: float = STOP_GRACE_SECONDS) -> list[str]:
     """Each launcher stops what it recorded; the record may predate a launcher change, so every
     launcher whose resource is named in it gets its turn (a pgid, a container, a job id)."""
     done: list[str] = []
     if info.get("launcher") == "external":
         return done
     for cls in LAUNCHERS.values():
-        for action in cls.stop_recorded(folder, info):
+        for action in cls.stop_recorded(folder, info, grace):
             if action not in done:
                 done.append(action)
     return done
