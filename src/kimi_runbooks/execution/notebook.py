@@ -10,6 +10,10 @@ one poll as long as the cell timeout; when a cell opens ipywidgets comms (the co
 the progress bar) that poll can miss the socket's wake-up and only see the reply, long there, when
 the timeout ends (jupyter/nbclient issue 312: a 2 s cell took 15 min here in a CI run). A sliced
 wait looks again every POLL_SLICE_S, so a missed wake-up costs at most that.
+
+The executed copy, which papermill rewrites after every cell, is written atomically (rundir.atomic,
+through a papermill I/O handler): a run killed while papermill saves leaves the previous copy, not
+a cut-short notebook that the report and the next run cannot read.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Type
+
+from ..rundir.atomic import replace_text
 
 POLL_SLICE_S = 0.25
 """Longest a reply that has arrived can go unseen (see the module docstring)."""
@@ -70,6 +76,33 @@ class IPCKernelManager(SlicedWaitKernelManager):
         super().__init__(**kwargs)
 
 
+class AtomicOutput:
+    """papermill's I/O handler for the executed copy's folder: each save replaces the file atomically."""
+
+    def read(self, path: str) -> str:
+        return Path(path).read_text(encoding="utf-8")
+
+    def listdir(self, path: str) -> list[str]:
+        return os.listdir(path)
+
+    def write(self, buf: str, path: str) -> None:
+        replace_text(path, buf)
+
+    def pretty_path(self, path: str) -> str:
+        return path
+
+
+def write_atomically(dest: str | Path) -> str:
+    """Have papermill write into `dest`'s folder through AtomicOutput (it picks a handler by path
+    prefix: the folder is registered once); returns `dest` as papermill's output path."""
+    from papermill.iorw import papermill_io
+
+    target = str(Path(dest).absolute())
+    if not isinstance(papermill_io.get_handler(target), AtomicOutput):
+        papermill_io.register(os.path.join(os.path.dirname(target), ""), AtomicOutput())
+    return target
+
+
 def execute_notebook(
     source: str | Path,
     dest: str | Path,
@@ -89,7 +122,7 @@ def execute_notebook(
 
     return pm.execute_notebook(
         str(source),
-        str(dest),
+        write_atomically(dest),
         parameters=parameters or {},
         cwd=str(cwd) if cwd is not None else None,
         kernel_name=kernel_name,
