@@ -81,3 +81,14 @@ def test_a_cut_short_json_file_is_named_with_the_fix(run_folder: RunFolder) -> N
         read_json(run_folder.process)
     with pytest.raises(ValueError):  # what callers that skip bad files catch
         run_folder.read_json(RunFolder.PROCESS)
+
+
+def test_a_cut_short_fingerprint_refuses_the_folder_with_the_reason(run_folder: RunFolder) -> None:
+    """A runbook's start reads the folder's fingerprint: cut short, it is reported, not raised."""
+    from kimi_runbooks.runbook import PlanInvalid
+    from kimi_runbooks.runbook.fingerprint import RESULT_FILES, check_resume
+
+    run_folder.save_json(RESULT_FILES[0], {})
+    (run_folder / RunFolder.FINGERPRINT).write_text('{"platform": "h2')
+    with pytest.raises(PlanInvalid, match=r"its fingerprint cannot be read \(.*fingerprint\.json is not readable JSON"):
+        check_resume(run_folder, {"platform": "h200"}, force=False)
