@@ -79,7 +79,7 @@ when the name is declared here, both sit at the top or directly in a top-level p
 defines what its role requires (`Role.shows`). The check sees definitions, not intent: it catches a
 `config.py` that holds no options model, not one whose options model means something else."""
 
-WRITERS = {PACKAGE / "rundir" / "__init__.py", PACKAGE / "rundir" / "logs.py"}
+WRITERS = {PACKAGE / "rundir" / "__init__.py", PACKAGE / "rundir" / "logs.py", PACKAGE / "rundir" / "atomic.py"}
 """The one package allowed to write files (every other module goes through RunFolder)."""
 WRITE_EXCEPTIONS = {
     PACKAGE / "emulator" / "testing.py": "a test harness: start_subprocess opens a temporary file for the "
@@ -273,6 +273,40 @@ def test_only_rundir_writes_files() -> None:
         "package code writes files outside rundir.RunFolder (which redacts): "
         f"{offenders}. Fix: use RunFolder.save_text / save_json / append_jsonl / open_log."
     )
+
+
+ATOMIC_WRITER = "atomic.py"
+IN_PLACE_ALLOWED = ("open(mode='a')", "os.fdopen", "os.replace", "shutil.copytree")
+"""Inside rundir, what is not a whole-file write: appends (JSONL rows, logs), a descriptor opened
+(the write end of a log's pipe), the rename that ends an atomic write or a move (set_aside), and a
+tree copied through atomic.copy_file."""
+
+
+def in_place_writes(paths: list[Path]) -> list[str]:
+    """Whole-file writes outside rundir/atomic.py: a kill during one leaves a cut-short file."""
+    return [
+        w
+        for path in paths
+        if path.name != ATOMIC_WRITER
+        for w in file_writes(path)
+        if not w.split(" ", 1)[1].startswith(IN_PLACE_ALLOWED)
+    ]
+
+
+def test_whole_files_are_written_only_atomically() -> None:
+    offenders = in_place_writes(sorted(WRITERS))
+    assert not offenders, f"{offenders}: a whole-file write that a kill could leave cut short. Fix: use rundir.atomic"
+
+
+def test_in_place_write_detector_sees_a_plain_write_text(broken_copy: Build) -> None:
+    root = broken_copy(
+        {
+            "rundir/__init__.py": "def save(p, s):\n    p.write_text(s)\n\ndef add(p):\n    open(p, 'a')\n",
+            "rundir/atomic.py": "def write(p, s):\n    p.write_text(s)\n",
+        }
+    )
+    found = in_place_writes([root / "rundir" / "__init__.py", root / "rundir" / "atomic.py"])
+    assert found == ["__init__.py:2 p.write_text"]
 
 
 def test_write_detector_sees_each_kind_of_write(tmp_path: Path) -> None:

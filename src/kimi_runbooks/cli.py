@@ -125,7 +125,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
 def cmd_teardown(args: argparse.Namespace) -> int:
     """Stop what runs left running: the named run folders', or every orphan the registry knows."""
     from .deploy import registry
-    from .deploy.teardown import orphan_report, stop_orphans, teardown_run
+    from .deploy.teardown import stop_orphans, teardown_run
+    from .paths import REPO_ROOT
     from .rundir import RunFolder, RunFolderError
 
     if args.run_dirs:
@@ -139,16 +140,26 @@ def cmd_teardown(args: argparse.Namespace) -> int:
                 continue
             print(f"{run_dir}: " + ("; ".join(done) if done else "nothing left running"))
         return code
+    print(f"this checkout: {REPO_ROOT} (its registry: {registry.registry_dir()})")
     if args.all:
-        stopped = stop_orphans(include_detached=True)
-        print(orphan_report(stopped) if stopped else "no orphaned or detached servers to stop")
-    live = registry.entries()
-    if live:
-        print(f"{len(live)} server(s) still registered (their runs are still going, or pass the run folder):")
-        for entry in live:
-            print(f"  - {entry.describe()}")
+        sweep = stop_orphans(include_detached=True)
+        print(sweep.report() or "no orphaned or detached servers of this checkout to stop")
+    found = registry.scan()
+    if found.entries:
+        print(f"{len(found.entries)} server(s) of this checkout registered (runs going on, or pass the run folder):")
+        print("\n".join(f"  - {entry.describe()}" for entry in found.entries))
     elif not args.all:
-        print("no servers registered. Usage: kimi-runbooks teardown RUN_DIR [...] | --all")
+        print("no servers of this checkout registered. Usage: kimi-runbooks teardown RUN_DIR [...] | --all")
+    if found.unreadable and not args.all:  # --all reported them already
+        print("\n".join(["unreadable registry entries (skipped):", *(f"  - {x}" for x in found.unreadable)]))
+    others = registry.other_checkouts()
+    if others:
+        print(
+            f"{len(others)} server(s) registered by other checkouts, not stopped from here "
+            "(run `kimi-runbooks teardown --all` in that checkout, or pass the run folder):"
+        )
+        unknown = "unknown: registered before registries were per checkout"
+        print("\n".join(f"  - {e.describe()} [checkout {e.checkout or unknown}]" for e in others))
     return 0
 
 
@@ -177,7 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_down.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="run folder(s) whose server to stop")
     p_down.add_argument(
-        "--all", action="store_true", help="stop every registered server whose run has ended (orphans, detached)"
+        "--all",
+        action="store_true",
+        help="stop every server this checkout registered whose run has ended (orphans, detached); "
+        "other checkouts' servers are listed, not stopped",
     )
     p_down.set_defaults(func=cmd_teardown)
     sub.add_parser("emulator", help="run the SGLang emulator (see `kimi-runbooks emulator --help`)", add_help=False)

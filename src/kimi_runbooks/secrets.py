@@ -38,6 +38,9 @@ SECRET_NAME = re.compile(r"(^|_)(API_KEY|ACCESS_KEY|KEY|TOKEN|SECRET|PASSWORD|PA
 MIN_KEY_LENGTH = 8  # a run's named key shorter than this is refused at start
 MIN_GUESSED_LENGTH = 8  # a variable that only looks secret: long values only, to spare short words
 SECRET_FIELDS = {"api_key", "api-key", "apikey", "authorization", "hf_token"}
+NOT_SECRET_NAMES = frozenset({"KIMI_RUNBOOKS_RUN_TOKEN"})
+"""Names that look like a credential but are not one: procs.RUN_TOKEN_ENV only marks a run's processes,
+and the registry must keep it to find them (redacted, an orphan's bench client was never swept)."""
 _API_KEY_FLAG = re.compile(r"(--api-key[ =])(?!\"?\$\{)(\S+)")
 
 
@@ -63,7 +66,8 @@ def secret_values(extra_env_names: Iterable[str | None] = (), environ: dict[str,
     env = os.environ if environ is None else environ
     named = {n for n in extra_env_names if n}
     values = {env[n] for n in named if env.get(n)}
-    values |= {v for n, v in env.items() if SECRET_NAME.search(n) and len(v) >= MIN_GUESSED_LENGTH}
+    guessed = (n for n in env if n not in NOT_SECRET_NAMES and SECRET_NAME.search(n))
+    values |= {env[n] for n in guessed if len(env[n]) >= MIN_GUESSED_LENGTH}
     return sorted(values, key=len, reverse=True)
 
 

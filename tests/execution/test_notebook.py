@@ -20,6 +20,7 @@ from kimi_runbooks.execution.notebook import (
     SlicedWaitChannel,
     SlicedWaitKernelClient,
     SlicedWaitKernelManager,
+    execute_notebook,
 )
 
 
@@ -128,3 +129,29 @@ def test_a_finished_notebooks_kernel_is_shut_down_without_an_interrupt(tmp_path,
     assert mark.read_text() == "ready"
     assert not mark.with_suffix(".sigint").exists(), "the kernel's process group got SIGINT at shutdown"
     assert "KeyboardInterrupt caught in kernel" not in capfd.readouterr().err
+
+
+@pytest.mark.slow  # starts a kernel (~3 s)
+def test_papermill_saves_the_executed_copy_atomically(tmp_path, monkeypatch):
+    """papermill rewrites the executed copy after every cell; a run killed during one of those saves
+    must leave the previous copy, so the copy is never opened for writing in place (issue 40)."""
+    import builtins
+
+    import nbformat
+    import papermill.iorw
+
+    source, dest = tmp_path / "source.ipynb", tmp_path / "notebooks" / "executed.ipynb"
+    dest.parent.mkdir()
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), source)
+    opened_in_place: list[str] = []
+
+    def recording_open(file, mode="r", *args, **kwargs):
+        if set(str(mode)) & set("wa+") and str(file).endswith("executed.ipynb"):
+            opened_in_place.append(str(file))
+        return builtins.open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(papermill.iorw, "open", recording_open, raising=False)  # papermill's local writes
+    execute_notebook(source, dest, kernel_name="python3")
+    assert opened_in_place == []
+    assert nbformat.read(dest, as_version=4).cells[0].source == "x = 1"
+    assert [p.name for p in dest.parent.iterdir()] == ["executed.ipynb"]  # no temporary file left

@@ -53,7 +53,8 @@ def file_writes(path: Path) -> list[str]:
                 if kw.arg == "mode":
                     mode = kw.value
             if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) & set("wax+"):
-                found.append(f"{path.name}:{node.lineno} open(mode={mode.value!r})")
+                opener = "os.fdopen" if fdopen else "open"  # fdopen: a descriptor (a pipe, a temp file)
+                found.append(f"{path.name}:{node.lineno} {opener}(mode={mode.value!r})")
     return found
 
 
@@ -64,7 +65,8 @@ OUTPUT_FLAG = re.compile(r"--(output|out|log|artifact|save|export|results?|summa
 --out-dir, inspect --log-dir, K2VV --output/--summary, aiperf --artifact-dir, the log pump --log)."""
 QUIET_STREAMS = {"None", "subprocess.PIPE", "subprocess.DEVNULL", "subprocess.STDOUT", "sys.stdout", "sys.stderr"}
 PATH_STEPS = {"resolve", "absolute", "expanduser", "with_suffix", "with_name", "joinpath"}
-AS_PATH = {"str", "Path", "os.fspath"}
+AS_PATH = {"str", "Path", "os.fspath", "write_atomically"}
+"""Calls that hand on the path they are given (write_atomically: papermill's atomic I/O handler's URL)."""
 NOTEBOOK_OUTPUT = ("output_path", "dest")
 
 

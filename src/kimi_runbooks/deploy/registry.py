@@ -1,13 +1,15 @@
 """Every server a run starts, remembered outside the run folder, so none is ever forgotten.
 
 A run folder's process.json says what to stop, but only to someone who still knows the folder.
-The registry keeps one small JSON file per live server in one place per user
-($KIMI_RUNBOOKS_REGISTRY, default ~/.cache/kimi-runbooks/servers/): the run folder, the process
-group / container / Slurm job, when it started, and its OWNER, the process whose end must end it
-(the runbook, or the notebook that launched it). A server whose owner is gone is an orphan:
-`kimi-runbooks teardown --all` and the next launch stop it and say so. A server left running on
-purpose (a deploy notebook with keep_running and no runbook around it) is "detached": listed,
-stopped only by an explicit teardown.
+The registry keeps one small JSON file per live server in one folder per checkout
+($KIMI_RUNBOOKS_REGISTRY, default ~/.cache/kimi-runbooks/servers/, then one sub-folder per
+checkout): the run folder, the process group / container / Slurm job, when it started, and its
+OWNER, the process whose end must end it (the runbook, or the notebook that launched it). A
+server whose owner is gone is an orphan: `kimi-runbooks teardown --all` and the next launch from
+the same checkout stop it and say so; another checkout's servers are listed, never stopped by
+them (one user's two checkouts are two projects). A server left running on purpose (a deploy
+notebook with keep_running and no runbook around it) is "detached": listed, stopped only by an
+explicit teardown. An entry that cannot be read is reported and skipped, never raised.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..paths import REPO_ROOT
 from ..procs import process_alive, start_ticks
 from ..rundir import RunFolder, read_json
 
@@ -41,12 +44,25 @@ OWNER_ENV = "KIMI_RUNBOOKS_OWNER"
 kernel that exits after the deploy stage) is owned by the runbook, not by that kernel."""
 
 
-def registry_dir() -> Path:
+def registry_root() -> Path:
+    """Where every checkout's registry of this user lives."""
     env = os.environ.get(REGISTRY_ENV)
     if env:
         return Path(env)
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache) / "kimi-runbooks" / "servers"
+
+
+def checkout_scope(checkout: Path | None = None) -> str:
+    """The sub-folder of a checkout's entries (default: this one): its folder name and a hash of its path."""
+    resolved = (checkout or REPO_ROOT).resolve()
+    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
+    return f"{resolved.name or 'root'}-{digest}"
+
+
+def registry_dir() -> Path:
+    """This checkout's registry: the servers its runs started."""
+    return registry_root() / checkout_scope()
 
 
 def _key(run_dir: str | Path) -> str:
@@ -80,6 +96,8 @@ class Entry:
     base_url: str | None = None
     host: str = ""
     run_token: str | None = None
+    checkout: str = ""
+    """The checkout whose run started it (its own registry folder says so too)."""
     extra_pgids: list[list[int]] = field(default_factory=list)
     """[pgid, start ticks] of the other groups a fleet started (replicas, PD pools, the router)."""
 
@@ -121,6 +139,7 @@ def record(handle: StartedServer, run_token: str | None = None) -> Entry:
         owner=current_owner(),
         host=socket.gethostname(),
         run_token=run_token,
+        checkout=str(REPO_ROOT.resolve()),
         **handle.process_record(),
     )
     _save(entry)
@@ -140,32 +159,89 @@ def detach(run_dir: str | Path) -> None:
 
 
 def get(run_dir: str | Path) -> Entry | None:
-    return _load(registry_dir() / _key(run_dir))
+    """The entry of `run_dir`: this checkout's, else another's (a run folder named by path is the
+    same server whichever checkout started it)."""
+    for path in _paths_of(run_dir):
+        entry = _load(path)
+        if entry is not None:
+            return entry
+    return None
 
 
 def forget(run_dir: str | Path) -> None:
-    """Drop the entry of `run_dir` (its server was stopped)."""
-    (registry_dir() / _key(run_dir)).unlink(missing_ok=True)
+    """Drop the entry of `run_dir` (its server was stopped), wherever it was registered."""
+    for path in _paths_of(run_dir):
+        path.unlink(missing_ok=True)
+
+
+def _paths_of(run_dir: str | Path) -> list[Path]:
+    """Where an entry of `run_dir` can be: this checkout's folder first, then other checkouts' and
+    the registry root (entries written before registries were per checkout)."""
+    key, own, root = _key(run_dir), registry_dir(), registry_root()
+    others = sorted(p for p in root.glob(f"*/{key}") if p.parent != own) if root.is_dir() else []
+    return [own / key, *others, root / key]
 
 
 def _load(path: Path) -> Entry | None:
     try:
-        data = read_json(path)
+        return _parse(path)
     except (OSError, ValueError):
         return None
+
+
+def _parse(path: Path) -> Entry:
+    """One entry file; ValueError (naming the file and the fix) when it is not an entry."""
+    data = read_json(path)
+    if data is None:
+        raise FileNotFoundError(path)
     if not isinstance(data, dict):
-        return None
+        raise ValueError(f"{path} is not a registry entry (a JSON object). Fix: delete it")
     try:
         return Entry(**{k: v for k, v in data.items() if k in Entry.__dataclass_fields__})
-    except TypeError:
-        return None
+    except TypeError as exc:
+        raise ValueError(f"{path} is not a registry entry ({exc}). Fix: delete it") from None
+
+
+@dataclass
+class Scan:
+    """A registry folder read: its entries on this host, oldest first, and one line per file that
+    could not be read (reported by whoever lists or stops servers, never raised)."""
+
+    entries: list[Entry]
+    unreadable: list[str]
+
+
+def scan(folder: Path | None = None) -> Scan:
+    """Read one registry folder (default: this checkout's)."""
+    folder = registry_dir() if folder is None else folder
+    found: list[Entry] = []
+    unreadable: list[str] = []
+    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    for path in paths:
+        try:
+            found.append(_parse(path))
+        except FileNotFoundError:
+            continue  # stopped and forgotten meanwhile
+        except (OSError, ValueError) as exc:
+            unreadable.append(
+                f"registry entry {path} is unreadable ({exc}); the server it recorded, if still running, "
+                "must be found by hand (ps, docker ps, squeue) and stopped; then delete the file"
+            )
+    host = socket.gethostname()
+    mine = sorted((e for e in found if e.host in ("", host)), key=lambda e: e.started_at)
+    return Scan(mine, unreadable)
 
 
 def entries() -> list[Entry]:
-    """Every server the registry remembers on this machine, oldest first."""
-    folder = registry_dir()
-    if not folder.is_dir():
+    """Every server this checkout's registry remembers on this machine, oldest first."""
+    return scan().entries
+
+
+def other_checkouts() -> list[Entry]:
+    """Servers other checkouts of this user registered (and entries from before registries were per
+    checkout): listed for the user, never stopped from here."""
+    root, own = registry_root(), registry_dir()
+    if not root.is_dir():
         return []
-    found = [e for p in sorted(folder.glob("*.json")) if (e := _load(p)) is not None]
-    host = socket.gethostname()
-    return sorted((e for e in found if e.host in ("", host)), key=lambda e: e.started_at)
+    folders = [root, *sorted(p for p in root.iterdir() if p.is_dir() and p != own)]
+    return [e for f in folders for e in scan(f).entries]

@@ -30,7 +30,7 @@ from .errors import DeployError, PlanError, PreflightError
 from .handle import ServerHandle
 from .launchers import LaunchContext, get_launcher, launcher_class
 from .preflight import PreflightReport
-from .teardown import orphan_report, stop_orphans, teardown_run
+from .teardown import stop_orphans, teardown_run
 
 
 @dataclass(frozen=True)
@@ -145,19 +145,26 @@ def launch(
 def _stop_leftovers(folder: RunFolder, progress: bool) -> None:
     """Before a new server: stop orphans of earlier runs (their owner is gone) and any server an
     earlier launch left running in THIS folder, whose process.json is about to be replaced."""
-    lines = stop_orphans()
-    if lines and progress:
-        print(orphan_report(lines), flush=True)
-    old = folder.read_json(folder.process) if folder.process.exists() else None
+    orphans = stop_orphans().report()
+    if orphans and progress:
+        print(orphans, flush=True)
+    try:
+        old = folder.read_json(folder.process) if folder.process.exists() else None
+    except ValueError:
+        old = {}  # cut short: whatever it named is stopped through the registry and reported
     if isinstance(old, dict) and not old.get("stopped_at"):
         done = teardown_run(folder, folder_token=False)
         if done and progress:
-            print(f"stopped the server an earlier launch left in {folder.path}: {'; '.join(done)}", flush=True)
+            print(f"what an earlier launch left in {folder.path}: {'; '.join(done)}", flush=True)
 
 
 def _previous_records(folder: RunFolder) -> list[dict[str, Any]]:
-    """Earlier servers of this folder (each with its stopped_at), so a rerun forgets none."""
-    old = folder.read_json(folder.process) if folder.process.exists() else None
+    """Earlier servers of this folder (each with its stopped_at), so a rerun forgets none (an
+    unreadable process.json has none to give: _stop_leftovers reported it)."""
+    try:
+        old = folder.read_json(folder.process) if folder.process.exists() else None
+    except ValueError:
+        return []
     if not isinstance(old, dict):
         return []
     earlier = old.pop("previous", None) or []

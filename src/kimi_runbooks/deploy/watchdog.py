@@ -37,6 +37,10 @@ RELEASE = b"R"
 SETTLE_SECONDS = 1.5
 """After the runbook is gone: its stage kernels notice within about a second (ipykernel's parent
 poller) and end; a second sweep after this catches whatever they started meanwhile."""
+GRACE_SECONDS = 2.0
+"""SIGTERM, then SIGKILL after this: the runbook is gone, nothing waits for a graceful shutdown,
+and nothing of a killed run may run 10 s after the kill (a server or bench client that ignores
+SIGTERM took the launchers' 10 s plus the sweep's 5 s)."""
 
 
 class Watchdog:
@@ -108,9 +112,9 @@ def interrupted_stages(folder: RunFolder) -> list[str]:
 def act(folder: RunFolder, owner: int, token: str) -> list[str]:
     """The runbook is gone: stop everything of the run and record it."""
     print(f"[watchdog {now_iso()}] runbook process {owner} is gone without a teardown; stopping the run", flush=True)
-    done = teardown_run(folder, tokens=[token])
+    done = teardown_run(folder, tokens=[token], grace=GRACE_SECONDS)
     time.sleep(SETTLE_SECONDS)
-    done += [d for d in teardown_run(folder, tokens=[token]) if d not in done]
+    done += [d for d in teardown_run(folder, tokens=[token], grace=GRACE_SECONDS) if d not in done]
     why = f"interrupted: the runbook process {owner} ended during this stage (killed?)"
     for name in interrupted_stages(folder):
         folder.append_jsonl(folder.stages, {"stage": name, "status": "interrupted", "detail": why})

@@ -17,6 +17,10 @@ while the kernel may still be inside that handler (SIGINT armed): it then logs "
 caught in kernel" into the stage's output and lingers until SIGTERM. The notebook has finished by
 then; the shutdown request, and jupyter_client's SIGTERM and SIGKILL after it, stop the kernel. An
 interrupt asked for (nbclient's on a cell timeout) still goes through interrupt_kernel.
+
+The executed copy, which papermill rewrites after every cell, is written atomically (rundir.atomic,
+through a papermill I/O handler): a run killed while papermill saves leaves the previous copy, not
+a cut-short notebook that the report and the next run cannot read.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Type
+
+from ..rundir.atomic import replace_text
 
 POLL_SLICE_S = 0.25
 """Longest a reply that has arrived can go unseen (see the module docstring)."""
@@ -83,6 +89,33 @@ class IPCKernelManager(SlicedWaitKernelManager):
         super().__init__(**kwargs)
 
 
+class AtomicOutput:
+    """papermill's I/O handler for the executed copy's folder: each save replaces the file atomically."""
+
+    def read(self, path: str) -> str:
+        return Path(path).read_text(encoding="utf-8")
+
+    def listdir(self, path: str) -> list[str]:
+        return os.listdir(path)
+
+    def write(self, buf: str, path: str) -> None:
+        replace_text(path, buf)
+
+    def pretty_path(self, path: str) -> str:
+        return path
+
+
+def write_atomically(dest: str | Path) -> str:
+    """Have papermill write into `dest`'s folder through AtomicOutput (it picks a handler by path
+    prefix: the folder is registered once); returns `dest` as papermill's output path."""
+    from papermill.iorw import papermill_io
+
+    target = str(Path(dest).absolute())
+    if not isinstance(papermill_io.get_handler(target), AtomicOutput):
+        papermill_io.register(os.path.join(os.path.dirname(target), ""), AtomicOutput())
+    return target
+
+
 def execute_notebook(
     source: str | Path,
     dest: str | Path,
@@ -102,7 +135,7 @@ def execute_notebook(
 
     return pm.execute_notebook(
         str(source),
-        str(dest),
+        write_atomically(dest),
         parameters=parameters or {},
         cwd=str(cwd) if cwd is not None else None,
         kernel_name=kernel_name,

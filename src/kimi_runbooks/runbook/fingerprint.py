@@ -83,14 +83,18 @@ def check_resume(folder: RunFolder, parts: dict[str, Any], force: bool) -> str |
     """Continue in `folder` only with the same fingerprint; PlanInvalid otherwise, unless `force`
     (then the earlier results, after their server is stopped, move to superseded/<id>/). Returns
     what was done, for the run's log. Writes the fingerprint for the next run."""
-    stored = folder.read_json(folder.FINGERPRINT) if (folder.path / folder.FINGERPRINT).exists() else None
+    try:
+        stored = folder.read_json(folder.FINGERPRINT) if (folder.path / folder.FINGERPRINT).exists() else None
+        unreadable = ""
+    except ValueError as exc:  # cut short: not this configuration's, as far as anyone can tell
+        stored, unreadable = None, f"its fingerprint cannot be read ({exc})"
     has_results = any((folder.path / name).exists() for name in RESULT_FILES)
     note = None
     if has_results and stored != parts:
         why = (
             "; ".join(_differences(stored, parts))
             if isinstance(stored, dict)
-            else "it has no fingerprint (made by an older version or by hand)"
+            else unreadable or "it has no fingerprint (made by an older version or by hand)"
         )
         if not force:
             raise PlanInvalid(

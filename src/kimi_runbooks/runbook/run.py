@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from .. import report
 from ..deploy import teardown_run
 from ..deploy.registry import OWNER_ENV, owner_token
-from ..deploy.teardown import orphan_report, stop_orphans
+from ..deploy.teardown import stop_orphans
 from ..deploy.watchdog import Watchdog
 from ..execution.notebook import execute_notebook
 from ..paths import NOTEBOOKS_DIR
@@ -249,9 +249,9 @@ def run_runbook(
         note = check_resume(folder, fingerprint(launch_plan, options), options.force)
         if note:
             print(f"[runbook] {note}", flush=True)
-        orphans = stop_orphans()
+        orphans = stop_orphans().report()
         if orphans:
-            print(f"[runbook] {orphan_report(orphans)}", flush=True)
+            print(f"[runbook] {orphans}", flush=True)
         folder.save_json(
             folder.runbook,
             {"run_id": run_id, "started_at": now_iso(), "run_token": token, **config, **options.model_dump()},

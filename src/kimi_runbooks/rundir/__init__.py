@@ -6,7 +6,8 @@ output names in one class for the same reason) and performs every write, redacti
 the values of the run's secret env variables (recorded by NAME in the folder, so a later stage
 that opens the folder redacts them too) and anything that looks like a credential. A new write
 site therefore cannot leak a key; tests/test_layout.py fails when package code writes a file any
-other way.
+other way. Every whole file is written atomically (rundir/atomic.py): a run killed mid-write
+leaves the old content or the new, never a cut-short file.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from ..paths import OUTPUTS_DIR
 from ..secrets import redact, redact_html, redact_notebook, require_redactable
+from .atomic import copy_file, replace_text
 from .logs import LogPipes
 
 OUTPUTS_ENV = "KIMI_RUNBOOKS_OUTPUTS"
@@ -85,12 +87,27 @@ def row_number(value: Any) -> float:
         return math.nan
 
 
+class UnreadableJSON(ValueError):
+    """A JSON file that cannot be parsed (cut short by a kill before writes were atomic, or edited by
+    hand); the message names the file, what is wrong and the fix."""
+
+    def __init__(self, path: Path, exc: json.JSONDecodeError) -> None:
+        super().__init__(
+            f"{path} is not readable JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; cut short?). "
+            "Fix: delete it once nothing it names is still running"
+        )
+        self.path = path
+
+
 def read_json(path: str | Path) -> Any:
-    """A JSON file's content, or None when it does not exist."""
+    """A JSON file's content, or None when it does not exist; UnreadableJSON when it cannot be parsed."""
     p = Path(path)
     if not p.exists():
         return None
-    return json.loads(p.read_text(encoding="utf-8"))
+    try:
+        return json.loads(p.read_text(encoding="utf-8", errors="replace"))
+    except json.JSONDecodeError as exc:
+        raise UnreadableJSON(p, exc) from None
 
 
 def write_redacted(path: str | Path, text: str, secret_envs: Iterable[str | None] = ()) -> Path:
@@ -98,8 +115,7 @@ def write_redacted(path: str | Path, text: str, secret_envs: Iterable[str | None
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     clean = redact_html if out.suffix.lower() in HTML_SUFFIXES else redact
-    out.write_text(clean(text, list(secret_envs)), encoding="utf-8")
-    return out
+    return replace_text(out, clean(text, list(secret_envs)))
 
 
 class _Named:
@@ -301,7 +317,7 @@ class RunFolder(LogPipes):
         stored = self.path / SECRET_NAMES_FILE
         known = set(stored.read_text().split()) if stored.exists() else set()
         if not self._names <= known:
-            stored.write_text("".join(f"{n}\n" for n in sorted(known | self._names)))
+            replace_text(stored, "".join(f"{n}\n" for n in sorted(known | self._names)))
 
     def redact(self, value: Any) -> Any:
         return redact(value, self.secret_envs)
@@ -337,11 +353,7 @@ class RunFolder(LogPipes):
         return self._write(path, json.dumps(self.redact(doc), indent=2, default=str, ensure_ascii=False))
 
     def _write(self, path: str | Path, text: str, executable: bool = False) -> Path:
-        p = self._inside(path)
-        p.write_text(text, encoding="utf-8")
-        if executable:
-            p.chmod(0o755)
-        return p
+        return replace_text(self._inside(path), text, executable=executable)
 
     def append_jsonl(self, path: str | Path, row: dict[str, Any]) -> None:
         """Append one result as it finishes (fsync'd), so a crash never loses finished work."""
@@ -365,8 +377,7 @@ class RunFolder(LogPipes):
         try:
             text = Path(src).read_text(encoding="utf-8")
         except UnicodeDecodeError:
-            shutil.copyfile(src, p)
-            return p
+            return copy_file(src, p)
         return self.save_text(p, text)
 
     def redact_file(self, path: str | Path) -> None:
@@ -377,12 +388,12 @@ class RunFolder(LogPipes):
         text = p.read_text(encoding="utf-8", errors="replace")
         clean = self.redact(text)
         if clean != text:
-            p.write_text(clean, encoding="utf-8")
+            replace_text(p, clean)
 
     def copy_tree(self, source: str | Path, dest: str | Path) -> Path:
         """Copy a directory (a tokenizer, a dataset) into the folder, merging with what is there."""
         target = self._inside(dest)
-        shutil.copytree(source, target, dirs_exist_ok=True)
+        shutil.copytree(source, target, dirs_exist_ok=True, copy_function=copy_file)
         return target
 
     @contextmanager

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...plan import LaunchPlan
+from ...procs import STOP_GRACE_SECONDS
 from ...rundir import RunFolder
 from ...target import ports as net
 from ..errors import DeployError
@@ -124,8 +125,9 @@ class Launcher:
         return handle.process.poll() if handle.process is not None else None
 
     @classmethod
-    def stop_recorded(cls, folder: RunFolder, record: dict[str, Any]) -> list[str]:
-        """Stop a server a previous process left running, from its process.json record."""
+    def stop_recorded(cls, folder: RunFolder, record: dict[str, Any], grace: float = STOP_GRACE_SECONDS) -> list[str]:
+        """Stop a server a previous process left running, from its process.json record (SIGTERM, then
+        SIGKILL after `grace` seconds where there is a process to signal)."""
         return []
 
 

@@ -15,6 +15,7 @@ import subprocess
 from typing import TYPE_CHECKING, Any
 
 from ...plan import LaunchPlan
+from ...procs import STOP_GRACE_SECONDS
 from ...rundir import RunFolder
 from ..diagnose import diagnose
 from ..errors import DeployError
@@ -112,8 +113,8 @@ class DockerLauncher(ProcessGroupLauncher):
         super().stop(handle)
 
     @classmethod
-    def stop_recorded(cls, folder: RunFolder, record: dict[str, Any]) -> list[str]:
-        done = super().stop_recorded(folder, record)
+    def stop_recorded(cls, folder: RunFolder, record: dict[str, Any], grace: float = STOP_GRACE_SECONDS) -> list[str]:
+        done = super().stop_recorded(folder, record, grace)
         if record.get("container"):
             docker_rm(str(record["container"]))
             done.append(f"docker rm -f {record['container']}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...procs import cmdline, group_alive, kill_group, start_ticks
+from ...procs import STOP_GRACE_SECONDS, cmdline, group_alive, kill_group, start_ticks
 from ...rundir import RunFolder
 from ..logpump import is_pump, start_pumped
 from .base import Launcher
@@ -26,12 +26,12 @@ class ProcessGroupLauncher(Launcher):
             kill_group(handle.pgid, handle.process)
 
     @classmethod
-    def stop_recorded(cls, folder: RunFolder, record: dict[str, Any]) -> list[str]:
-        stopped = [msg for g, ticks in record.get("extra_pgids") or [] for msg in cls._stop_group(g, ticks)]
-        return cls._stop_group(record.get("pgid"), record.get("pgid_ticks")) + stopped
+    def stop_recorded(cls, folder: RunFolder, record: dict[str, Any], grace: float = STOP_GRACE_SECONDS) -> list[str]:
+        extra = [msg for g, ticks in record.get("extra_pgids") or [] for msg in cls._stop_group(g, ticks, grace)]
+        return cls._stop_group(record.get("pgid"), record.get("pgid_ticks"), grace) + extra
 
     @staticmethod
-    def _stop_group(pgid: Any, ticks: Any) -> list[str]:
+    def _stop_group(pgid: Any, ticks: Any, grace: float) -> list[str]:
         if not pgid:
             return []
         leader = cmdline(int(pgid))
@@ -42,5 +42,5 @@ class ProcessGroupLauncher(Launcher):
             return []  # gone, or the pid was recycled by an unrelated process
         if not group_alive(int(pgid)):
             return []
-        kill_group(int(pgid))
+        kill_group(int(pgid), grace=grace)
         return [f"stopped process group {pgid}"]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ConfigDict, Field, field_validator
 
 from ...plan import LaunchPlan
+from ...procs import STOP_GRACE_SECONDS
 from ...rundir import RunFolder
 from .. import sbatch as slurm
 from ..preflight import PreflightReport, check_accelerators, check_model_path, check_shm
@@ -131,7 +132,7 @@ class SlurmLauncher(Launcher):
             slurm.cancel(handle.slurm_job_id)
 
     @classmethod
-    def stop_recorded(cls, folder: RunFolder, record: dict[str, Any]) -> list[str]:
+    def stop_recorded(cls, folder: RunFolder, record: dict[str, Any], grace: float = STOP_GRACE_SECONDS) -> list[str]:
         job = record.get("slurm_job_id")
         if job and slurm.is_active(str(job)):
             slurm.cancel(str(job))
