@@ -64,3 +64,17 @@ def test_a_plan_json_without_the_saved_plan_is_refused_with_the_fix(tmp_path) ->
         load_plan(folder)
     with pytest.raises(SavedPlanError, match="nothing planned this run yet"):
         load_plan(RunFolder.create(tmp_path / "empty"))
+
+
+def test_the_speed_stage_reads_the_capacity_of_the_saved_plan(tmp_path, monkeypatch) -> None:
+    """The speed stage's KV capacity and device count are the saved plan's, not planned again."""
+    from kimi_runbooks import speed
+    from kimi_runbooks.speed import scenarios
+
+    launch = plan(PlanConfig(platform="mi300x", replicas=2))
+    folder = RunFolder.create(tmp_path / "run")
+    save_plan(folder, launch)
+    folder.save_json(folder.manifest, {"launcher": "emulator", "plan": launch.as_dict()})
+    monkeypatch.setattr(scenarios, "plan", lambda *a, **k: pytest.fail("the speed stage planned again"))
+    memory, devices = speed.platform_capacity("h200", run_dir=folder.path)
+    assert memory == launch.memory and devices == launch.devices_used
