@@ -135,11 +135,13 @@ def plan_of_run(plan_record: dict[str, Any] | None, *, external: bool = False) -
     written before plans were saved whole (no `saved` key) is rebuilt from its config."""
     if external:
         return None, "external server: no plan of this project describes it"
-    config = (plan_record or {}).get("config")
-    if not config:
+    if not plan_record or not plan_record.get("config"):
         return None, "no plan recorded in this run folder"
     try:
-        launch = plan_from_record(plan_record) if SAVED in (plan_record or {}) else make_plan(PlanConfig(**config))
+        if SAVED in plan_record:
+            launch = plan_from_record(plan_record)
+        else:
+            launch = make_plan(PlanConfig(**plan_record["config"]))
     except Exception as exc:  # noqa: BLE001 - an older or hand-edited plan must not break the stage
         return None, f"the recorded plan cannot be rebuilt ({type(exc).__name__}: {exc})"
     if not launch.ok:
