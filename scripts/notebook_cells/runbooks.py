@@ -6,48 +6,22 @@ runbooks stay in step with params/ (the drift test regenerates them and compares
 
 from __future__ import annotations
 
-import types
-import typing
 from typing import Any
-
-from pydantic.fields import FieldInfo
 
 from kimi_runbooks.plan import Catalog, PlanConfig
 from kimi_runbooks.plan.catalog import Platform
 from kimi_runbooks.runbook import RunbookOptions
 
+from .parameters import field_lines
+
 CI_TIME_SCALE = 0.05
 """Emulator speed-up for the default (emulator) launcher; real launchers ignore it."""
-
-
-def _comment(text: str) -> str:
-    return f"  # {text}" if text else ""
-
-
-def annotation(tp: Any) -> str:
-    """A field's type as papermill's parameter parser reads it (`Optional[int]`, `list`, ...), so
-    `papermill --help-notebook` lists every parameter with its type."""
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType) and len(args) == 1:
-        return f"Optional[{annotation(args[0])}]"
-    if origin in (list, dict):
-        return origin.__name__
-    if origin is typing.Literal:
-        return type(args[0]).__name__
-    return tp.__name__ if isinstance(tp, type) else "Any"
-
-
-def _first_line(field: FieldInfo) -> str:
-    """A field's docstring as one comment line."""
-    return " ".join((field.description or "").split())
 
 
 def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
     """`name = value  # why` for every PlanConfig knob and runbook option, recipe values filled in."""
     recipe = platform.recipe
     model = catalog.model(recipe.model)
-    defaults = PlanConfig.model_fields
     recipe_values: dict[str, tuple[Any, str]] = {
         "platform": (platform.id, platform.name),
         "model": (recipe.model, f"params/models/{recipe.model}.yaml ({model.hf_id})"),
@@ -111,9 +85,7 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
         "# Launch knobs (kimi_runbooks.plan.PlanConfig; defaults: this platform's recipe in "
         f"params/platforms/{platform.id}.yaml)",
     ]
-    for name, field in defaults.items():
-        value, why = recipe_values.get(name, (field.get_default(call_default_factory=True), ""))
-        lines.append(f"{name}: {annotation(field.annotation)} = {value!r}{_comment(why or _first_line(field))}")
+    lines += field_lines(PlanConfig, recipe_values)
     lines += ["", "# Runbook options (kimi_runbooks.runbook.RunbookOptions)"]
     notebook_values: dict[str, tuple[Any, str]] = {
         "launcher": (
@@ -124,9 +96,7 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
         ),
         "time_scale": (CI_TIME_SCALE, "emulator only: below 1 runs its latency model faster"),
     }
-    for name, field in RunbookOptions.model_fields.items():
-        value, why = notebook_values.get(name, (field.get_default(call_default_factory=True), ""))
-        lines.append(f"{name}: {annotation(field.annotation)} = {value!r}{_comment(why or _first_line(field))}")
+    lines += field_lines(RunbookOptions, notebook_values)
     return lines
 
 

@@ -2,7 +2,50 @@
 
 Each notebook is a list of (kind, text): "md", "code", "parameters" (papermill's tagged cell) or
 "check" (an nbval-checked cell). Notebooks hold narrative and short calls; logic is in the package.
+Parameters cells that take launch knobs are written from the option models (parameters.py), so no
+default is typed here.
 """
+
+from kimi_runbooks.deploy import DeployOptions
+from kimi_runbooks.generator import NOTEBOOK_KNOBS, GeneratorOptions
+from kimi_runbooks.plan import EXAMPLE_PLATFORM, PlanConfig
+
+from .parameters import field_lines
+
+EXAMPLE = {"platform": (EXAMPLE_PLATFORM, "params/platforms id")}
+"""The one knob without a default: the platform a notebook shows until one is chosen."""
+
+
+def deploy_parameters() -> str:
+    """PlanConfig's knobs (used only where no plan is saved yet) and DeployOptions, with their defaults."""
+    return "\n".join(
+        [
+            "from typing import Optional",
+            "",
+            "# Launch knobs (kimi_runbooks.plan.PlanConfig): planned once, only when run_dir holds no plan.json yet",
+            "# (a runbook's deploy launches the plan the runbook saved there)",
+            *field_lines(PlanConfig, EXAMPLE),
+            "",
+            "# Deploy options (kimi_runbooks.deploy.DeployOptions)",
+            *field_lines(DeployOptions),
+        ]
+    )
+
+
+def generator_parameters() -> str:
+    """The command generator's knobs (generator.NOTEBOOK_KNOBS of PlanConfig) and GeneratorOptions."""
+    return "\n".join(
+        [
+            "from typing import Optional",
+            "",
+            "# Launch knobs (kimi_runbooks.plan.PlanConfig)",
+            *field_lines(PlanConfig, EXAMPLE, NOTEBOOK_KNOBS),
+            "",
+            "# kimi_runbooks.generator.GeneratorOptions",
+            *field_lines(GeneratorOptions),
+        ]
+    )
+
 
 DEPLOY = [
     (
@@ -10,44 +53,20 @@ DEPLOY = [
         """
 # Deploy: launch the server, wait until it is ready, record what ran
 
-Turns the parameters into a validated plan, refuses to start anything while the plan has errors,
+Launches the run's one plan: the plan a runbook made, validated and saved in the run folder
+(`plan.json`), loaded as it is; run on its own, this notebook plans once from the knobs below and
+saves that plan in its run folder first. It refuses to start anything while the plan has errors,
 runs the preflight checks (accelerators, free memory, port, model path, /dev/shm, docker), launches
 with the chosen launcher, shows the start-up phase while waiting, and writes `handle.json` and
 `manifest.json` into the run folder for the later stages.
 
-`launcher="emulator"` (the default) runs the project's SGLang emulator: every number it produces
-is **EMULATED**. Use `local`, `docker`, `slurm` or `multi-node` on real hardware, `external` with
-`base_url` to attach to a server someone else runs. The API key, if any, is read from the
+`launcher="emulator"` (the default) runs the project's SGLang emulator on a free port: every number
+it produces is **EMULATED**. Use `local`, `docker`, `slurm` or `multi-node` on real hardware, `external`
+with `base_url` to attach to a server someone else runs. The API key, if any, is read from the
 environment variable named by `api_key_env`; it is never written to the run folder.
 """,
     ),
-    (
-        "parameters",
-        """
-from typing import Any, Optional
-
-platform: str = "h200"                  # params/platforms id
-model: Optional[str] = None             # None: the platform recipe's model
-launcher: str = "emulator"              # emulator | local | docker | external | multi-node | slurm
-base_url: Optional[str] = None          # launcher external: the running server (scheme://host:port)
-tp: Optional[int] = None
-dp: Optional[int] = None
-ep: Optional[int] = None
-enable_dp_attention: Optional[bool] = None
-kv_cache_dtype: Optional[str] = None
-mem_fraction_static: Optional[float] = None
-context_length: Optional[int] = None
-speculative: bool = False
-api_key_env: Optional[str] = None       # NAME of the env var holding the key, never the key
-host: str = "127.0.0.1"
-port: Optional[int] = None              # None: 30000 (emulator: a free port)
-run_dir: Optional[str] = None           # None: a new folder under outputs/
-startup_timeout: Optional[float] = None  # seconds; None: the launcher's (1800 s: loading ~600 GB takes many minutes; external: 10 s)
-time_scale: float = 1.0                 # emulator only: multiplies every simulated duration
-keep_running: bool = False              # True: leave the server up for later stages (deploy.teardown_run stops it)
-plan_config: Optional[dict] = None      # every PlanConfig knob as a dict (the runbooks pass this); wins over the knobs above
-""",
-    ),
+    ("parameters", deploy_parameters()),
     (
         "md",
         """
@@ -58,13 +77,10 @@ plan_config: Optional[dict] = None      # every PlanConfig knob as a dict (the r
         "code",
         """
 from kimi_runbooks import deploy
-from kimi_runbooks.plan import format_plan
+from kimi_runbooks.plan import PlanConfig, format_plan
 
-plan = deploy.plan_from_params(
-    platform=platform, model=model, tp=tp, dp=dp, ep=ep, enable_dp_attention=enable_dp_attention,
-    kv_cache_dtype=kv_cache_dtype, mem_fraction_static=mem_fraction_static,
-    context_length=context_length, speculative=speculative, api_key_env=api_key_env,
-    host=host, port=port if launcher != "emulator" else None, plan_config=plan_config)
+# the plan saved in the run folder (a runbook's); none there: planned once from the knobs and saved first
+folder, plan = deploy.plan_for_run(run_dir, {name: globals()[name] for name in PlanConfig.model_fields})
 if launcher == "external":  # nothing is launched: no command, no memory plan of ours applies
     print(f"external server at {base_url}: nothing is launched; served model {plan.served_name!r}")
 else:
@@ -100,7 +116,7 @@ The start-up phase is read from the server log; a server that exits early is dia
     (
         "code",
         """
-handle = deploy.launch(plan, launcher, run_dir, port=port if launcher == "emulator" else None,
+handle = deploy.launch(plan, launcher, folder,
                        options=deploy.notebook_options(launcher, base_url=base_url, time_scale=time_scale),
                        startup_timeout=startup_timeout)
 print(f"run folder: {handle.run_dir}")
@@ -722,35 +738,14 @@ for the `predict` scenarios (`kimi-runbooks plan --predict`: a model estimate, n
 Executed headlessly (papermill, CI), the notebook prints the default plan as text.
 """,
     ),
-    (
-        "parameters",
-        """
-from typing import Optional
-
-platform: str = "h200"                  # params/platforms id
-model: Optional[str] = None             # None: the platform recipe's model
-devices: Optional[int] = None           # accelerators per node you have; None: the platform's, as shipped
-tp: Optional[int] = None
-dp: Optional[int] = None
-ep: Optional[int] = None
-enable_dp_attention: Optional[bool] = None
-kv_cache_dtype: Optional[str] = None
-context_length: Optional[int] = None
-speculative: bool = False
-sglang_version: str = "0.5.9"
-predict: Optional[str] = None  # scenarios in kimi-runbooks plan --predict syntax; None: DEFAULT_PREDICT; "": none
-""",
-    ),
+    ("parameters", generator_parameters()),
     (
         "code",
         """
-from kimi_runbooks.generator import DEFAULT_PREDICT, command_generator, predicted_text
+from kimi_runbooks.generator import DEFAULT_PREDICT, NOTEBOOK_KNOBS, command_generator, predicted_text
 from kimi_runbooks.plan import plan_text
 
-config = {k: v for k, v in dict(
-    platform=platform, model=model, devices=devices, tp=tp, dp=dp, ep=ep, enable_dp_attention=enable_dp_attention,
-    kv_cache_dtype=kv_cache_dtype, context_length=context_length, speculative=speculative,
-    sglang_version=sglang_version).items() if v is not None}
+config = {name: globals()[name] for name in NOTEBOOK_KNOBS}
 """,
     ),
     ("md", "## The plan for the parameters above (text)"),

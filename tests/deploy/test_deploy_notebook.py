@@ -12,6 +12,8 @@ import pytest
 
 from kimi_runbooks import deploy
 from kimi_runbooks.paths import REPO_ROOT
+from kimi_runbooks.plan import PlanConfig, plan, save_plan
+from kimi_runbooks.rundir import RunFolder
 from tests.support import run_notebook
 
 pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
@@ -68,3 +70,24 @@ def test_papermill_refuses_an_invalid_plan(tmp_path: Path) -> None:
         )
     assert "PlanError" in str(err.value) and "nothing was started" in str(err.value)
     assert not (tmp_path / "run").exists()
+
+
+def test_papermill_deploy_launches_the_plan_saved_in_the_run_folder(tmp_path: Path) -> None:
+    """As from a runbook: only run_dir and the deploy options are passed. The saved plan's argv was
+    edited after planning (4322, its config says 4321), so re-planning would launch another server."""
+    run = tmp_path / "run"
+    folder = RunFolder.create(run)
+    save_plan(folder, plan(PlanConfig(platform="mi350x", context_length=4321)))
+    record = folder.read_json(folder.plan)
+    argv = record["saved"]["plan"]["argv"]
+    argv[argv.index("--context-length") + 1] = "4322"
+    folder.save_json(folder.plan, record)
+    run_notebook(
+        str(NOTEBOOK),
+        str(tmp_path / "deploy.out.ipynb"),
+        kernel_name="python3",
+        parameters={"run_dir": str(run), "time_scale": 0.02, "startup_timeout": 60},
+    )
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["platform"] == "mi350x" and manifest["server_args"]["tp_size"] == 4
+    assert manifest["server_args"]["context_length"] == 4322

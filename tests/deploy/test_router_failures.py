@@ -12,7 +12,8 @@ from kimi_runbooks.deploy import launch
 from kimi_runbooks.deploy.errors import DeployError
 from kimi_runbooks.deploy.logpump import start_pumped
 from kimi_runbooks.deploy.router import replica_fleet, router_argv, wait_fleet
-from kimi_runbooks.deploy.start import plan_from_params
+from kimi_runbooks.plan import PlanConfig
+from kimi_runbooks.plan import plan as make_plan
 from kimi_runbooks.procs import group_alive
 from kimi_runbooks.target.ports import free_port
 
@@ -20,7 +21,7 @@ PD = "ascend-a3-1p1d-16p-in128k-out1k"
 
 
 def _pd_plan():
-    return plan_from_params(platform="ascend-a3", deployment=PD)
+    return make_plan(PlanConfig(platform="ascend-a3", deployment=PD))
 
 
 def test_router_argv_keeps_the_plans_flags_and_puts_this_machines_addresses():

@@ -17,7 +17,6 @@ from kimi_runbooks.deploy.errors import DeployError
 from kimi_runbooks.deploy.launchers import behind_router as fleet
 from kimi_runbooks.deploy.launchers import sglang_cpu
 from kimi_runbooks.deploy.rehearsal.tiny_model import TinyModel, tiny_config
-from kimi_runbooks.deploy.start import plan_from_params
 from kimi_runbooks.plan import PlanConfig, plan
 from kimi_runbooks.procs import group_alive
 from kimi_runbooks.report.sections import rehearsal_section
@@ -98,7 +97,7 @@ def test_a_replicas_plan_starts_one_cpu_server_per_replica_and_the_router(starte
 
 
 def test_a_pd_deployment_is_refused_with_the_reason_and_the_fix(started, tmp_path):
-    pd = plan_from_params(platform="ascend-a3", deployment="ascend-a3-1p1d-16p-in128k-out1k")
+    pd = plan(PlanConfig(platform="ascend-a3", deployment="ascend-a3-1p1d-16p-in128k-out1k"))
     with pytest.raises(DeployError, match=r"(?s)cannot run a PD.*transfer engine.*launcher='emulator'"):
         launch(pd, "sglang-cpu", run_dir=tmp_path / "run", progress=False)
     assert started["started"] == [] and started["built"] == []

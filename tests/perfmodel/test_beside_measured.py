@@ -9,10 +9,11 @@ import math
 import pandas as pd
 import pytest
 
-from kimi_runbooks.perfmodel import Predictor, Scenario, plan_of_run, predicted_beside_measured
+from kimi_runbooks.perfmodel import Predictor, Scenario, beside_measured, plan_of_run, predicted_beside_measured
 from kimi_runbooks.perfmodel.beside_measured import EMULATED_NOTE, PREDICTION_SOURCE
 from kimi_runbooks.plan import plan
 from kimi_runbooks.plan.catalog import load_catalog
+from kimi_runbooks.plan.saved import plan_record
 from kimi_runbooks.speed import predicted_vs_measured
 
 CATALOG = load_catalog()
@@ -94,6 +95,15 @@ def test_plan_of_run_rebuilds_the_recorded_plan_or_says_why_not(launch):
     assert plan_of_run(None) == (None, "no plan recorded in this run folder")
     bad = {"config": {"platform": "no-such-platform"}}
     assert plan_of_run(bad)[1].startswith("the recorded plan cannot be rebuilt")
+
+
+def test_plan_of_run_reads_a_saved_plan_as_saved(launch, monkeypatch):
+    """The report does not plan again: a plan saved whole (plan/saved.py) is loaded, argv and all."""
+    record = json.loads(json.dumps(plan_record(launch)))
+    record["saved"]["plan"]["argv"].append("--as-saved")
+    monkeypatch.setattr(beside_measured, "make_plan", lambda *a, **k: pytest.fail("planned again"))
+    loaded, why = plan_of_run(record)
+    assert why is None and loaded is not None and loaded.argv[-1] == "--as-saved"
 
 
 def test_the_speed_stage_reads_the_run_folder_plan_and_rescales_an_emulated_run(tmp_path, launch):

@@ -1,6 +1,8 @@
 """Deploy stage: a validated plan -> a running server (or an attached one), recorded and torn down.
 
-`launch(plan, launcher, run_dir, LaunchOptions(...))` -> `ServerHandle`; launchers are registered by name
+`plan_for_run(run_dir, knobs)` gives the run's one plan (the one saved in the run folder; planned
+once and saved when there is none), `launch(plan, launcher, run_dir, LaunchOptions(...))` ->
+`ServerHandle`; launchers are registered by name
 in launchers/ (emulator, local, docker, slurm, multi-node, external). preflight checks the machine
 before anything starts, readiness waits and shows start-up phases, diagnose explains a failed
 start from the catalogue in params/diagnosis (signatures), manifest records what ran,
@@ -27,12 +29,12 @@ from .live import stop_all
 from .preflight import PreflightReport
 from .readiness import current_phase, wait_ready
 from .signatures import Signature, load_signatures
+from .stage_inputs import DeployOptions, plan_for_run
 from .start import (
     LaunchOptions,
     finish,
     launch,
     notebook_options,
-    plan_from_params,
     record,
     require_valid,
     run_preflight,
@@ -42,6 +44,7 @@ from .teardown import teardown_run
 __all__ = [
     "Diagnosis",
     "DeployError",
+    "DeployOptions",
     "DeployTimeout",
     "EmulatorOptions",
     "Finding",
@@ -67,7 +70,7 @@ __all__ = [
     "local_command",
     "multinode_steps",
     "notebook_options",
-    "plan_from_params",
+    "plan_for_run",
     "record",
     "require_valid",
     "run_diagnosis",

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..plan import LaunchPlan, PlanConfig, plan
+from ..plan import LaunchPlan
 from ..plan.shell import shell_command
 from ..procs import RUN_TOKEN_ENV
 from ..progress import report_progress
@@ -218,17 +218,6 @@ def run_preflight(
 
 
 # --------------------------------------------------------------------------- notebook helpers
-
-
-def plan_from_params(plan_config: dict[str, Any] | None = None, **params: Any) -> LaunchPlan:
-    """A plan from notebook parameters; None means "the platform recipe's value".
-
-    `plan_config` (what a runbook passes) holds every PlanConfig knob with PlanConfig's own
-    meaning (e.g. reasoning_parser None disables the parser) and wins over the single knobs, so
-    the deploy stage launches exactly the plan the runbook validated.
-    """
-    knobs = {k: v for k, v in params.items() if v is not None}
-    return plan(PlanConfig(**{**knobs, **(plan_config or {})}))
 
 
 def notebook_options(launcher: str, *, base_url: str | None = None, time_scale: float | None = None) -> dict[str, Any]:

@@ -9,12 +9,38 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..perfmodel import PredictSpecError, format_predictions, parse_predict_spec, predict, published_for_plan_text
-from ..plan import Catalog, PlanConfig, load_catalog, plan, plan_text
+from ..plan import DEFAULT_SGLANG_VERSION, EXAMPLE_PLATFORM, Catalog, PlanConfig, load_catalog, plan, plan_text
 from ..plan.view import readable_error
 
 DEFAULT_PREDICT = "in=1000,out=1000,c=1,16,64"
 """The scenarios the command generator predicts until the user types others (--predict syntax)."""
+
+NOTEBOOK_KNOBS = (
+    "platform",
+    "model",
+    "devices",
+    "tp",
+    "dp",
+    "ep",
+    "enable_dp_attention",
+    "kv_cache_dtype",
+    "context_length",
+    "speculative",
+    "sglang_version",
+)
+"""The PlanConfig knobs the command generator notebook takes as parameters (the form offers the same)."""
+
+
+class GeneratorOptions(BaseModel):
+    """The command generator notebook's own parameter (beside NOTEBOOK_KNOBS)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    predict: str | None = None
+    """Scenarios in kimi-runbooks plan --predict syntax; None: DEFAULT_PREDICT; "": none."""
 
 
 def predicted_text(config: dict[str, Any] | PlanConfig, spec: str = DEFAULT_PREDICT) -> str:
@@ -43,7 +69,7 @@ def command_generator(catalog: Catalog | None = None) -> Any:
     import ipywidgets as w
 
     catalog = catalog or load_catalog()
-    platform = w.Dropdown(options=sorted(catalog.platforms), value="h200", description="platform")
+    platform = w.Dropdown(options=sorted(catalog.platforms), value=EXAMPLE_PLATFORM, description="platform")
     model = w.Dropdown(options=["(recipe default)", *sorted(catalog.models)], description="model")
     devices = w.BoundedIntText(value=0, min=0, max=64, description="devices/node (0=as shipped)")
     tp = w.BoundedIntText(value=0, min=0, max=64, description="tp (0=default)")
@@ -57,7 +83,7 @@ def command_generator(catalog: Catalog | None = None) -> Any:
         options=["(cookbook default)", "low-latency", "balanced", "high-throughput"], description="strategy"
     )
     ctx = w.BoundedIntText(value=0, min=0, max=1_000_000, description="context (0=model)")
-    version = w.Text(value="0.5.9", description="SGLang")
+    version = w.Text(value=DEFAULT_SGLANG_VERSION, description="SGLang")
     spec = w.Text(value=DEFAULT_PREDICT, description="predict")
     # An HTML widget the kernel rewrites, not an Output widget: under papermill, nbclient mimics an
     # Output widget by sending comm messages to the kernel on the shell channel while it waits for the

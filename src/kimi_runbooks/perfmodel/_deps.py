@@ -19,6 +19,7 @@ from ..plan.catalog import (
 )
 from ..plan.knobs import canonical_flag, resolve_knobs
 from ..plan.memory import MemoryPlan, kv_bytes_per_token, plan_memory
+from ..plan.saved import SAVED, plan_from_record
 from ..plan.state_pool import StateSettings, state_bytes_per_slot
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "Hardware",
     "LaunchPlan",
     "MemoryPlan",
+    "SAVED",
     "Model",
     "ParamsError",
     "PlanConfig",
@@ -37,6 +39,7 @@ __all__ = [
     "kv_bytes_per_token",
     "load_catalog",
     "plan",
+    "plan_from_record",
     "plan_memory",
     "resolve_knobs",
     "state_bytes_per_slot",

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from ..rundir import row_number
-from ._deps import Catalog, LaunchPlan, PlanConfig, load_catalog
+from ._deps import SAVED, Catalog, LaunchPlan, PlanConfig, load_catalog, plan_from_record
 from ._deps import plan as make_plan
 from .predict import Predictor, Scenario
 from .spec import why_text
@@ -129,16 +129,19 @@ BESIDE_COLUMNS = [
 
 
 def plan_of_run(plan_record: dict[str, Any] | None, *, external: bool = False) -> tuple[LaunchPlan | None, str | None]:
-    """(the launch plan a run folder recorded, rebuilt from its config; None and why it cannot be).
+    """(the launch plan a run folder recorded, as saved there; None and why it cannot be).
 
-    An external server was started outside the run: no plan of ours describes it."""
+    An external server was started outside the run: no plan of ours describes it. A plan.json
+    written before plans were saved whole (no `saved` key) is rebuilt from its config."""
     if external:
         return None, "external server: no plan of this project describes it"
-    config = (plan_record or {}).get("config")
-    if not config:
+    if not plan_record or not plan_record.get("config"):
         return None, "no plan recorded in this run folder"
     try:
-        launch = make_plan(PlanConfig(**config))
+        if SAVED in plan_record:
+            launch = plan_from_record(plan_record)
+        else:
+            launch = make_plan(PlanConfig(**plan_record["config"]))
     except Exception as exc:  # noqa: BLE001 - an older or hand-edited plan must not break the stage
         return None, f"the recorded plan cannot be rebuilt ({type(exc).__name__}: {exc})"
     if not launch.ok:

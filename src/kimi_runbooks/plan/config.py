@@ -20,6 +20,8 @@ from .shell import is_env_name
 
 DEFAULT_SGLANG_VERSION = "0.5.9"
 """The SGLang version the cookbook Kimi-K2.6 page tested its recipes with (5.1, 5.2); it selects which rules apply."""
+EXAMPLE_PLATFORM = "h200"
+"""The platform a standalone notebook or the command generator's form shows until one is chosen."""
 
 
 class PlanConfig(BaseModel):

@@ -350,20 +350,9 @@ def stage_parameters(
         if getattr(options, option) is not None:
             values[name] = getattr(options, option)
             allowed.add(name)
-    if stage_name == "deploy":
-        values.update(config)
-        values.update(
-            run_dir=str(folder),
-            launcher=options.launcher,
-            base_url=options.base_url,
-            time_scale=options.time_scale,
-            config=dict(config),
-            plan_config=dict(config),
-            keep_running=True,
-        )  # later stages need the server; the runbook tears it down
-        if options.launcher == "emulator":
-            values.pop("port", None)  # the emulator takes a free port, so runs never collide
-        allowed = set(values)
+    if stage_name == "deploy":  # no knobs: it launches the plan the runbook saved in the run folder
+        values.update(base_url=options.base_url, keep_running=True)  # the runbook tears the server down
+        allowed = {*allowed, "base_url", "keep_running"}
     chosen = {k: v for k, v in values.items() if k in declared and k in allowed}
     extra = options.stage_overrides.get(stage_name, {})
     unknown = sorted(set(extra) - declared)

@@ -34,7 +34,7 @@ from ..deploy.teardown import stop_orphans
 from ..deploy.watchdog import Watchdog
 from ..execution.notebook import execute_notebook
 from ..paths import NOTEBOOKS_DIR
-from ..plan import LaunchPlan, ParamsError, PlanConfig, plan
+from ..plan import LaunchPlan, ParamsError, PlanConfig, plan, save_plan
 from ..plan.config import validation_text
 from ..procs import RUN_TOKEN_ENV
 from ..progress import ProgressRelay, StageBar, stage_bar
@@ -85,7 +85,7 @@ def build_plan(config: dict[str, Any], folder: RunFolder) -> LaunchPlan:
     if not launch_plan.ok:
         errors = [str(e) for e in launch_plan.errors]
         if fresh:
-            folder.save_json(folder.plan, launch_plan.as_dict())
+            save_plan(folder, launch_plan)
             folder.save_json(folder.plan_errors, errors)
         lines = "\n".join(f"  - {e}" for e in errors)
         raise PlanInvalid(
@@ -256,7 +256,7 @@ def run_runbook(
             folder.runbook,
             {"run_id": run_id, "started_at": now_iso(), "run_token": token, **config, **options.model_dump()},
         )
-        folder.save_json(folder.plan, launch_plan.as_dict())
+        save_plan(folder, launch_plan)  # the run's one plan: the deploy stage loads it (plan/saved.py)
         print(f"[runbook] {launch_plan.platform.id}: plan valid; run folder {folder.path}", flush=True)
         states = _run_stages(config, options, folder, nb_dir, kernel_name, token, lock_fd)
         html = None

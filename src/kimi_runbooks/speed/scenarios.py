@@ -8,6 +8,7 @@ from typing import Any
 
 from ..plan import MemoryPlan, PlanConfig, plan
 from ..plan.catalog import Catalog, Scenario, load_catalog
+from ..plan.saved import SAVED, plan_from_record
 from ..rundir import RunFolder
 
 
@@ -35,14 +36,20 @@ def platform_capacity(
     run_dir: str | Path | None = None,
     target: Any = None,
 ) -> tuple[MemoryPlan | None, int | None]:
-    """(memory plan, devices serving it) of the plan the deploy stage launched (its manifest in
-    run_dir), else of the platform's default recipe; (None, None) without either, and for an
+    """(memory plan, devices serving it) of the plan the deploy stage launched (the run's plan
+    saved in run_dir, loaded, not planned again; a folder from before plans were saved: rebuilt from
+    its manifest), else of the platform's default recipe; (None, None) without either, and for an
     external server, whose devices and memory no plan of ours describes (pass devices to get
     per-device figures; the KV capacity then comes from its live /server_info, if any)."""
     catalog = catalog or load_catalog()
-    manifest = RunFolder(run_dir).read_json(RunFolder.MANIFEST) if run_dir else None
+    folder = RunFolder(run_dir) if run_dir else None
+    manifest = folder.read_json(RunFolder.MANIFEST) if folder else None
     if getattr(target, "launcher", None) == "external" or (manifest or {}).get("launcher") == "external":
         return None, None
+    record = folder.read_json(folder.plan) if folder and folder.plan.is_file() else None
+    if isinstance(record, dict) and SAVED in record:
+        launch = plan_from_record(record)
+        return launch.memory, launch.devices_used
     config = ((manifest or {}).get("plan") or {}).get("config")
     if config:
         launch = plan(PlanConfig(**config), catalog)
