@@ -13,6 +13,7 @@ from kimi_runbooks import runbook
 from kimi_runbooks.paths import NOTEBOOKS_DIR, REPO_ROOT
 from kimi_runbooks.rundir import RunFolder
 from tests.support import run_notebook
+from tests.support.addresses import IPV4_RULE
 
 RUNBOOKS = REPO_ROOT / "runbooks"
 STARTED = (RunFolder.STAGES, RunFolder.PROCESS, RunFolder.HANDLE, RunFolder.SERVER_LOG, RunFolder.MANIFEST)
@@ -68,6 +69,23 @@ def test_late_found_mistakes_are_refused_before_the_deploy_stage(tmp_path, param
     with pytest.raises(runbook.PlanInvalid, match=expected):
         runbook.run_runbook({"platform": "h200", "run_dir": str(run), **params})
     assert time.monotonic() - start < 30  # no server was waited for
+    _nothing_started(run)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"host": "999.1.1.1"},
+        {"node_ips": ["10.0.0.1", "1.2.3"], "nnodes": 2},
+        {"launcher": "external", "base_url": "http://256.256.256.256:30000"},
+    ],
+)
+def test_runbook_addresses_get_the_plans_address_rule_before_anything_starts(tmp_path, params):
+    """Issue 40 item 3: the runbook took `-p host 999.1.1.1` as a host name, and a base_url with
+    such a host failed only inside the deploy stage, in httpx's words."""
+    run = tmp_path / "run"
+    with pytest.raises(runbook.PlanInvalid, match=IPV4_RULE):
+        runbook.run_runbook({"platform": "h200", "run_dir": str(run), **params})
     _nothing_started(run)
 
 

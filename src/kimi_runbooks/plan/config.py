@@ -12,8 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from ..target.address import check_address
 from .flags import knob_of
-from .inputs import check_host, check_ifname, check_image, check_port
+from .inputs import check_ifname, check_image, check_port
 from .memory import KV_CACHE_DTYPES
 from .rules import parse_version
 from .shell import is_env_name
@@ -118,13 +119,13 @@ class PlanConfig(BaseModel):
     @field_validator("host", "prefill_ip", "decode_ip")
     @classmethod
     def _host(cls, value: str | None, info: ValidationInfo) -> str | None:
-        return None if value is None else check_host(value, str(info.field_name))
+        return None if value is None else check_address(value, str(info.field_name))
 
     @field_validator("node_ips")
     @classmethod
     def _node_ips(cls, value: list[str]) -> list[str]:
         for i, ip in enumerate(value):
-            check_host(ip, f"node_ips[{i}] (--node-ip)", "10.0.0.1")
+            check_address(ip, f"node_ips[{i}] (--node-ip)", "10.0.0.1")
         return value
 
     @field_validator("ifname")

@@ -24,6 +24,7 @@ from ..plan.config import validation_text
 from ..plan.scenario_models import checked_repeats
 from ..secrets import SecretError, require_redactable
 from ..stages import STAGE_NAMES, availability, stage
+from ..target.health import normalize_base_url
 
 STAGE_ORDER = STAGE_NAMES
 SHARED_PARAMS = ("run_dir", "api_key_env", "platform", "launcher", "time_scale", "scenario_set")
@@ -98,6 +99,13 @@ class RunbookOptions(BaseModel):
             "e.g. -p repeats 3 for a mean with a 95% interval per speed scenario, or leave it unset (None) for one "
             "run each",
         )
+
+    @field_validator("base_url")
+    @classmethod
+    def _usable_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            normalize_base_url(value)  # BaseUrlError (a ValueError) names the rule and the fix
+        return value
 
     @field_validator("stages")
     @classmethod
