@@ -3,6 +3,7 @@ valid name and the fix; nothing is silently ignored."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import papermill as pm
 import pytest
 
 from kimi_runbooks import runbook
+from kimi_runbooks.emulator.testing import start_subprocess
+from kimi_runbooks.emulator.tokenizer_files import write_tokenizer_dir
 from kimi_runbooks.paths import NOTEBOOKS_DIR, REPO_ROOT
 from kimi_runbooks.rundir import RunFolder
 from tests.support import run_notebook
@@ -128,7 +131,9 @@ def test_the_speed_settings_the_readme_names_are_typed_runbook_parameters():
     assert {k: values[k] for k in ("tokenizer", "stop_when_saturated", "price_per_device_hour", "scenarios")} == {
         k: v for k, v in params.items() if k != "platform"
     }
-    assert "tokenizer" not in runbook.stage_parameters("invoke", config, options, Path("/tmp/x"), set(values))
+    invoke_declared = runbook.declared_parameters(NOTEBOOKS_DIR / "invoke.ipynb")
+    invoke_values = runbook.stage_parameters("invoke", config, options, Path("/tmp/x"), invoke_declared)
+    assert invoke_values["tokenizer"] == params["tokenizer"]  # issue 40 item 4: every stage that counts tokens
     listed = {p["name"]: p["inferred_type_name"] for p in pm.inspect_notebook(str(RUNBOOKS / "h200.ipynb")).values()}
     assert listed["tokenizer"] == "Optional[str]" and listed["price_per_device_hour"] == "Optional[float]"
     assert listed["stop_when_saturated"] == "bool"
@@ -169,3 +174,32 @@ def test_repeats_is_a_typed_runbook_parameter_that_reaches_the_speed_notebook(tm
     assert listed["repeats"] == "Optional[int]"
     with pytest.raises(runbook.PlanInvalid, match="repeats: .*from 1 to 100 .*Fix: e.g. -p repeats 3"):
         runbook.split_params({"platform": "h200", "repeats": 0})
+
+
+@pytest.mark.slow  # deploy (external) and invoke notebooks: ~20 s
+def test_the_runbooks_tokenizer_reaches_the_invoke_stages_prompt_token_check(tmp_path, require_tool_env):
+    """Issue 40 item 4: against an external server `-p tokenizer DIR` reached the speed stage only; the
+    Vendor Verifier's prompt-token check was skipped, asking for the tokenizer the user had passed."""
+    require_tool_env("bench")
+    tokenizer = write_tokenizer_dir(tmp_path / "tok")  # the emulator's: counts equal the server's
+    server = start_subprocess(["--time-scale", "0.01", "--strict-sglang"])  # to the stages: not the emulator
+    run = tmp_path / "run"
+    try:
+        runbook.run_runbook(
+            {
+                "platform": "h200",
+                "launcher": "external",
+                "base_url": server.base_url,
+                "tokenizer": str(tokenizer),
+                "stages": ["deploy", "invoke"],
+                "stage_overrides": {"invoke": {"checks": ["kvv_prompt_tokens"]}},
+                "run_dir": str(run),
+            }
+        )
+    finally:
+        server.stop()
+    check = next(
+        c for c in json.loads((run / "invoke.json").read_text())["results"] if c["name"] == "kvv_prompt_tokens"
+    )
+    assert check["status"] == "pass", check["reason"]
+    assert f"the run's tokenizer {tokenizer}, from the tokenizer parameter" in check["reason"]

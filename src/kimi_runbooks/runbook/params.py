@@ -31,6 +31,7 @@ SHARED_PARAMS = ("run_dir", "api_key_env", "platform", "launcher", "time_scale",
 """What every later stage may receive. `model` and `base_url` go to deploy only: in the invoke and
 speed notebooks `model` is the *served* name and `base_url` an external server, read from handle.json."""
 STAGE_OPTIONS = {
+    "invoke": {"tokenizer": "tokenizer"},
     "speed": {
         "scenarios": "scenarios",
         "tokenizer": "tokenizer",
@@ -69,8 +70,9 @@ class RunbookOptions(BaseModel):
     scenarios: list[str] | None = None
     """Speed scenario ids from params/scenarios instead of the set's; None: the scenario_set's."""
     tokenizer: str | None = None
-    """The served model's tokenizer (a local directory) for the speed stage's token counts; None: the
-    deployed model_path's, or (emulator only) the emulator's own. Needed against an external server."""
+    """The served model's tokenizer (a local directory) for every stage that counts tokens (invoke's
+    prompt-token check, speed); None: the deployed model_path's, or (emulator only) the emulator's own.
+    Needed against an external server."""
     stop_when_saturated: bool = False
     """End a concurrency sweep once the server queues and throughput stops growing."""
     price_per_device_hour: float | None = Field(default=None, gt=0, allow_inf_nan=False)
