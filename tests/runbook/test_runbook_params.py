@@ -4,6 +4,8 @@ valid name and the fix; nothing is silently ignored."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -90,6 +92,67 @@ def test_runbook_addresses_get_the_plans_address_rule_before_anything_starts(tmp
     with pytest.raises(runbook.PlanInvalid, match=IPV4_RULE):
         runbook.run_runbook({"platform": "h200", "run_dir": str(run), **params})
     _nothing_started(run)
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"tp": "abc"}, "tp"),
+        ({"tp": 0}, "tp"),
+        ({"context_length": "1k"}, "context_length"),
+        ({"enable_metrics": "maybe"}, "enable_metrics"),
+        ({"strategy": "fastest"}, "strategy"),
+        ({"port": 0}, "port"),
+        ({"kv_cache_dtype": "int3"}, "kv_cache_dtype"),
+        ({"api_key_env": "sk-live-123"}, "api_key_env"),
+        ({"time_scale": 0}, "time_scale"),
+        ({"repeats": 0}, "repeats"),
+        ({"price_per_device_hour": -1}, "price_per_device_hour"),
+    ],
+)
+def test_a_bad_parameter_says_the_field_and_the_fix_without_pydantics_prefix(tmp_path, params, field):
+    """Issue 40 item 7: several messages began "Value error," and pydantic's own (tp abc) had no Fix."""
+    with pytest.raises(runbook.PlanInvalid) as err:
+        runbook.run_runbook({"platform": "h200", "run_dir": str(tmp_path / "run"), **params})
+    text = str(err.value)
+    assert field in text and "Fix:" in text, text
+    assert "Value error" not in text and "sk-live-123" not in text, text
+
+
+def _papermill(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    out = tmp_path / "out.ipynb"
+    proc = subprocess.run(
+        [sys.executable, "-m", "papermill", str(RUNBOOKS / "h200.ipynb"), str(out), "--no-progress-bar"]
+        + ["-p", "run_dir", str(tmp_path / "run"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return proc, json.loads(out.read_text())
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["-p", "tp", "abc"], ["tp: Input should be a valid integer", "Fix: pass a whole number for tp"]),
+        (["-p", "bogus_knob", "3"], ["'bogus_knob'", "Fix: use a name"]),
+        (["-p", "launcher", "external"], ["1 runbook parameter problem", "needs base_url", "Fix: -p base_url"]),
+    ],
+)
+def test_under_papermill_a_bad_parameter_ends_with_its_message_alone(tmp_path, args, words):
+    """Issue 40 item 7: `papermill ... -p tp abc` ended behind the cell's ~20 lines of frames; now the
+    cell's one error output is the message (field, rule, fix), and it is what stderr ends with."""
+    proc, notebook = _papermill(tmp_path, *args)
+    assert proc.returncode == 1
+    errors = [o for c in notebook["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert len(errors) == 1 and errors[0]["ename"] == "PlanInvalid"
+    shown = "\n".join(errors[0]["traceback"])
+    assert shown.startswith("PlanInvalid: ") and "Traceback" not in shown and "File " not in shown, shown
+    assert all(w in shown for w in words), shown
+    tail = proc.stderr.rstrip().split('Exception encountered at "In [', 1)[1].split("\n", 1)[1]
+    assert tail == shown, proc.stderr[-3000:]  # stderr ends with the message, nothing after
+    assert "Value error" not in proc.stderr
+    _nothing_started(tmp_path / "run")
 
 
 def test_every_problem_is_listed_at_once(tmp_path):

@@ -169,7 +169,7 @@ def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], RunbookOptions
     try:
         options = RunbookOptions.model_validate({k: v for k, v in params.items() if k in option_fields})
     except ValidationError as exc:
-        raise PlanInvalid(validation_text(exc) + ". Nothing was started.") from None
+        raise PlanInvalid(f"invalid runbook parameters: {validation_text(exc)}. Nothing was started.") from None
     return config, options
 
 
