@@ -11,9 +11,9 @@ import pytest
 from kimi_runbooks import invoke
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
-from kimi_runbooks.emulator.tokenizer_files import write_tokenizer_dir
 from kimi_runbooks.invoke.kvv import KVV_CHECKS
 from kimi_runbooks.invoke.structured_checks import STRUCTURED_CHECKS
+from kimi_runbooks.kimi.tokenizer_files import write_tokenizer_dir
 
 MODEL = "moonshotai/Kimi-K2.6"
 FAST = dict(timeout=30.0, max_tokens_thinking=4096, concurrency=1)

@@ -14,7 +14,7 @@ import pytest
 
 from kimi_runbooks import runbook
 from kimi_runbooks.emulator.testing import start_subprocess
-from kimi_runbooks.emulator.tokenizer_files import write_tokenizer_dir
+from kimi_runbooks.kimi.tokenizer_files import write_tokenizer_dir
 from kimi_runbooks.paths import NOTEBOOKS_DIR, REPO_ROOT
 from kimi_runbooks.rundir import RunFolder
 from tests.support import run_notebook
