@@ -89,6 +89,21 @@ def test_every_plan_config_field_is_a_plan_option_with_its_own_help(capsys):
         assert " ".join(info.description.split())[:30] in text
 
 
+@pytest.mark.parametrize("command", ["plan", "rules", "validate-params", "teardown", "emulator", "report"])
+def test_help_shows_only_real_defaults(command, capsys):
+    """Issue 40: `plan --help` printed "(default: PydanticUndefined)" for the five options whose field
+    default comes from a factory (--extra-arg, --env, --allow, --device-ids, --node-ip)."""
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "PydanticUndefined" not in text and "default: []" not in text and "default: {}" not in text
+    if command == "plan":
+        assert "(default: 0.5.9)" in text and "(default: 30000)" in text  # real defaults still shown
+        platform_help = text.split("--platform PLATFORM", 1)[1].split("--model", 1)[0]
+        assert "default" not in platform_help  # required: no default at all
+
+
 def test_plan_options_reach_the_config_typed():
     from kimi_runbooks.plan.cli_options import add_plan_options, config_from_args
 

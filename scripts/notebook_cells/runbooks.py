@@ -132,7 +132,12 @@ or one larger tp group where the SGLang version allows it (`-p sglang_version`).
     cells = [
         ("md", intro),
         ("parameters", "\n".join(parameter_lines(platform, catalog))),
-        ("code", "from kimi_runbooks import runbook\n\nparams = runbook.collect_parameters(globals())"),
+        (
+            "code",
+            "from kimi_runbooks import runbook\n\n"
+            "runbook.brief_parameter_errors()  # a bad parameter ends the run with its message and fix, no traceback\n"
+            "params = runbook.collect_parameters(globals())",
+        ),
         ("md", "## The plan (validated before anything starts)"),
         ("check", "print(runbook.plan_text(params))"),
         ("md", "## Run the stages, tear down, render the report"),

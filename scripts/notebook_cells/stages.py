@@ -206,6 +206,7 @@ image_url: Optional[str] = None         # optional image URL for servers with in
 concurrency: int = 4                    # parallel requests in the concurrency smoke test; below 2 skips it
 parallel: int = 4                       # checks run this many at a time (1: one after another; the concurrency check runs alone)
 fail_on_error: bool = False             # raise at the end when any check failed
+tokenizer: Optional[str] = None         # the served model's tokenizer (local dir) for the Vendor Verifier's prompt-token count; None: the handle's or the deployed model_path
 """,
     ),
     (
@@ -257,6 +258,7 @@ results = invoke.run_all(
     image_expect=image_expect, image_url=image_url, concurrency=concurrency, parallel=parallel,
     progress=invoke.progress_to(run_dir),
     served=invoke.ServedModel.of_run(run_dir),  # the model's own contracts (effort levels, always thinking, video)
+    tokenizer=invoke.stage_tokenizer(run_dir, target, tokenizer),  # the speed stage's too
 )
 """,
     ),

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from .plan import ParamsError, PlanConfig, format_plan, load_catalog, plan
 from .plan.cli_options import CliInputError, add_plan_options, config_from_args
+from .plan.config import field_error
 from .plan.view import format_rules
 
 EXIT_INVALID = 2
@@ -39,8 +40,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         launch = plan(config_from_args(args))
     except ValidationError as exc:
         for detail in exc.errors():
-            field = ".".join(map(str, detail["loc"]))
-            print(f"error: {field}: {detail['msg'].removeprefix('Value error, ')}", file=sys.stderr)
+            print(f"error: {field_error(detail)}", file=sys.stderr)
         return EXIT_INVALID
     except (ParamsError, CliInputError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -13,6 +13,7 @@ from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.invoke.kvv import KVV_CHECKS
 from kimi_runbooks.invoke.structured_checks import STRUCTURED_CHECKS
+from kimi_runbooks.kimi.tokenizer_files import write_tokenizer_dir
 
 MODEL = "moonshotai/Kimi-K2.6"
 FAST = dict(timeout=30.0, max_tokens_thinking=4096, concurrency=1)
@@ -59,3 +60,30 @@ def test_each_fault_fails_exactly_the_checks_it_breaks(fault):
     assert failed == expected, {n: r.reason for n, r in results.items() if r.status == "fail"}
     for name in failed:
         assert words in results[name].reason, (name, results[name].reason)
+
+
+# ------------------------------------------------- the run's tokenizer against a server that is not the emulator
+
+
+@pytest.fixture(scope="module")
+def sglang_like_url():
+    """The emulator without its emulated marker: to the checks, a real (external) server."""
+    url, stop = run_in_thread(EmulatorSettings(port=0, time_scale=0.01, log_startup=False, strict_sglang=True))
+    yield url
+    stop()
+
+
+def test_the_prompt_token_check_counts_with_the_tokenizer_it_is_given(sglang_like_url, tmp_path, require_tool_env):
+    """Issue 40 item 4: the runbook's tokenizer reached the speed stage only; here it is counted with."""
+    require_tool_env("bench")
+    tokenizer = write_tokenizer_dir(tmp_path / "tok")  # the emulator's own: counts equal the server's
+    result = invoke.run_all(sglang_like_url, ["kvv_prompt_tokens"], model=MODEL, tokenizer=str(tokenizer), **FAST)[0]
+    assert result.status == "pass", result.reason
+    assert f"counted by the run's tokenizer {tokenizer}, from the tokenizer parameter" in result.reason
+
+
+def test_without_a_tokenizer_the_skip_names_the_parameter_to_pass_not_an_internal(sglang_like_url):
+    result = invoke.run_all(sglang_like_url, ["kvv_prompt_tokens"], model=MODEL, **FAST)[0]
+    assert result.status == "skip"
+    assert "Fix: pass tokenizer=" in result.reason and "-p tokenizer DIR" in result.reason
+    assert "RunHandle" not in result.reason and "handle.tokenizer" not in result.reason

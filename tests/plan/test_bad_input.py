@@ -18,6 +18,7 @@ from kimi_runbooks.plan import PlanConfig, plan
 from kimi_runbooks.plan.catalog import Rule, load_catalog
 from kimi_runbooks.plan.expression import FACT_NAMES, expression_problems
 from kimi_runbooks.plan.rules import check_rules
+from tests.support.addresses import IPV4_RULE, NUMERIC_NON_ADDRESSES
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -177,6 +178,28 @@ def test_hostile_or_malformed_inputs_exit_2_and_no_text_echoes_them(args: list[s
     assert "Traceback" not in out and field in out and "Fix" in out
     for hostile in ("rm -rf", "touch p", "$(touch"):
         assert hostile not in out, hostile
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--model", "kimi-k2.6", "--node-ip", "999.1.1.1"],
+        ["--host", "256.256.256.256"],
+        ["--host", "1.2.3"],
+    ],
+)
+def test_plan_refuses_numeric_values_that_are_no_ip_address(args: list[str]) -> None:
+    """Issue 40 item 3: these planned VALID (docker form `-p 999.1.1.1:30000:30000`)."""
+    proc = cli("plan", "--platform", "h200", *args)
+    assert proc.returncode == 2, proc.stdout[-2000:]
+    assert IPV4_RULE in proc.stderr and "Fix" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("field", ["host", "node_ips", "prefill_ip", "decode_ip"])
+@pytest.mark.parametrize("value", NUMERIC_NON_ADDRESSES)
+def test_every_address_knob_uses_the_one_address_rule(field: str, value: str) -> None:
+    with pytest.raises(ValidationError, match=IPV4_RULE):
+        PlanConfig(platform="ascend-a3", **{field: [value] if field == "node_ips" else value})
 
 
 @pytest.mark.parametrize(

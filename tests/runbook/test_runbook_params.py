@@ -3,6 +3,9 @@ valid name and the fix; nothing is silently ignored."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -10,9 +13,12 @@ import papermill as pm
 import pytest
 
 from kimi_runbooks import runbook
+from kimi_runbooks.emulator.testing import start_subprocess
+from kimi_runbooks.kimi.tokenizer_files import write_tokenizer_dir
 from kimi_runbooks.paths import NOTEBOOKS_DIR, REPO_ROOT
 from kimi_runbooks.rundir import RunFolder
 from tests.support import run_notebook
+from tests.support.addresses import IPV4_RULE
 
 RUNBOOKS = REPO_ROOT / "runbooks"
 STARTED = (RunFolder.STAGES, RunFolder.PROCESS, RunFolder.HANDLE, RunFolder.SERVER_LOG, RunFolder.MANIFEST)
@@ -71,6 +77,84 @@ def test_late_found_mistakes_are_refused_before_the_deploy_stage(tmp_path, param
     _nothing_started(run)
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"host": "999.1.1.1"},
+        {"node_ips": ["10.0.0.1", "1.2.3"], "nnodes": 2},
+        {"launcher": "external", "base_url": "http://256.256.256.256:30000"},
+    ],
+)
+def test_runbook_addresses_get_the_plans_address_rule_before_anything_starts(tmp_path, params):
+    """Issue 40 item 3: the runbook took `-p host 999.1.1.1` as a host name, and a base_url with
+    such a host failed only inside the deploy stage, in httpx's words."""
+    run = tmp_path / "run"
+    with pytest.raises(runbook.PlanInvalid, match=IPV4_RULE):
+        runbook.run_runbook({"platform": "h200", "run_dir": str(run), **params})
+    _nothing_started(run)
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"tp": "abc"}, "tp"),
+        ({"tp": 0}, "tp"),
+        ({"context_length": "1k"}, "context_length"),
+        ({"enable_metrics": "maybe"}, "enable_metrics"),
+        ({"strategy": "fastest"}, "strategy"),
+        ({"port": 0}, "port"),
+        ({"kv_cache_dtype": "int3"}, "kv_cache_dtype"),
+        ({"api_key_env": "sk-live-123"}, "api_key_env"),
+        ({"time_scale": 0}, "time_scale"),
+        ({"repeats": 0}, "repeats"),
+        ({"price_per_device_hour": -1}, "price_per_device_hour"),
+    ],
+)
+def test_a_bad_parameter_says_the_field_and_the_fix_without_pydantics_prefix(tmp_path, params, field):
+    """Issue 40 item 7: several messages began "Value error," and pydantic's own (tp abc) had no Fix."""
+    with pytest.raises(runbook.PlanInvalid) as err:
+        runbook.run_runbook({"platform": "h200", "run_dir": str(tmp_path / "run"), **params})
+    text = str(err.value)
+    assert field in text and "Fix:" in text, text
+    assert "Value error" not in text and "sk-live-123" not in text, text
+
+
+def _papermill(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    out = tmp_path / "out.ipynb"
+    proc = subprocess.run(
+        [sys.executable, "-m", "papermill", str(RUNBOOKS / "h200.ipynb"), str(out), "--no-progress-bar"]
+        + ["-p", "run_dir", str(tmp_path / "run"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return proc, json.loads(out.read_text())
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["-p", "tp", "abc"], ["tp: Input should be a valid integer", "Fix: pass a whole number for tp"]),
+        (["-p", "bogus_knob", "3"], ["'bogus_knob'", "Fix: use a name"]),
+        (["-p", "launcher", "external"], ["1 runbook parameter problem", "needs base_url", "Fix: -p base_url"]),
+    ],
+)
+def test_under_papermill_a_bad_parameter_ends_with_its_message_alone(tmp_path, args, words):
+    """Issue 40 item 7: `papermill ... -p tp abc` ended behind the cell's ~20 lines of frames; now the
+    cell's one error output is the message (field, rule, fix), and it is what stderr ends with."""
+    proc, notebook = _papermill(tmp_path, *args)
+    assert proc.returncode == 1
+    errors = [o for c in notebook["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert len(errors) == 1 and errors[0]["ename"] == "PlanInvalid"
+    shown = "\n".join(errors[0]["traceback"])
+    assert shown.startswith("PlanInvalid: ") and "Traceback" not in shown and "File " not in shown, shown
+    assert all(w in shown for w in words), shown
+    tail = proc.stderr.rstrip().split('Exception encountered at "In [', 1)[1].split("\n", 1)[1]
+    assert tail == shown, proc.stderr[-3000:]  # stderr ends with the message, nothing after
+    assert "Value error" not in proc.stderr
+    _nothing_started(tmp_path / "run")
+
+
 def test_every_problem_is_listed_at_once(tmp_path):
     with pytest.raises(runbook.PlanInvalid, match="3 runbook parameter problem") as err:
         runbook.run_runbook(
@@ -110,7 +194,9 @@ def test_the_speed_settings_the_readme_names_are_typed_runbook_parameters():
     assert {k: values[k] for k in ("tokenizer", "stop_when_saturated", "price_per_device_hour", "scenarios")} == {
         k: v for k, v in params.items() if k != "platform"
     }
-    assert "tokenizer" not in runbook.stage_parameters("invoke", config, options, Path("/tmp/x"), set(values))
+    invoke_declared = runbook.declared_parameters(NOTEBOOKS_DIR / "invoke.ipynb")
+    invoke_values = runbook.stage_parameters("invoke", config, options, Path("/tmp/x"), invoke_declared)
+    assert invoke_values["tokenizer"] == params["tokenizer"]  # issue 40 item 4: every stage that counts tokens
     listed = {p["name"]: p["inferred_type_name"] for p in pm.inspect_notebook(str(RUNBOOKS / "h200.ipynb")).values()}
     assert listed["tokenizer"] == "Optional[str]" and listed["price_per_device_hour"] == "Optional[float]"
     assert listed["stop_when_saturated"] == "bool"
@@ -151,3 +237,32 @@ def test_repeats_is_a_typed_runbook_parameter_that_reaches_the_speed_notebook(tm
     assert listed["repeats"] == "Optional[int]"
     with pytest.raises(runbook.PlanInvalid, match="repeats: .*from 1 to 100 .*Fix: e.g. -p repeats 3"):
         runbook.split_params({"platform": "h200", "repeats": 0})
+
+
+@pytest.mark.slow  # deploy (external) and invoke notebooks: ~20 s
+def test_the_runbooks_tokenizer_reaches_the_invoke_stages_prompt_token_check(tmp_path, require_tool_env):
+    """Issue 40 item 4: against an external server `-p tokenizer DIR` reached the speed stage only; the
+    Vendor Verifier's prompt-token check was skipped, asking for the tokenizer the user had passed."""
+    require_tool_env("bench")
+    tokenizer = write_tokenizer_dir(tmp_path / "tok")  # the emulator's: counts equal the server's
+    server = start_subprocess(["--time-scale", "0.01", "--strict-sglang"])  # to the stages: not the emulator
+    run = tmp_path / "run"
+    try:
+        runbook.run_runbook(
+            {
+                "platform": "h200",
+                "launcher": "external",
+                "base_url": server.base_url,
+                "tokenizer": str(tokenizer),
+                "stages": ["deploy", "invoke"],
+                "stage_overrides": {"invoke": {"checks": ["kvv_prompt_tokens"]}},
+                "run_dir": str(run),
+            }
+        )
+    finally:
+        server.stop()
+    check = next(
+        c for c in json.loads((run / "invoke.json").read_text())["results"] if c["name"] == "kvv_prompt_tokens"
+    )
+    assert check["status"] == "pass", check["reason"]
+    assert f"the run's tokenizer {tokenizer}, from the tokenizer parameter" in check["reason"]

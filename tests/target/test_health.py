@@ -14,6 +14,7 @@ import pytest
 from kimi_runbooks.deploy import free_port
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.target.health import BaseUrlError, check_server, normalize_base_url
+from tests.support.addresses import ADDRESSES, IPV4_RULE, NUMERIC_NON_ADDRESSES
 from tests.support.openai_stand_in import StandIn, stand_in_server
 
 # ------------------------------------------------------------------------------- URL
@@ -53,12 +54,28 @@ def test_base_url_is_normalised_and_every_change_is_said(given, root, noted):
         ("http://user:pw@h:1", "api_key_env"),
         ("http://h:1/v1/chat/completions", "base_url='http://h:1'"),
         ("http://h:1/?x=1", "query"),
+        ("http://a..b:1", "must be an IP address or a host name"),
     ],
 )
 def test_unusable_base_url_is_refused_with_the_fix(given, words):
     with pytest.raises(BaseUrlError) as err:
         normalize_base_url(given)
     assert words in str(err.value) and "Fix:" in str(err.value)
+
+
+@pytest.mark.parametrize("host", NUMERIC_NON_ADDRESSES)
+def test_a_base_url_host_that_is_no_ip_address_gets_the_plans_address_rule(host):
+    """Issue 40 item 3: httpx took `1.2.3`, `127.1` and `0x7f.0.0.1` as host names and refused only
+    four-part values, in its own words; now the rule and fix are those of plan --host."""
+    with pytest.raises(BaseUrlError) as err:
+        normalize_base_url(f"http://{host}:30000")
+    assert str(err.value).startswith(f"the host of base_url {IPV4_RULE}") and "Fix:" in str(err.value)
+
+
+@pytest.mark.parametrize("host", ADDRESSES)
+def test_every_address_the_plan_takes_is_a_base_url_host(host):
+    shown = f"[{host}]" if ":" in host else host
+    assert normalize_base_url(f"http://{shown}:30000")[0] == f"http://{shown}:30000"
 
 
 # ---------------------------------------------------------------------------- transport

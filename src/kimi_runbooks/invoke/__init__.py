@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .checks import CHECKS, PRODUCT_TOOL, WEATHER_RESULT, WEATHER_TOOL
     from .contracts import CONTRACT_CHECKS
     from .image import RECEIPT_ITEM, data_url, receipt_png
-    from .kvv import KVV_CHECKS
+    from .kvv import KVV_CHECKS, stage_tokenizer
     from .results import (
         CheckResult,
         ChecksFailed,
@@ -54,6 +54,7 @@ _HOME = {
     "data_url": "image",
     "receipt_png": "image",
     "KVV_CHECKS": "kvv",
+    "stage_tokenizer": "kvv",
     "CheckResult": "results",
     "ChecksFailed": "results",
     "Status": "results",
@@ -120,6 +121,7 @@ __all__ = [
     "run_agentic",
     "run_all",
     "save",
+    "stage_tokenizer",
     "summary_table",
     "unusable_reason",
 ]

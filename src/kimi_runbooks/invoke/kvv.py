@@ -17,8 +17,9 @@ Its README ("Pre-flight Validation") asks a vendor to pass three checks before a
 * ``kvv_prompt_tokens`` -- ``tests/prompt_tokens/test_prompt_tokens.py``: streamed requests whose
   ``usage.prompt_tokens`` must lie in [expected, expected + 3]. The verifier's expected values are
   constants for Kimi's own tokenizer; here the expected value is counted with the run's tokenizer
-  and chat template (the handle's ``tokenizer``, in the bench env), or the emulator's own when the
-  target is the emulator; without either the check is skipped and says what to pass.
+  and chat template (the one the speed stage uses, target.served_tokenizer: the tokenizer parameter, the
+  handle's, the deployed model_path; in the bench env), or the emulator's own when the target is the
+  emulator; without either the check is skipped and says what to pass.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ import json
 import os
 import subprocess
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from ..kimi.chat_template import render
 from ..kimi.parsers import parser_format
 from ..kimi.tokenizer import count_tokens
+from ..target.served_tokenizer import PASS_IT, TokenizerChoice, served_tokenizer
 from .checks import _validator_for
 from .session import CheckFailed, CheckSkipped, Recorder, Session
 
@@ -209,19 +212,27 @@ PROMPT_CASES: list[dict[str, Any]] = [
 ]
 
 
+def stage_tokenizer(
+    run_dir: str | Path | None, target: Any, tokenizer: str | Path | None = None
+) -> TokenizerChoice | None:
+    """The invoke stage's tokenizer: the one the speed stage counts with (target.served_tokenizer)."""
+    choice = served_tokenizer(tokenizer, target, run_dir=run_dir)
+    print(f"tokenizer: {choice or '(none known: the prompt-token check counts only against the emulator)'}")
+    return choice
+
+
 def expected_prompt_tokens(s: Session, cases: list[dict[str, Any]]) -> tuple[list[int], str]:
     """Prompt tokens by the run's tokenizer and chat template: (counts, where they came from)."""
-    tokenizer = getattr(s.handle, "tokenizer", None)
-    if tokenizer:
-        return _count_in_bench_env(str(tokenizer), cases), f"the run's tokenizer {tokenizer}"
+    if s.tokenizer is not None:
+        counted = _count_in_bench_env(s.tokenizer.path, cases)
+        return counted, f"the run's tokenizer {s.tokenizer.path}, from {s.tokenizer.source}"
     if s.emulated:
         # a parser's prompt stub usage leaves out (kimi_k3: 3 tokens, kimi/parsers.py) is not counted either
         unreported = parser_format(s.served.tool_call_parser if s.served else None).unreported_prompt_tokens
         counts = [count_tokens(render(c["messages"], c.get("tools"))) - unreported for c in cases]
         return counts, "the emulator's tokenizer and chat template"
     raise CheckSkipped(
-        "no tokenizer of the served model in this run to count with. Fix: pass the model's tokenizer "
-        "directory (RunHandle.tokenizer, or model_path) so the expected count can be made"
+        f"no tokenizer of the served model is known to count the expected prompt tokens with. Fix: {PASS_IT}"
     )
 
 

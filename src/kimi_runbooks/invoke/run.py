@@ -14,6 +14,7 @@ from ..target import locate as target_mod
 from ..target.health import check_server
 from ..target.locate import RunHandle, fetch_server_info
 from ..target.served_limits import ServedLimits, read_served_limits
+from ..target.served_tokenizer import TokenizerChoice, served_tokenizer
 from ..target.tls import verified_tls
 from .agentic import AGENTIC_CASES
 from .checks import CHECKS
@@ -194,6 +195,7 @@ def run_all(
     parallel: int = 1,
     served: ServedModel | None = None,
     video_url: str | None = None,
+    tokenizer: TokenizerChoice | str | Path | None = None,
 ) -> list[CheckResult]:
     """Run the checks in order (all by default); each is isolated, so one failure never stops the rest.
 
@@ -206,6 +208,8 @@ def run_all(
     declared capabilities, ServedModel.from_plan), the ones that apply to it (served.checks_for).
     target is a RunHandle or a base_url (then model, else the server's first /v1/models id).
     max_tokens_thinking bounds every generation (Kimi thinks by default). emulated=None asks the server.
+    tokenizer is the served model's (a directory, or kvv.stage_tokenizer's choice), for the checks that
+    count prompt tokens themselves; None: the handle's.
     When the server refuses the key (or cannot be reached at all) every check fails with that
     cause and its fix, without sending anything (unusable_reason).
     """
@@ -252,6 +256,7 @@ def run_all(
         emulated=detect_emulated(handle, timeout) if emulated is None else emulated,
         served=served or ServedModel(),
         video_url=video_url,
+        tokenizer=tokenizer if isinstance(tokenizer, TokenizerChoice) else served_tokenizer(tokenizer, handle),
     )
 
     def one(name: str) -> list[CheckResult]:

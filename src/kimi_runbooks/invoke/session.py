@@ -14,6 +14,7 @@ from openai import APIConnectionError, APIStatusError, APITimeoutError, OpenAI
 
 from ..target.locate import RunHandle
 from ..target.served_limits import ServedLimits
+from ..target.served_tokenizer import TokenizerChoice
 from .results import Status
 from .served import ServedModel
 
@@ -178,6 +179,8 @@ class Session:
     video_url: str | None = None
     limits: ServedLimits = field(default_factory=ServedLimits)
     """What the server says it serves (context, images): requests are sized from it."""
+    tokenizer: TokenizerChoice | None = None
+    """The served model's tokenizer (target.served_tokenizer), for checks that count tokens themselves."""
 
     @property
     def model(self) -> str:

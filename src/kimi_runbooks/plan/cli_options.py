@@ -51,11 +51,23 @@ CLI_EXTRAS: dict[str, CliExtra] = {
 }
 
 
+def _shown_default(info: FieldInfo) -> Any:
+    """The default worth printing in --help, or None: a required field has none, and an empty list or
+    dict (a default_factory), None, a bool switch or the 'default' marker say nothing to a user."""
+    if info.is_required():
+        return None
+    default = info.get_default(call_default_factory=True)
+    if default in (None, "default") or isinstance(default, bool) or default in ([], {}):
+        return None
+    return default
+
+
 def _help(name: str, info: FieldInfo, extra: CliExtra) -> str:
     text = extra.help or (info.description or "").strip()
     text = " ".join(text.split())
-    if not info.is_required() and info.default not in (None, "default") and not isinstance(info.default, bool):
-        text = f"{text} (default: {info.default})" if text else f"default: {info.default}"
+    default = _shown_default(info)
+    if default is not None:
+        text = f"{text} (default: {default})" if text else f"default: {default}"
     return text.replace("%", "%%")
 
 

@@ -7,13 +7,16 @@ validated `LaunchPlan`.
 from __future__ import annotations
 
 import math
+import re
 import shlex
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from ..target.address import check_address
 from .flags import knob_of
-from .inputs import check_host, check_ifname, check_image, check_port
+from .inputs import check_ifname, check_image, check_port
 from .memory import KV_CACHE_DTYPES
 from .rules import parse_version
 from .shell import is_env_name
@@ -120,13 +123,13 @@ class PlanConfig(BaseModel):
     @field_validator("host", "prefill_ip", "decode_ip")
     @classmethod
     def _host(cls, value: str | None, info: ValidationInfo) -> str | None:
-        return None if value is None else check_host(value, str(info.field_name))
+        return None if value is None else check_address(value, str(info.field_name))
 
     @field_validator("node_ips")
     @classmethod
     def _node_ips(cls, value: list[str]) -> list[str]:
         for i, ip in enumerate(value):
-            check_host(ip, f"node_ips[{i}] (--node-ip)", "10.0.0.1")
+            check_address(ip, f"node_ips[{i}] (--node-ip)", "10.0.0.1")
         return value
 
     @field_validator("ifname")
@@ -148,8 +151,9 @@ class PlanConfig(BaseModel):
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
         if value and not is_env_name(value):
-            raise ValueError(
-                f"api_key_env must be the NAME of an environment variable (got '{value}'); never pass the key itself"
+            raise ValueError(  # the value is not echoed: it may be the key itself
+                "api_key_env must be the NAME of an environment variable (letters, digits, underscores), never "
+                "the key itself. Fix: export the key as a variable and pass its name, e.g. SGLANG_API_KEY"
             )
         return value or None
 
@@ -219,7 +223,40 @@ class PlanConfig(BaseModel):
         return value
 
 
+_TYPE_FIXES = {
+    "int_parsing": "pass a whole number",
+    "int_type": "pass a whole number",
+    "int_from_float": "pass a whole number",
+    "float_parsing": "pass a number",
+    "float_type": "pass a number",
+    "finite_number": "pass a finite number",
+    "bool_parsing": "pass True or False",
+    "bool_type": "pass True or False",
+    "string_type": "pass text",
+    "list_type": 'pass a list (papermill: -y "{field}: [a, b]")',
+    "dict_type": 'pass a mapping (papermill: -y "{field}: {{key: value}}")',
+    "greater_than": "pass a value above {gt}",
+    "greater_than_equal": "pass a value of at least {ge}",
+    "less_than": "pass a value below {lt}",
+    "less_than_equal": "pass a value of at most {le}",
+    "literal_error": "pass one of {expected}",
+    "missing": "pass a value",
+}
+"""pydantic's error type -> the fix, for messages pydantic writes itself (they say what is wrong, not what to do)."""
+
+
+def field_error(error: Mapping[str, Any]) -> str:
+    """One pydantic error as "field: what is wrong. Fix: what to do", without pydantic's "Value error, "
+    prefix and without the field said twice (our validators' messages name it themselves)."""
+    field = ".".join(map(str, error["loc"]))
+    message = str(error["msg"]).removeprefix("Value error, ")
+    text = message if field and re.match(rf"{re.escape(field)}\b", message) else f"{field}: {message}"
+    if "Fix:" not in text:
+        fix = _TYPE_FIXES.get(str(error.get("type")), "pass a value of the field's type")
+        text += ". Fix: " + fix.format(field=field, **(error.get("ctx") or {})) + f" for {field}"
+    return text
+
+
 def validation_text(exc: ValidationError) -> str:
-    """A pydantic error as one readable line per field ("devices: Input should be ..."), without
-    pydantic's banner and help URL."""
-    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+    """A pydantic error as one readable line per field (field_error), without pydantic's banner and help URL."""
+    return "; ".join(field_error(e) for e in exc.errors())

@@ -5,7 +5,7 @@ prints `--host '0.0.0.0; rm -rf /'` is still VALID nonsense, and its fix texts w
 each input is checked against its grammar, and an error names the field, the rule and an example,
 never the value itself (it may hold anything).
 
-Grammars: a host is an IP address (Python's ipaddress) or a host name of RFC 1123 labels; an
+Grammars: a host is checked by `target.address` (the one address rule, shared with base_url); an
 interface name is what Linux accepts (IFNAMSIZ 16 including the NUL, no '/' or whitespace); an
 image reference follows the distribution/reference grammar (github.com/distribution/reference,
 regexp.go: [domain[:port]/]path[:tag][@digest]).
@@ -13,10 +13,11 @@ regexp.go: [domain[:port]/]path[:tag][@digest]).
 
 from __future__ import annotations
 
-import ipaddress
 import re
 
-_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+from ..target.address import HOST_CHARS as _HOST_CHARS
+from ..target.address import odd_characters as _odd_characters
+
 _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 
 _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
@@ -26,37 +27,6 @@ _TAG = r"[\w][\w.-]{0,127}"
 _DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
 IMAGE_REFERENCE = re.compile(rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::{_TAG})?(?:@{_DIGEST})?$")
 IMAGE_SOURCE = "distribution/reference regexp.go (github.com/distribution/reference)"
-
-
-def _odd_characters(value: str, allowed: str) -> str:
-    """The characters of ``value`` outside ``allowed``, named (never the value itself)."""
-    odd = sorted({c for c in value if c not in allowed})
-    names = {" ": "space", "\t": "tab", "\n": "newline", "'": "quote", '"': "double quote"}
-    shown = ", ".join(names.get(c, repr(c) if c.isprintable() else f"U+{ord(c):04X}") for c in odd[:6])
-    return f" (it contains {shown})" if odd else ""
-
-
-_HOST_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.:"
-
-
-def is_host(value: str) -> bool:
-    """An IPv4/IPv6 address or an RFC 1123 host name (labels of letters, digits and inner hyphens)."""
-    try:
-        ipaddress.ip_address(value)
-        return True
-    except ValueError:
-        pass
-    name = value[:-1] if value.endswith(".") else value
-    return 0 < len(name) <= 253 and all(_LABEL.match(label) for label in name.split("."))
-
-
-def check_host(value: str, field: str, example: str = "127.0.0.1") -> str:
-    if not is_host(value):
-        raise ValueError(
-            f"{field} must be an IP address or a host name{_odd_characters(value, _HOST_CHARS)}. "
-            f"Fix: pass e.g. {example} or node0.cluster.local"
-        )
-    return value
 
 
 def check_ifname(value: str, field: str = "ifname") -> str:

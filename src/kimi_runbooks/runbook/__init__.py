@@ -5,6 +5,7 @@ fingerprint that says whether a finished stage can be reused (`fingerprint`).
 show the plan, run it, say how it went.
 """
 
+from .brief_errors import brief_parameter_errors
 from .params import (
     PARAMETER_NAMES,
     SHARED_PARAMS,
@@ -26,6 +27,7 @@ __all__ = [
     "RunbookFailed",
     "RunbookOptions",
     "RunbookResult",
+    "brief_parameter_errors",
     "collect_parameters",
     "declared_parameters",
     "plan_text",

@@ -24,12 +24,14 @@ from ..plan.config import validation_text
 from ..plan.scenario_models import checked_repeats
 from ..secrets import SecretError, require_redactable
 from ..stages import STAGE_NAMES, availability, stage
+from ..target.health import normalize_base_url
 
 STAGE_ORDER = STAGE_NAMES
 SHARED_PARAMS = ("run_dir", "api_key_env", "platform", "launcher", "time_scale", "scenario_set")
 """What every later stage may receive. `model` and `base_url` go to deploy only: in the invoke and
 speed notebooks `model` is the *served* name and `base_url` an external server, read from handle.json."""
 STAGE_OPTIONS = {
+    "invoke": {"tokenizer": "tokenizer"},
     "speed": {
         "scenarios": "scenarios",
         "tokenizer": "tokenizer",
@@ -68,8 +70,9 @@ class RunbookOptions(BaseModel):
     scenarios: list[str] | None = None
     """Speed scenario ids from params/scenarios instead of the set's; None: the scenario_set's."""
     tokenizer: str | None = None
-    """The served model's tokenizer (a local directory) for the speed stage's token counts; None: the
-    deployed model_path's, or (emulator only) the emulator's own. Needed against an external server."""
+    """The served model's tokenizer (a local directory) for every stage that counts tokens (invoke's
+    prompt-token check, speed); None: the deployed model_path's, or (emulator only) the emulator's own.
+    Needed against an external server."""
     stop_when_saturated: bool = False
     """End a concurrency sweep once the server queues and throughput stops growing."""
     price_per_device_hour: float | None = Field(default=None, gt=0, allow_inf_nan=False)
@@ -98,6 +101,13 @@ class RunbookOptions(BaseModel):
             "e.g. -p repeats 3 for a mean with a 95% interval per speed scenario, or leave it unset (None) for one "
             "run each",
         )
+
+    @field_validator("base_url")
+    @classmethod
+    def _usable_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            normalize_base_url(value)  # BaseUrlError (a ValueError) names the rule and the fix
+        return value
 
     @field_validator("stages")
     @classmethod
@@ -159,7 +169,7 @@ def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], RunbookOptions
     try:
         options = RunbookOptions.model_validate({k: v for k, v in params.items() if k in option_fields})
     except ValidationError as exc:
-        raise PlanInvalid(validation_text(exc) + ". Nothing was started.") from None
+        raise PlanInvalid(f"invalid runbook parameters: {validation_text(exc)}. Nothing was started.") from None
     return config, options
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..kimi.tokenizer_files import make_offline_tokenizer
 from ..rundir import RunFolder
+from ..target.served_tokenizer import PASS_IT, model_path_of, served_tokenizer
 from ..tools.scripts import script
 from .start_phases import mark
 from .worker import BenchWorker, WorkerUnavailable
@@ -68,40 +69,23 @@ def choose_tokenizer(
     offline: bool,
     model_path: str | None = None,
 ) -> tuple[str | Path | None, str]:
-    """(tokenizer for --tokenizer, where it came from). The served model's tokenizer: the given one,
-    the handle's, the deployed plan's model_path; against the emulator only, None (the caller
-    builds the emulator's). Offline against a real server with none known: TokenizerMissing."""
-    if tokenizer:
-        return tokenizer, "the tokenizer parameter"
-    from_handle = getattr(target, "tokenizer", None)
-    if from_handle:
-        return str(from_handle), "the handle (handle.json tokenizer)"
-    if model_path:
-        return model_path, "the deployed plan's model_path"
+    """(tokenizer for --tokenizer, where it came from). The served model's tokenizer
+    (target.served_tokenizer: the given one, the handle's, the deployed plan's model_path);
+    against the emulator only, None (the caller builds the emulator's). Offline against a real
+    server with none known: TokenizerMissing."""
+    known = served_tokenizer(tokenizer, target, model_path=model_path)
+    if known is not None:
+        return (tokenizer if tokenizer else known.path), known.source
     if emulated:
         return None, "the emulator's offline tokenizer (SmolLM2 BPE; emulator only: its counts equal the emulator's)"
     if offline:
         raise TokenizerMissing(
             "the speed stage needs the served model's tokenizer to size prompts in that model's tokens "
             "(with any other, input/output lengths are wrong and the numbers not comparable), and none is "
-            "known. Fix: pass tokenizer=<local directory with the model's tokenizer.json> (for a GGUF "
-            "model, export it: tools/scripts/gguf_tokenizer.py), or deploy with model_path, or "
-            "offline=False to let bench_serving fetch the tokenizer of the served model name."
+            f"known. Fix: {PASS_IT}, or offline=False to let bench_serving fetch the tokenizer of the served "
+            "model name."
         )
     return None, "bench_serving's default: the served model name on the model hub"
-
-
-def model_path_of(run_dir: str | Path | RunFolder | None) -> str | None:
-    """The deployed plan's model_path (manifest), for launchers that started the model themselves."""
-    if not run_dir:
-        return None
-    folder = RunFolder.of(run_dir)
-    manifest = folder.read_json(RunFolder.MANIFEST) or {}
-    if manifest.get("launcher") == "external":
-        return None  # the plan's model_path says nothing about someone else's server
-    config = (manifest.get("plan") or {}).get("config") or {}
-    value = config.get("model_path")
-    return str(value) if value else None
 
 
 def judge(raw: Mapping[str, Any], tolerance: float = TOLERANCE) -> TokenCheck:

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from .address import url_host_problem
 from .tls import verified_tls
 
 PROBE_PROMPT = "Reply with one word: is this server ready to answer questions?"
@@ -105,6 +106,9 @@ def normalize_base_url(url: str) -> tuple[str, list[str]]:
             raise BaseUrlError(f"base_url {raw!r} has no host. Fix: pass scheme, host and port, e.g. {example}.")
         notes.append(f"base_url {raw!r} has no scheme: using http://{raw} (pass https://... for TLS)")
         raw = "http://" + raw
+    problem = url_host_problem(raw)  # the rule of plan --host and --node-ip, before httpx's own
+    if problem:
+        raise BaseUrlError(problem)
     try:
         parsed = httpx.URL(raw)
     except (httpx.InvalidURL, ValueError) as exc:
