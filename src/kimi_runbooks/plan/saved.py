@@ -37,7 +37,7 @@ def plan_record(plan: LaunchPlan) -> dict[str, Any]:
     return {**plan.as_dict(), SAVED: {"version": SAVED_VERSION, "plan": _encode(plan)}}
 
 
-def plan_from_record(record: dict[str, Any], where: str = "plan.json") -> LaunchPlan:
+def plan_from_record(record: dict[str, Any], where: str = RunFolder.PLAN) -> LaunchPlan:
     """The LaunchPlan a plan_record holds (the inverse of plan_record)."""
     saved = record.get(SAVED) if isinstance(record, dict) else None
     if not isinstance(saved, dict) or saved.get("version") != SAVED_VERSION:
