@@ -15,8 +15,6 @@ import sys
 import time
 from datetime import UTC, datetime
 
-import papermill as pm
-
 from kimi_runbooks import report
 from kimi_runbooks.execution.notebook import SlicedWaitKernelManager
 from kimi_runbooks.paths import REPO_ROOT, RUNBOOKS_DIR
@@ -25,6 +23,8 @@ RUNBOOK_GOAL_S = 30.0
 
 
 def main() -> int:
+    import papermill as pm  # after kimi_runbooks, which keeps jsonschema's slow IRI checker out of it
+
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("papermill").setLevel(logging.INFO)  # the runbook's own lines, as they come
     outputs = REPO_ROOT / "outputs"

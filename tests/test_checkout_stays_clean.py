@@ -56,3 +56,23 @@ def test_git_applies_the_filter_to_the_generated_notebooks():
     lines = out.stdout.splitlines()
     assert lines[0].endswith("filter: notebook-outputs") and lines[1].endswith("filter: notebook-outputs")
     assert lines[2].endswith("filter: unspecified")  # nbval notebooks keep the outputs they check
+
+
+def test_the_filter_passes_a_generated_notebook_through_without_nbformat():
+    """git runs the filter on every notebook of a fresh clone's first `git status` (the deploy
+    manifest's dirty check); an already clean notebook must not pay nbformat's import for it."""
+    no_nbformat = (
+        "import runpy, sys; sys.modules['nbformat'] = None; sys.argv = [sys.argv[1]]; "
+        "runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    for path in [*sorted((REPO_ROOT / "notebooks").glob("*.ipynb")), REPO_ROOT / "runbooks" / "h200.ipynb"]:
+        committed = path.read_text()
+        out = subprocess.run(
+            [sys.executable, "-c", no_nbformat, str(STRIP)],
+            input=committed,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, f"{path.name}: {out.stderr[-500:]}"
+        assert out.stdout == committed, path.name

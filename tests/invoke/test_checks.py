@@ -17,6 +17,7 @@ from kimi_runbooks.deploy import free_port
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread, start_subprocess
 from kimi_runbooks.invoke import checks as invoke_checks
+from kimi_runbooks.invoke import run as invoke_run
 from kimi_runbooks.invoke import session as checks_session
 from kimi_runbooks.invoke.image import RECEIPT_ITEM, data_url, receipt_png
 from kimi_runbooks.target.locate import RunHandle, write_handle
@@ -371,3 +372,16 @@ def test_without_a_key_every_check_fails_at_once_naming_api_key_env(tmp_path):
     for r in results:
         assert r.reason.startswith("not sent: auth: HTTP 401 from GET /v1/models: no API key was sent")
         assert "api_key_env='MY_KEY'" in r.reason and not r.transcript
+
+
+def test_side_by_side_the_slow_checks_are_sent_first_and_the_rest_keep_their_order():
+    names = ["models", "chat", "kvv_params", "tool_call", "long_arguments", "long_context"]
+    assert invoke_run.submission_order(names) == [
+        "kvv_params",
+        "long_arguments",
+        "long_context",
+        "models",
+        "chat",
+        "tool_call",
+    ]
+    assert set(invoke_run.SLOW_CHECKS) <= set(invoke_run.ALL_NAMES)  # no stale name

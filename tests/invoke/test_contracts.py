@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 
 from kimi_runbooks import invoke
-from kimi_runbooks.emulator import EmulatorSettings
+from kimi_runbooks.emulator import EmulatorSettings, LatencyProfile
 from kimi_runbooks.emulator.capabilities import ModelCapabilities
 from kimi_runbooks.emulator.testing import run_in_thread
-from kimi_runbooks.invoke.contracts import LONG_CONTEXT_FRACTION
+from kimi_runbooks.invoke.contracts import EMULATED_FAST_FORWARD, LONG_CONTEXT_FRACTION
 from kimi_runbooks.invoke.run import DEFAULT_NAMES
 from kimi_runbooks.invoke.served import ServedModel, checks_for
 from kimi_runbooks.plan import load_catalog
+from kimi_runbooks.target.emulated_time import FAST_FORWARD_HEADER
 from tests.support.hybrid_models import k3_like, k27_code_like
 
 CONTEXT = 32768
@@ -199,3 +200,21 @@ def test_long_context_beyond_the_servers_limit_fails_naming_the_size():
     finally:
         stop()
     assert result.status == "fail" and "refused" in result.reason and str(CONTEXT) in result.reason
+
+
+def test_long_context_on_an_emulator_fast_forwards_the_prefill_and_says_so():
+    """The emulator's modelled prefill of the long prompt is not what the check holds the server to:
+    it asks the emulator to run that request's clock faster (2.5 s here, 10 s in the demo)."""
+    model = k3_like()
+    slow = LatencyProfile(ttft_base_ms=1, ttft_per_1k_input_ms=100, itl_base_ms=1, itl_per_running_ms=0)
+    url, stop = run_in_thread(_settings(model, profile=slow, time_scale=1.0))
+    try:
+        result = _run(url, _served(model), ["long_context"])["long_context"]
+    finally:
+        stop()
+    assert result.status == "pass", result.reason
+    assert result.details["prompt_tokens"] >= int(CONTEXT * LONG_CONTEXT_FRACTION) * 0.9
+    assert result.latency_ms is not None and result.latency_ms < 1000  # modelled: ~2.5 s of prefill
+    assert result.details["emulated_fast_forward"] == EMULATED_FAST_FORWARD
+    assert f"{EMULATED_FAST_FORWARD}x faster" in result.reason
+    assert result.transcript[0]["request"]["headers"] == {FAST_FORWARD_HEADER: str(EMULATED_FAST_FORWARD)}

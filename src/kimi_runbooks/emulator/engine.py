@@ -36,6 +36,7 @@ class Job:
     cached_tokens: int = 0  # set by the engine: prompt tokens the prefix cache held (skipped prefill)
     room: int | None = None  # PD: the bootstrap room the router gave the request (disagg.py)
     kv_transferred: bool = False  # PD decode: the prompt's KV came from the prefill server, no prefill here
+    fast_forward: float = 1.0  # this request's emulated time runs this many times faster (fast_forward.py)
 
     @classmethod
     def reserving(
@@ -80,8 +81,8 @@ class Engine:
         self.scheduler.cache = self.cache  # cached tokens hold KV pool slots; evicted when it needs room
         self.on_prefilled: Callable[[int | None], None] = lambda room: None  # PD prefill: the KV is sent
 
-    def _scaled(self, ms: float) -> float:
-        return ms / 1000.0 * self.settings.time_scale
+    def _scaled(self, ms: float, job: Job) -> float:
+        return ms / 1000.0 * self.settings.time_scale / job.fast_forward
 
     async def run(self, job: Job, progress: Progress) -> AsyncGenerator[int, None]:
         """Yield token indices 0..output_tokens-1, each at the moment it is due."""
@@ -100,7 +101,7 @@ class Engine:
             self.kv_tokens += job.prompt_tokens
             held += job.prompt_tokens
             prefill = 0.0 if job.kv_transferred else self.profile.prefill_ms(job.prompt_tokens, job.cached_tokens)
-            deadline = self.prefill.book(start, self._scaled(prefill))
+            deadline = self.prefill.book(start, self._scaled(prefill, job))
             previous = None
             for index in range(job.output_tokens):
                 if index == 0:
@@ -109,7 +110,7 @@ class Engine:
                     self.on_prefilled(job.room)
                 else:
                     itl = self.profile.itl_ms(self.scheduler.running, self.kv_tokens)
-                    deadline = await self._decode_turn(deadline, self._scaled(itl))
+                    deadline = await self._decode_turn(deadline, self._scaled(itl, job))
                 if crash_at is not None and index == crash_at:
                     self.faults.crash_now()
                 now = time.monotonic()

@@ -29,6 +29,7 @@ from .disagg import attach, cap_request
 from .engine import Job
 from .error_answers import ApiError
 from .events import EOS_TOKEN_ID, Event, Plan, plan_within_budget, reply_events
+from .fast_forward import fast_forward
 from .formats import ChatFormat, RawTurn
 from .grammar import grammar_failure
 from .protocol import ChatRequest
@@ -77,6 +78,7 @@ class _Turn:
 async def chat_completions(request: Request) -> Response:
     state: AppState = request.app.state.emulator
     arrival, raw, req = await state.read_request(request, ChatRequest)
+    factor = fast_forward(request)
     _validate(state, req)
     cap_request(state.disagg, req)
     check_constraints(req.response_format, req.tools or [], req.tool_choice)
@@ -105,6 +107,8 @@ async def chat_completions(request: Request) -> Response:
         )
         for p in plans
     ]
+    for job in jobs:
+        job.fast_forward = factor
     rid = state.next_id("chatcmpl")
     await attach(state.disagg, raw, rid, jobs)
     turn = _Turn(

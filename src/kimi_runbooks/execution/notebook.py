@@ -127,12 +127,16 @@ def execute_notebook(
     progress_bar: bool = False,
     log_output: bool = False,
     save_each_cell: bool = True,
+    kernel_manager: IPCKernelManager | None = None,
 ) -> Any:
     """papermill.execute_notebook on an IPC kernel; `execution_timeout` bounds each cell (None: none).
     `save_each_cell` writes the executed copy after every cell (a stage that hangs can be read
-    while it runs); the report, quick and re-renderable, skips it (~1 s with its plotly bundle)."""
+    while it runs); the report, quick and re-renderable, skips it (~1 s with its plotly bundle).
+    `kernel_manager`: a kernel already started for this notebook (execution.kernel_handoff), used
+    as is and left running for the caller to stop; None: papermill starts and stops its own."""
     import papermill as pm
 
+    given = {"km": kernel_manager} if kernel_manager is not None else {}
     return pm.execute_notebook(
         str(source),
         write_atomically(dest),
@@ -144,4 +148,5 @@ def execute_notebook(
         execution_timeout=execution_timeout,
         kernel_manager_class=IPCKernelManager,
         request_save_on_cell_execute=save_each_cell,
+        **given,
     )

@@ -106,6 +106,19 @@ def _blocked(name: str, s: Session, reason: str) -> list[CheckResult]:
     ]
 
 
+SLOW_CHECKS = ("long_arguments", "long_arguments_stream", "kvv_params", "long_context", "reasoning_effort")
+"""The checks that take longest (a 1.7k-token argument decoded, ~40 requests, a near-limit prompt,
+one request per effort level): sent first when checks run side by side, so the many short ones
+fill the other slots meanwhile instead of the slow ones running last (the demo's invoke stage,
+4 at a time: they were 3 s of its 5.4 s, all after the short ones)."""
+
+
+def submission_order(names: list[str]) -> list[str]:
+    """The order checks run side by side in: SLOW_CHECKS first, the rest as given. Results and
+    progress still come in the given order."""
+    return sorted(names, key=lambda name: name not in SLOW_CHECKS)
+
+
 IMAGE_CHECKS = ("image", "image_url", "image_tools")
 PROTOCOL_CHECKS = ("models", "kvv_params", "kvv_prompt_tokens", "concurrency")
 """Checks of what the server does with a request, whatever the model answers: their failures are the server's."""
@@ -270,7 +283,7 @@ def run_all(
     try:
         together = [n for n in names if n != "concurrency"] if parallel > 1 else []
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-            futures = {name: pool.submit(one, name) for name in together}
+            futures = {name: pool.submit(one, name) for name in submission_order(together)}
             for name in names:
                 if name not in futures and futures:
                     wait(list(futures.values()))  # a check run alone waits until nothing else runs

@@ -83,13 +83,16 @@ class Recorder:
         self.prompt_tokens = (self.prompt_tokens or 0) + (getattr(usage, "prompt_tokens", 0) or 0)
         self.completion_tokens = (self.completion_tokens or 0) + (getattr(usage, "completion_tokens", 0) or 0)
 
-    def chat(self, body: dict[str, Any]) -> Any:
-        """One non-streamed chat completion; the choice's message and finish_reason."""
+    def chat(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+        """One non-streamed chat completion; the choice's message and finish_reason. `headers`
+        (extra HTTP headers) are kept in the transcript with the body."""
         exchange: dict[str, Any] = {"request": {"endpoint": "/v1/chat/completions", **body}}
+        if headers:
+            exchange["request"]["headers"] = dict(headers)
         self.exchanges.append(exchange)
         start = time.perf_counter()
         try:
-            resp = self.s.client.chat.completions.create(**split_extra(body))
+            resp = self.s.client.chat.completions.create(**split_extra(body), extra_headers=headers)
         finally:
             self.latency_ms = (self.latency_ms or 0.0) + (time.perf_counter() - start) * 1000
         # warnings off: SGLang adds fields the openai models type differently (metadata: a dict, not str)

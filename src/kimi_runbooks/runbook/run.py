@@ -32,6 +32,7 @@ from ..deploy import teardown_run
 from ..deploy.registry import OWNER_ENV, owner_token
 from ..deploy.teardown import stop_orphans
 from ..deploy.watchdog import Watchdog
+from ..execution.kernel_handoff import KernelHandoff
 from ..execution.notebook import execute_notebook
 from ..paths import NOTEBOOKS_DIR
 from ..plan import LaunchPlan, ParamsError, PlanConfig, plan, save_plan
@@ -109,8 +110,10 @@ def run_stage(
     notebooks_dir: Path,
     kernel_name: str | None = None,
     bar: StageBar | None = None,
+    kernels: KernelHandoff | None = None,
 ) -> report.StageState:
-    """Execute one stage notebook into run_dir/notebooks/; the result is appended to stages.jsonl."""
+    """Execute one stage notebook into run_dir/notebooks/; the result is appended to stages.jsonl.
+    `kernels`: the notebook's kernel may have been started ahead there, and is stopped there."""
     notebook = stage(name).notebook
     source = notebooks_dir / notebook
     executed = folder.notebook(notebook)
@@ -123,6 +126,7 @@ def run_stage(
         params = stage_parameters(name, config, options, folder.path, declared_parameters(source))
         print(f"[runbook] {name}: started ({source.name}; {stage(name).does})", flush=True)
         folder.append_jsonl(folder.stages, {"stage": name, "status": "running", "started_at": now_iso()})
+        km = kernels.take(source) if kernels is not None else None
         try:
             with ProgressRelay(folder, bar=bar):
                 execute_notebook(
@@ -132,6 +136,7 @@ def run_stage(
                     kernel_name=kernel_name,
                     cwd=str(folder.path),
                     progress_bar=False,
+                    kernel_manager=km,
                 )
             state = derived_state(name, folder, str(executed.relative_to(folder.path)))
         except Exception as exc:  # noqa: BLE001 - papermill raises PapermillExecutionError; any failure is recorded
@@ -142,6 +147,8 @@ def run_stage(
                 str(executed.relative_to(folder.path)) if executed.exists() else None,
             )
         finally:
+            if km is not None and kernels is not None:
+                kernels.release(km)
             if executed.exists():
                 report.redact_notebook(folder, executed)
     state.duration_s = round(time.monotonic() - start, 2)
@@ -295,6 +302,7 @@ def _run_stages(
     try:
         with _run_environment(token):
             bench = _start_bench_worker(folder, options)
+            kernels = KernelHandoff(folder.path)
             try:
                 work = [s for s in options.stages if s != "report"]
                 bar = stage_bar(len(work))
@@ -305,10 +313,14 @@ def _run_stages(
                         continue
                     if bar is not None:
                         bar.stage(name, done)
-                    states[name] = run_stage(name, config, options, folder, nb_dir, kernel_name, bar)
+                    for ahead in work[done : done + 2]:  # this stage's kernel, and the next one's meanwhile
+                        if not availability(ahead, nb_dir):
+                            kernels.prestart(nb_dir / stage(ahead).notebook, kernel_name)
+                    states[name] = run_stage(name, config, options, folder, nb_dir, kernel_name, bar, kernels)
                     if bar is not None:
                         bar.stage(name, done + 1, states[name].status)
             finally:
+                kernels.close()
                 if bench is not None:
                     bench.stop()
     finally:
