@@ -5,7 +5,6 @@ params/ (catalog) -> PlanConfig knobs (config) -> flags (knobs) -> rules (rules)
 saved in the run folder and loaded back whole by later stages (saved).
 """
 
-from .catalog import Catalog, ParamsError, UnknownIdError, load_catalog
 from .config import DEFAULT_SGLANG_VERSION, EXAMPLE_PLATFORM, PlanConfig
 from .launch_plan import LaunchPlan, NodeCommand
 from .memory import CellFit, MemoryPlan, plan_memory
@@ -15,21 +14,17 @@ from .saved import SavedPlanError, load_plan, save_plan
 from .view import format_plan, plan_text
 
 __all__ = [
-    "Catalog",
     "CellFit",
     "DEFAULT_SGLANG_VERSION",
     "EXAMPLE_PLATFORM",
     "LaunchPlan",
     "MemoryPlan",
     "NodeCommand",
-    "ParamsError",
     "PlanConfig",
     "RuleExpressionError",
     "RuleResult",
     "SavedPlanError",
-    "UnknownIdError",
     "format_plan",
-    "load_catalog",
     "load_plan",
     "plan",
     "plan_memory",

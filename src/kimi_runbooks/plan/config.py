@@ -12,11 +12,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from .flags import knob_of
+from ..catalog.flags import knob_of
+from ..catalog.values import is_env_name
 from .inputs import check_host, check_ifname, check_image, check_port
 from .memory import KV_CACHE_DTYPES
 from .rules import parse_version
-from .shell import is_env_name
 
 DEFAULT_SGLANG_VERSION = "0.5.9"
 """The SGLang version the cookbook Kimi-K2.6 page tested its recipes with (5.1, 5.2); it selects which rules apply."""

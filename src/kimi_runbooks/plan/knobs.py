@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from .catalog import ArgValue, Model, Platform
+from ..catalog import ArgValue, Model, Platform
+from ..catalog.flags import FLAG_ALIASES, ExtraFlag, canonical_flag, knob_of
 from .config import PlanConfig
-from .flags import FLAG_ALIASES, ExtraFlag, canonical_flag, knob_of
 from .rules import RuleResult
 from .shell import env_ref, shell_join
 

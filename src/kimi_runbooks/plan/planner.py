@@ -17,11 +17,11 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from .catalog import Catalog, Model, Platform, load_catalog
+from ..catalog import Catalog, Model, Platform, load_catalog
+from ..catalog.flags import canonical_flag, merge_args, parse_extra_args
 from .config import PlanConfig
 from .cookbook import cell_args, cell_config, cell_flag_warnings, choose_cell, node_env
 from .deployments import plan_deployment
-from .flags import canonical_flag, merge_args, parse_extra_args
 from .fleet import ROUTER_SOURCE, plan_fleet
 from .knobs import (
     ResolvedKnobs,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .catalog import ArgValue, Catalog, Model, Platform, Rule
+from ..catalog import ArgValue, Catalog, Model, Platform, Rule
 from .config import DEFAULT_SGLANG_VERSION, PlanConfig
 from .knobs import ServerShape, speculative_in
 from .memory import MemoryPlan, plan_memory
