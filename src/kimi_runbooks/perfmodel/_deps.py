@@ -16,8 +16,9 @@ from ..catalog import (
     Reference,
     load_catalog,
 )
+from ..catalog.flags import canonical_flag
 from ..plan import LaunchPlan, PlanConfig, plan
-from ..plan.knobs import canonical_flag, resolve_knobs
+from ..plan.knobs import resolve_knobs
 from ..plan.memory import MemoryPlan, kv_bytes_per_token, plan_memory
 from ..plan.saved import SAVED, plan_from_record
 from ..plan.state_pool import StateSettings, state_bytes_per_slot

@@ -9,11 +9,12 @@
 4. rules       `check_server` (server_rules.py): the memory plan (memory.py) and every params/rules rule
 5. LaunchPlan  `build_launch_plan` (commands.py): argv, env, docker and per-node commands (launch_plan.py)
 
-Before step 1, `read_user_args` (args.py) reads the user's extra arguments, since a knob's flag there
-sets the knob. Replicas behind a router (fleet.py) run this pipeline once per replica; published
-multi-role deployments (deployments.py) take their flags from params/deployments/ and share the
-rules step (`plan_server`). params/ is read through catalog/, below this package. A plan is shown as text or a form (view), saved in the run folder and loaded back
-whole by later stages (saved).
+Before step 1, `read_user_args` (args.py) reads the user's extra arguments, since a knob's flag
+there sets the knob. Replicas behind a router (fleet.py) run this pipeline once per replica;
+published multi-role deployments (deployments.py) take their flags from params/deployments/ and
+share the rules step (`plan_server`). params/ is read through catalog/, below this package. A plan
+is shown as text or a form (view), saved in the run folder and loaded back whole by later stages
+(saved).
 """
 
 from .config import DEFAULT_SGLANG_VERSION, EXAMPLE_PLATFORM, PlanConfig
