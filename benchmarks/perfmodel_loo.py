@@ -24,10 +24,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.perfmodel.calibration import Evaluator, dof_table, free_parameters
 from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.validation import HEADLINE, calibrate, format_checks, format_coverage
-from kimi_runbooks.plan.catalog import load_catalog
 
 GOAL, FAMILY_LIMIT, COVERAGE = 0.20, 0.35, (0.70, 0.90)
 

@@ -29,12 +29,13 @@ import time
 
 import httpx
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.profile import latency_profile
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.perfmodel import Predictor
 from kimi_runbooks.perfmodel.predict import Scenario
-from kimi_runbooks.plan import load_catalog, plan
+from kimi_runbooks.plan import plan
 
 WIDTHS = (6, 5, 7, 21, 22, 17)
 ROWS = ((8000, 0.0), (8000, 0.5), (8000, 0.9), (32000, 0.9), (32000, 0.97))

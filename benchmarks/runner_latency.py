@@ -21,11 +21,11 @@ import tempfile
 from pathlib import Path
 
 from kimi_runbooks import speed
+from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.latency import LatencyProfile
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread, start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
-from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.target.locate import RunHandle
 
 PROFILE = LatencyProfile(

@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 
 from kimi_runbooks import speed
+from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
-from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.target.locate import RunHandle
 from kimi_runbooks.tools.envs import ToolEnvError, tool_env
 

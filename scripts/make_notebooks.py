@@ -20,8 +20,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # notebook_cells/ sits beside this script
 
+from kimi_runbooks.catalog import load_catalog  # noqa: E402
 from kimi_runbooks.execution.prewarm import SPEED_KERNEL  # noqa: E402
-from kimi_runbooks.plan import load_catalog  # noqa: E402
 from kimi_runbooks.stages import STAGES  # noqa: E402
 from notebook_cells import runbooks, stages  # noqa: E402
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from kimi_runbooks.catalog import Catalog, load_catalog
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
-from kimi_runbooks.plan import Catalog, load_catalog
 from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.tools import envs as toolenv
 from tests.support import FAKES, missing

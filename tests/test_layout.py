@@ -40,6 +40,7 @@ TOOLSCRIPTS = PACKAGE / "tools" / "scripts"
 LAYERS: list[set[str]] = [
     {"paths", "secrets", "rundir", "procs", "progress", "origin", "stages"},
     {"kimi"},
+    {"catalog"},
     {"plan", "target", "tools", "execution"},
     {"perfmodel"},
     {"emulator", "deploy"},

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kimi_runbooks.plan import Catalog, PlanConfig
-from kimi_runbooks.plan.catalog import Platform
+from kimi_runbooks.catalog import Catalog, Platform
+from kimi_runbooks.plan import PlanConfig
 from kimi_runbooks.runbook import RunbookOptions
 
 from .parameters import field_lines

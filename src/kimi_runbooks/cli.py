@@ -8,7 +8,8 @@ import sys
 
 from pydantic import ValidationError
 
-from .plan import ParamsError, PlanConfig, format_plan, load_catalog, plan
+from .catalog import ParamsError, load_catalog
+from .plan import PlanConfig, format_plan, plan
 from .plan.cli_options import CliInputError, add_plan_options, config_from_args
 from .plan.config import field_error
 from .plan.view import format_rules

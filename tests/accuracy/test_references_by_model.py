@@ -8,7 +8,7 @@ import pytest
 
 from kimi_runbooks.accuracy.common import EvalRow
 from kimi_runbooks.accuracy.references import compare, model_id, reference_entry, reference_frame
-from kimi_runbooks.plan import load_catalog
+from kimi_runbooks.catalog import load_catalog
 
 
 def test_the_k3_parameter_set_is_a_loaded_reference() -> None:

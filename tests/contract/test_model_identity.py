@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 
 from conftest import run_in_bench_env
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.emulator.cli import parse_settings
 from kimi_runbooks.emulator.testing import emulator_server
-from kimi_runbooks.plan import load_catalog
 
 
 def test_every_model_identity_the_emulator_reports_is_one_sglang_serves(bench_python: str, tmp_path: Path) -> None:

@@ -35,7 +35,8 @@ from typing import Any
 
 import pytest
 
-from kimi_runbooks.plan import Catalog, LaunchPlan, load_catalog, plan
+from kimi_runbooks.catalog import Catalog, load_catalog
+from kimi_runbooks.plan import LaunchPlan, plan
 from kimi_runbooks.plan.server_options import option_table
 from kimi_runbooks.tools.envs import OFFLINE_ENV
 from kimi_runbooks.tools.scripts import script

@@ -7,9 +7,9 @@ import re
 import pytest
 import yaml
 
+from kimi_runbooks.catalog import ParamsError
 from kimi_runbooks.deploy.diagnose import diagnose, findings, run_diagnosis
 from kimi_runbooks.deploy.signatures import load_signatures
-from kimi_runbooks.plan.catalog import ParamsError
 from kimi_runbooks.rundir import RunFolder
 
 NOISE = "\n".join(f"[2026-01-01 00:00:{i:02d} TP0] Load weight begin. shard {i}" for i in range(60))

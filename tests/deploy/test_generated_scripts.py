@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.deploy import sbatch as slurm
 from kimi_runbooks.deploy.launchers.multinode import write_node_scripts
-from kimi_runbooks.plan import LaunchPlan, NodeCommand, load_catalog, plan
+from kimi_runbooks.plan import LaunchPlan, NodeCommand, plan
 from kimi_runbooks.plan.shell import expand_word, script_text
 from kimi_runbooks.rundir import RunFolder
 from tests.support import missing

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from kimi_runbooks import deploy
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.deploy import sbatch as slurm
 from kimi_runbooks.plan import plan as make_plan
-from kimi_runbooks.plan.catalog import load_catalog
 from kimi_runbooks.rundir import RunFolder
 
 CATALOG = load_catalog()

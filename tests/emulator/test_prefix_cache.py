@@ -206,9 +206,10 @@ def test_cache_metrics_follow_sglang() -> None:
 def test_profile_prefill_after_a_prefix_is_the_prediction(input_len: int, hit: float) -> None:
     """The emulator sleeps what the performance model predicts for prefix= (sampled on a grid and
     interpolated; benchmarks/prefix_cache_vs_model.py measures it over HTTP)."""
+    from kimi_runbooks.catalog import load_catalog
     from kimi_runbooks.emulator.profile import latency_profile
     from kimi_runbooks.perfmodel import Predictor
-    from kimi_runbooks.plan import load_catalog, plan
+    from kimi_runbooks.plan import plan
 
     launch = plan({"platform": "h200"}, load_catalog())
     predictor = Predictor(launch)

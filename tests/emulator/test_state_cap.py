@@ -9,13 +9,14 @@ import asyncio
 import httpx
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
+from kimi_runbooks.catalog.values import ParamsError
 from kimi_runbooks.deploy.launchers.emulator import emulator_argv
 from kimi_runbooks.emulator.cli import parse_settings
 from kimi_runbooks.emulator.state_cap import state_cap, state_settings
 from kimi_runbooks.emulator.testing import emulator_server
-from kimi_runbooks.plan import load_catalog, plan
+from kimi_runbooks.plan import plan
 from kimi_runbooks.plan.state_pool import state_settings as plan_state_settings
-from kimi_runbooks.plan.values import ParamsError
 
 from .test_emulator import parse_metrics
 

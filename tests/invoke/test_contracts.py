@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from kimi_runbooks import invoke
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.emulator import EmulatorSettings, LatencyProfile
 from kimi_runbooks.emulator.capabilities import ModelCapabilities
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.invoke.contracts import EMULATED_FAST_FORWARD, LONG_CONTEXT_FRACTION
 from kimi_runbooks.invoke.run import DEFAULT_NAMES
 from kimi_runbooks.invoke.served import ServedModel, checks_for
-from kimi_runbooks.plan import load_catalog
 from kimi_runbooks.target.emulated_time import FAST_FORWARD_HEADER
 from tests.support.hybrid_models import k3_like, k27_code_like
 

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.perfmodel.attribution import CATEGORIES, AttributionError, attribution, with_remainder
 from kimi_runbooks.perfmodel.factors import Factors
 from kimi_runbooks.perfmodel.geometry import geometry
@@ -14,7 +15,6 @@ from kimi_runbooks.perfmodel.predict import Predictor, Scenario
 from kimi_runbooks.perfmodel.spec import format_predictions
 from kimi_runbooks.perfmodel.step import Dtypes, PoolShape, decode_step, prefill_chunk
 from kimi_runbooks.plan import PlanConfig, plan
-from kimi_runbooks.plan.catalog import load_catalog
 
 CATALOG = load_catalog()
 K2 = CATALOG.model("kimi-k2-instruct")

@@ -9,10 +9,10 @@ import math
 import pandas as pd
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.perfmodel import Predictor, Scenario, beside_measured, plan_of_run, predicted_beside_measured
 from kimi_runbooks.perfmodel.beside_measured import EMULATED_NOTE, PREDICTION_SOURCE
 from kimi_runbooks.plan import plan
-from kimi_runbooks.plan.catalog import load_catalog
 from kimi_runbooks.plan.saved import plan_record
 from kimi_runbooks.speed import predicted_vs_measured
 

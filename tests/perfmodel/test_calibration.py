@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.perfmodel.calibration import Evaluator, fit_all
 from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.predict import predict
@@ -20,7 +21,6 @@ from kimi_runbooks.perfmodel.shape_basis import UNVALIDATED_SHAPE_BAND_WIDENING
 from kimi_runbooks.perfmodel.spec import format_predictions, parse_predict_spec
 from kimi_runbooks.perfmodel.store import calibration_path, load_calibration
 from kimi_runbooks.perfmodel.validation import LEAVE_OUT, Check, band, family_bands
-from kimi_runbooks.plan.catalog import load_catalog
 from kimi_runbooks.plan.planner import plan
 
 CATALOG = load_catalog()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.emulator.cli import parse_settings
 from kimi_runbooks.emulator.latency import DEFAULT_PROFILE, LatencyProfile
 from kimi_runbooks.emulator.profile import latency_profile
 from kimi_runbooks.perfmodel import Predictor, Scenario
 from kimi_runbooks.perfmodel.serving import serving_from_plan
 from kimi_runbooks.plan import plan
-from kimi_runbooks.plan.catalog import load_catalog
 
 CATALOG = load_catalog()
 

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.perfmodel.calibration import DOF_RUNS_PER_PARAMETER, Evaluator, fit, free_parameters
 from kimi_runbooks.perfmodel.factors import (
     RANGES,
@@ -20,7 +21,6 @@ from kimi_runbooks.perfmodel.factors import (
 from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.stack import Stack
 from kimi_runbooks.perfmodel.store import load_calibration
-from kimi_runbooks.plan.catalog import load_catalog
 
 CATALOG = load_catalog()
 

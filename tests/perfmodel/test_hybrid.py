@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.perfmodel import Predictor, Scenario
 from kimi_runbooks.perfmodel.beside_measured import (
     format_reference_checks,
@@ -24,7 +25,7 @@ from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.predict import FIRST_PRINCIPLES_BAND_WIDENING, architecture_kind
 from kimi_runbooks.perfmodel.step import Dtypes, PoolShape, decode_step
 from kimi_runbooks.perfmodel.store import load_calibration
-from kimi_runbooks.plan import load_catalog, plan
+from kimi_runbooks.plan import plan
 from kimi_runbooks.plan.state_pool import state_bytes_per_slot
 
 CATALOG = load_catalog()

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.perfmodel.comm import allreduce_s, alltoall_s, group_link
 from kimi_runbooks.perfmodel.factors import Factors
 from kimi_runbooks.perfmodel.geometry import NoPerformanceModelError, geometry
@@ -24,7 +25,6 @@ from kimi_runbooks.perfmodel.step import (
     prefill_chunk,
     prefill_chunks,
 )
-from kimi_runbooks.plan.catalog import load_catalog
 
 CATALOG = load_catalog()
 K26 = CATALOG.model("kimi-k2.6")

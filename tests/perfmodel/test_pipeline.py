@@ -7,12 +7,12 @@ import math
 
 import pytest
 
+from kimi_runbooks.catalog import Reference, load_catalog
 from kimi_runbooks.perfmodel import shape_basis as shape_basis_module
 from kimi_runbooks.perfmodel.pipeline import Stages, boundary_s
 from kimi_runbooks.perfmodel.predict import Predictor, Scenario
 from kimi_runbooks.perfmodel.queueing import Timing, closed_loop
 from kimi_runbooks.plan import PlanConfig, plan
-from kimi_runbooks.plan.catalog import Reference, load_catalog
 
 CATALOG = load_catalog()
 PP2 = {"platform": "rtx-pro-6000", "model": "kimi-k2.6", "tp": 8, "pp": 2, "nnodes": 2, "node_ips": ["10.0.0.1"]}
@@ -220,7 +220,7 @@ def test_an_nvlink_domain_across_trays_keeps_collectives_on_nvlink():
 def test_a_scale_up_domain_needs_a_source():
     from pydantic import ValidationError
 
-    from kimi_runbooks.plan.params_models import Hardware
+    from kimi_runbooks.catalog import Hardware
 
     hw = CATALOG.platform("h200").hardware.model_dump()
     with pytest.raises(ValidationError, match="scale_up_devices has no source"):

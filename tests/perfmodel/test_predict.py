@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.perfmodel import (
     Predictor,
     PredictSpecError,
@@ -19,7 +20,6 @@ from kimi_runbooks.perfmodel import (
 )
 from kimi_runbooks.perfmodel.serving import serving_from_plan
 from kimi_runbooks.plan import plan
-from kimi_runbooks.plan.catalog import load_catalog
 from kimi_runbooks.speed.references import reference_frame
 
 CATALOG = load_catalog()

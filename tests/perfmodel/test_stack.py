@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.predict import predict
 from kimi_runbooks.perfmodel.spec import format_predictions, parse_predict_spec
@@ -23,7 +24,6 @@ from kimi_runbooks.perfmodel.stack import (
     stack_from_launch,
 )
 from kimi_runbooks.perfmodel.store import load_calibration
-from kimi_runbooks.plan.catalog import load_catalog
 from kimi_runbooks.plan.planner import plan
 
 CATALOG = load_catalog()

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import yaml
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.perfmodel.calibration import Evaluator, fit_all
 from kimi_runbooks.perfmodel.observations import observations
 from kimi_runbooks.perfmodel.store import load_calibration
 from kimi_runbooks.perfmodel.validation import held_out, leave_one_document_out, time_split
-from kimi_runbooks.plan.catalog import load_catalog
 
 CATALOG = load_catalog()
 

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from kimi_runbooks.catalog import Rule, load_catalog
+from kimi_runbooks.catalog.expression import FACT_NAMES, expression_problems
 from kimi_runbooks.paths import PARAMS_DIR
 from kimi_runbooks.plan import PlanConfig, plan
-from kimi_runbooks.plan.catalog import Rule, load_catalog
-from kimi_runbooks.plan.expression import FACT_NAMES, expression_problems
 from kimi_runbooks.plan.rules import check_rules
 from tests.support.addresses import IPV4_RULE, NUMERIC_NON_ADDRESSES
 

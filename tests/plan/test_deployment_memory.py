@@ -5,8 +5,8 @@ role had no flags)."""
 
 from __future__ import annotations
 
+from kimi_runbooks.catalog import ArgValue, Deployment, Role, load_catalog
 from kimi_runbooks.plan import plan as make_plan
-from kimi_runbooks.plan.catalog import ArgValue, Deployment, Role, load_catalog
 from kimi_runbooks.plan.config import PlanConfig
 from kimi_runbooks.plan.deployments import plan_deployment
 

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.plan import plan
-from kimi_runbooks.plan.catalog import load_catalog
 from kimi_runbooks.plan.view import format_plan
 
 

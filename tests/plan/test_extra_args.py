@@ -9,8 +9,8 @@ import sys
 import pytest
 from pydantic import ValidationError
 
+from kimi_runbooks.catalog.flags import KNOB_OWNED, knob_of, parse_extra_args
 from kimi_runbooks.plan import plan
-from kimi_runbooks.plan.flags import KNOB_OWNED, knob_of, parse_extra_args
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

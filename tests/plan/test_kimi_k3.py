@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.plan import plan
-from kimi_runbooks.plan.catalog import load_catalog
 
 K3_NODE_ENV = {
     "NCCL_MNNVL_ENABLE": "1",

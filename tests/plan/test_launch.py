@@ -2,8 +2,8 @@
 
 import pytest
 
+from kimi_runbooks.catalog import UnknownIdError, load_catalog
 from kimi_runbooks.plan import plan
-from kimi_runbooks.plan.catalog import UnknownIdError, load_catalog
 from kimi_runbooks.plan.shell import shell_command
 
 

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.plan import plan
-from kimi_runbooks.plan.catalog import load_catalog
 from kimi_runbooks.plan.rules import rule_applies
 
 # rule id -> (a plan the rule judges, [(version, the rule applies there)] at both ends of its range)

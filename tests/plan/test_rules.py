@@ -2,7 +2,7 @@
 
 import pytest
 
-from kimi_runbooks.plan.catalog import load_catalog
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.plan.rules import RuleExpressionError, evaluate, parse_version
 
 

@@ -6,9 +6,9 @@ states the same configuration as plan knobs, the way a user would ask for it.
 
 import pytest
 
+from kimi_runbooks.catalog import load_catalog
+from kimi_runbooks.catalog.flags import canonical_flag
 from kimi_runbooks.plan import plan
-from kimi_runbooks.plan.catalog import load_catalog
-from kimi_runbooks.plan.knobs import canonical_flag
 from tests.support import FIXTURES
 from tests.support.seedcmd import find_commands, parse_shell_commands, substitute
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from kimi_runbooks.catalog.flags import parse_extra_args
 from kimi_runbooks.perfmodel import Predictor, Scenario
 from kimi_runbooks.plan import plan
-from kimi_runbooks.plan.flags import parse_extra_args
 from kimi_runbooks.plan.server_options import option_table, read_extra_options
 
 REGEN = Path(__file__).resolve().parents[1] / "contract" / "regen_server_options.py"

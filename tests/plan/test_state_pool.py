@@ -9,8 +9,8 @@ import re
 
 import pytest
 
+from kimi_runbooks.catalog import LinearAttention, ParamsError
 from kimi_runbooks.plan import plan
-from kimi_runbooks.plan.catalog import LinearAttention, ParamsError
 from kimi_runbooks.plan.state_pool import StateSettings, split_rest_memory, state_bytes_per_slot
 
 K3_KDA = LinearAttention(kind="kda", num_layers=69, num_heads=96, head_dim=128, short_conv_kernel_size=4, source="t")

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from kimi_runbooks import report, runbook
+from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.plan import PlanConfig
-from kimi_runbooks.plan.catalog import load_catalog
 from kimi_runbooks.report import html as report_html
 from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.stages import availability

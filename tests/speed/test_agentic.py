@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kimi_runbooks import speed
+from kimi_runbooks.catalog import Scenario, TraceDesign
 from kimi_runbooks.emulator.testing import emulator_server
-from kimi_runbooks.plan.params_models import Scenario, TraceDesign
 from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed.traces import (
     TraceError,

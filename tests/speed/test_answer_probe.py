@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.testing import emulator_server
-from kimi_runbooks.plan.params_models import Scenario
 from kimi_runbooks.speed.answer_probe import answer_results, probe
 from kimi_runbooks.speed.timescale import rescale
 

@@ -7,8 +7,8 @@ import warnings
 import pytest
 
 from kimi_runbooks import speed
+from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.target.locate import RunHandle
 
 ROOT = REPO_ROOT

@@ -15,9 +15,9 @@ import nbformat
 import pytest
 
 from kimi_runbooks import report, speed
+from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed.bench_failure import error_line, failure_text, request_details
 from kimi_runbooks.target.locate import RunHandle, write_handle

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kimi_runbooks.plan import Catalog
+from kimi_runbooks.catalog import Catalog
 from kimi_runbooks.speed import goodput
 from kimi_runbooks.tools import envs as toolenv
 

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from kimi_runbooks import speed
+from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
-from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import read_jsonl
 from kimi_runbooks.speed.observe import observe_config, sweep_key, telemetry_source
 from kimi_runbooks.speed.results import observed_columns

@@ -12,10 +12,10 @@ import pytest
 from pydantic import ValidationError
 
 from kimi_runbooks import speed
+from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.latency import LatencyProfile
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
-from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import read_jsonl
 from kimi_runbooks.speed import operating_point as op
 from kimi_runbooks.target.locate import RunHandle

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from kimi_runbooks import speed
+from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
-from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import read_jsonl
 from kimi_runbooks.target.locate import RunHandle
 from tests.support import tiny_scenario

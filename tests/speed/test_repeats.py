@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from kimi_runbooks.plan.catalog import Scenario
+from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.speed import SpeedOptions, load_results
 from kimi_runbooks.speed.repeats import (
     NO_INTERVAL,

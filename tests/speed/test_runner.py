@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from kimi_runbooks import speed
+from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.latency import LatencyProfile
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
-from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.plan.memory import plan_memory
 from kimi_runbooks.rundir import read_jsonl
 from kimi_runbooks.target.locate import RunHandle
@@ -154,7 +154,7 @@ def test_printed_block_fallback_and_timeout(server, tmp_path):
 
 
 def test_dead_server_fails_fast_and_plan_estimate_used(tmp_path):
-    from kimi_runbooks.plan.catalog import load_catalog
+    from kimi_runbooks.catalog import load_catalog
 
     cat = load_catalog()
     mem = plan_memory(

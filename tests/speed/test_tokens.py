@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from kimi_runbooks import speed
+from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.testing import emulator_server
-from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed.tokens import TokenizerMissing, choose_tokenizer, judge, model_path_of, stage_tokenizer
 from kimi_runbooks.target.locate import RunHandle

@@ -17,9 +17,9 @@ import time
 import pytest
 
 from kimi_runbooks import speed
+from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
-from kimi_runbooks.plan.catalog import Scenario
 from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed.worker import BenchWorker, WorkerUnavailable
 from kimi_runbooks.target.locate import RunHandle

@@ -70,7 +70,7 @@ def tiny_scenario(sid: str, output_len: int = 16, num_prompts: int = 2, **fields
     """A speed scenario small enough for a test: 64 random token ids in, one request at a time, fixed
     lengths, seed 1, one warm-up request; `fields` set or override any other Scenario field (backend,
     extra_args, max_concurrency)."""
-    from kimi_runbooks.plan.catalog import Scenario
+    from kimi_runbooks.catalog import Scenario
 
     defaults: dict[str, Any] = {"dataset": "random-ids", "input_len": 64, "max_concurrency": 1, "range_ratio": 1.0}
     defaults |= {"seed": 1, "warmup_requests": 1}

@@ -15,8 +15,7 @@ from typing import Any
 
 import httpx
 
-from kimi_runbooks.plan import load_catalog
-from kimi_runbooks.plan.params_models import TraceDesign
+from kimi_runbooks.catalog import TraceDesign, load_catalog
 
 
 def agentic_design(**changes: Any) -> TraceDesign:

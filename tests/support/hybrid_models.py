@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
+from kimi_runbooks.catalog import Model
 from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.plan.params_models import Model
 
 K26 = REPO_ROOT / "params" / "models" / "kimi-k2.6.yaml"
 

@@ -17,8 +17,8 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..catalog import load_catalog
 from ..origin import source_label
-from ..plan.catalog import load_catalog
 from .common import EvalRow
 
 SOURCE_EMULATED = source_label(True, upper=True)

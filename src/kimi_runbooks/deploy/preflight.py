@@ -18,8 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..catalog.flags import canonical_flag
 from ..plan import LaunchPlan
-from ..plan.knobs import canonical_flag, resolve_knobs
+from ..plan.knobs import resolve_knobs
 from ..plan.launch_plan import pinned_indices
 from ..target.ports import socket_family
 

@@ -15,7 +15,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from ..plan.catalog import SAFE_LOADER, ParamsError, default_params_dir
+from ..catalog import SAFE_LOADER, ParamsError, default_params_dir
 
 Severity = Literal["error", "warning", "info"]
 Phase = Literal["startup", "serving", "any"]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .content import Reply, filler_text
 
 if TYPE_CHECKING:
-    from ..plan.params_models import Model
+    from ..catalog import Model
 
 EFFORT_GROWTH = 2
 """Emulated: each effort level above the lowest doubles the reasoning length."""
@@ -84,7 +84,7 @@ class ModelCapabilities:
 def model_entry(model_path: str | None, served_name: str | None, params_dir: Any = None) -> Model | None:
     """The params/models entry whose hf_id, served_name or id is this model (the checkpoint is
     looked up first: a served name can be anything); None when none is, or params/ cannot be read."""
-    from ..plan import ParamsError, load_catalog
+    from ..catalog import ParamsError, load_catalog
 
     try:
         catalog = load_catalog(params_dir)

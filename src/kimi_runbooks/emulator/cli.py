@@ -194,9 +194,10 @@ def predicted_profile(
     None (with a log line) when params/ cannot say (no such platform, unreadable params)."""
     from pydantic import ValidationError
 
+    from ..catalog import ParamsError, load_catalog
     from ..perfmodel import Predictor
     from ..perfmodel.store import load_calibration
-    from ..plan import ParamsError, load_catalog, plan
+    from ..plan import plan
     from .profile import latency_profile
 
     try:

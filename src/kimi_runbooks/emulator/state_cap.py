@@ -21,7 +21,7 @@ from ..plan.state_pool import state_settings as plan_state_settings
 from .latency import LatencyProfile
 
 if TYPE_CHECKING:
-    from ..plan.params_models import Model
+    from ..catalog import Model
 
 
 def state_settings(launch_args: dict[str, Any]) -> StateSettings:

@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..catalog import Catalog, load_catalog
 from ..perfmodel import PredictSpecError, format_predictions, parse_predict_spec, predict, published_for_plan_text
-from ..plan import DEFAULT_SGLANG_VERSION, EXAMPLE_PLATFORM, Catalog, PlanConfig, load_catalog, plan, plan_text
+from ..plan import DEFAULT_SGLANG_VERSION, EXAMPLE_PLATFORM, PlanConfig, plan, plan_text
 from ..plan.view import readable_error
 
 DEFAULT_PREDICT = "in=1000,out=1000,c=1,16,64"

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..kimi.parsers import DEFAULT_PARSER, PARSERS, IdFormat, ParserFormat
 
 if TYPE_CHECKING:
+    from ..catalog import Model
     from ..plan import LaunchPlan
-    from ..plan.params_models import Model
 
 
 def _parser(name: str | None) -> ParserFormat:

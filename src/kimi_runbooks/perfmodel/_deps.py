@@ -5,8 +5,7 @@ The planner lives in `kimi_runbooks.plan`; only this module names its submodules
 
 from __future__ import annotations
 
-from ..plan import LaunchPlan, PlanConfig, plan
-from ..plan.catalog import (
+from ..catalog import (
     GB,
     Catalog,
     Deployment,
@@ -17,7 +16,9 @@ from ..plan.catalog import (
     Reference,
     load_catalog,
 )
-from ..plan.knobs import canonical_flag, resolve_knobs
+from ..catalog.flags import canonical_flag
+from ..plan import LaunchPlan, PlanConfig, plan
+from ..plan.knobs import resolve_knobs
 from ..plan.memory import MemoryPlan, kv_bytes_per_token, plan_memory
 from ..plan.saved import SAVED, plan_from_record
 from ..plan.state_pool import StateSettings, state_bytes_per_slot

@@ -14,12 +14,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from ..catalog.flags import knob_of
+from ..catalog.values import is_env_name
 from ..target.address import check_address
-from .flags import knob_of
 from .inputs import check_ifname, check_image, check_port
 from .memory import KV_CACHE_DTYPES
 from .rules import parse_version
-from .shell import is_env_name
 
 DEFAULT_SGLANG_VERSION = "0.5.9"
 """The SGLang version the cookbook Kimi-K2.6 page tested its recipes with (5.1, 5.2); it selects which rules apply."""

@@ -15,9 +15,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from .catalog import ArgValue, CookbookCell, Model, Platform
+from ..catalog import ArgValue, CookbookCell, Model, Platform
+from ..catalog.flags import canonical_flag, parse_extra_args
 from .config import PlanConfig
-from .flags import canonical_flag, parse_extra_args
 from .knobs import METRICS_FLAG
 from .rules import RuleResult
 from .server_options import read_extra_options

@@ -8,9 +8,9 @@ import shlex
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .catalog import ArgValue, Catalog, Deployment, ParamsError, Platform, Role
+from ..catalog import ArgValue, Catalog, Deployment, ParamsError, Platform, Role
+from ..catalog.flags import ExtraFlag, canonical_flag, merge_args, parse_extra_args
 from .config import PlanConfig
-from .flags import ExtraFlag, canonical_flag, merge_args, parse_extra_args
 from .knobs import (
     METRICS_FLAG,
     ServerShape,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from .catalog import Platform
+from ..catalog import Platform
 from .config import PlanConfig
 from .knobs import VISIBLE_DEVICES_ENV
 from .launch_plan import LaunchPlan, NodeCommand

@@ -7,13 +7,13 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from .catalog import ArgValue, Model, Platform
+from ..catalog import ArgValue, Model, Platform
+from ..catalog.flags import ExtraFlag, knob_of
 from .config import PlanConfig
-from .flags import FLAG_ALIASES, ExtraFlag, canonical_flag, knob_of
 from .rules import RuleResult
 from .shell import env_ref, shell_join
 
-__all__ = ["FLAG_ALIASES", "KNOB_FLAGS", "canonical_flag", "resolve_knobs", "server_args"]
+__all__ = ["KNOB_FLAGS", "resolve_knobs", "server_args"]
 
 
 KNOB_FLAGS: list[tuple[str, str]] = [

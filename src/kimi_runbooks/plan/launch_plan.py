@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .catalog import Deployment, Model, Platform
+from ..catalog import Deployment, Model, Platform
 from .config import PlanConfig
 from .knobs import resolve_knobs
 from .memory import MemoryPlan

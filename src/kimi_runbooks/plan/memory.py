@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .catalog import GIB, Model, Platform
+from ..catalog import GIB, Model, Platform
 from .state_pool import SOURCE as STATE_POOL_SOURCE
 from .state_pool import StatePool, StateSettings, rest_bytes_of, split_rest_memory
 

@@ -1,6 +1,6 @@
 """Evaluate the data-driven launch rules of params/rules/ against a plan's facts.
 
-A rule's `violation` is an expression over named facts (plan/expression.py: the language, the
+A rule's `violation` is an expression over named facts (catalog/expression.py: the language, the
 fact names, the static check the catalog loader runs). A rule that still fails to evaluate on a
 plan becomes an error result naming the rule, never a traceback.
 """
@@ -14,8 +14,8 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from .catalog import Rule
-from .expression import RuleExpressionError, evaluate
+from ..catalog import Rule
+from ..catalog.expression import RuleExpressionError, evaluate
 
 __all__ = ["RuleExpressionError", "RuleResult", "check_rules", "evaluate", "parse_version", "rule_applies"]
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .flags import ExtraFlag
+from ..catalog.flags import ExtraFlag
 from .rules import RuleResult
 
 DATA_FILE = Path(__file__).with_name("data") / "sglang_server_options.json"

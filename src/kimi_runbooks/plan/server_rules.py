@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .catalog import ArgValue, Catalog, Model, Platform, Rule
+from ..catalog import ArgValue, Catalog, Model, Platform, Rule
+from .args import Args, arg_lookup
 from .config import DEFAULT_SGLANG_VERSION, PlanConfig
-from .knobs import ServerShape, speculative_in
+from .cookbook import CellChoice, cell_flag_warnings
+from .knobs import ResolvedKnobs, ServerShape, speculative_in
 from .memory import MemoryPlan, plan_memory
 from .rules import RuleExpressionError, RuleResult, VersionChange, check_rules, evaluate, rule_applies
 from .state_pool import state_settings
@@ -89,6 +91,38 @@ def plan_server(
         facts["host"] = host
     results = check_rules(catalog.rules, facts, set(config.allow), role=role)
     return PlannedServer(memory, facts, results, version_changes(catalog.rules, facts))
+
+
+def check_server(
+    config: PlanConfig,
+    catalog: Catalog,
+    platform: Platform,
+    model: Model,
+    knobs: ResolvedKnobs,
+    args: Args,
+    choice: CellChoice,
+    refused: list[RuleResult],
+) -> PlannedServer:
+    """The planner's rules step (cell -> knobs -> args -> **rules** -> LaunchPlan) for the plan's
+    single server: its memory plan and every rule, with the extra arguments refused, `allow` ids no
+    rule has and the cookbook cell's warnings; errors first."""
+    checked = plan_server(
+        config,
+        catalog,
+        platform,
+        model,
+        knobs,
+        arg_lookup(args),
+        mem_fraction_static=knobs.effective_mem_fraction_static,
+        kv_cache_dtype=knobs.effective_kv_cache_dtype,
+        cookbook=choice.facts(),
+    )
+    results: list[RuleResult] = [*refused, *checked.results]
+    results.extend(unknown_allows(config, catalog))
+    if choice.cell is not None:
+        results.extend(cell_flag_warnings(choice.cell, choice.source))
+    results.sort(key=lambda r: r.severity != "error")
+    return replace(checked, results=results)
 
 
 def rule_facts(

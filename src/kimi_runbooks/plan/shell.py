@@ -16,18 +16,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .values import ArgValue
+from ..catalog.values import is_env_name
 
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-"""What bash accepts as a variable name (and so as an `export NAME=...`)."""
+if TYPE_CHECKING:
+    from ..catalog.values import ArgValue
 
 _HINT = re.compile(r"[A-Za-z0-9 _.,/-]*")
 """Hint text inside `${NAME:?hint}`: nothing bash would expand or that could end the word."""
-
-
-def is_env_name(name: str) -> bool:
-    return ENV_NAME.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-from .params_models import GIB, LinearAttention
-from .values import ArgValue, ParamsError
+from ..catalog import GIB, LinearAttention
+from ..catalog.values import ArgValue, ParamsError
 
 STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 """--mamba-ssm-dtype choices (SGLang 0.5.23 srt/configs/mamba_utils.py dtype_map); unset: float32."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .catalog import Catalog
+from ..catalog import Catalog
 from .config import PlanConfig, validation_text
 from .launch_plan import LaunchPlan
 from .memory import MemoryPlan

@@ -13,9 +13,9 @@ import pandas as pd
 from ..accuracy.judgement import Judgement
 from ..accuracy.references import SOURCE_EMULATED
 from ..accuracy.sample_counts import n_counts
+from ..catalog import load_catalog
 from ..deploy.diagnose import run_diagnosis
 from ..origin import REHEARSAL_LABEL
-from ..plan import load_catalog
 from . import causes
 from .collect import RunData
 from .diagnoses import diagnoses

@@ -14,7 +14,8 @@ import hashlib
 import json
 from typing import Any
 
-from ..plan import LaunchPlan, load_catalog
+from ..catalog import load_catalog
+from ..plan import LaunchPlan
 from ..rundir import RunFolder, new_run_id
 from .params import PlanInvalid, RunbookOptions
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..catalog.scenario_models import checked_repeats
 from ..plan import PlanConfig
 from ..plan.config import validation_text
-from ..plan.scenario_models import checked_repeats
 from ..secrets import SecretError, require_redactable
 from ..stages import STAGE_NAMES, availability, stage
 from ..target.health import normalize_base_url
@@ -182,7 +182,7 @@ def cells_over_recipe(config: dict[str, Any], platform_id: Any, model_id: Any) -
     cell's recipe values are the platform's default model's, not choices for this model: a knob
     still equal to the recipe's value is left unset so the cell's value applies (`-p tp 8` equal
     to the recipe's tp is then the cell's too; pass `-p extra_args` or another value to differ)."""
-    from ..plan.catalog import ParamsError, load_catalog
+    from ..catalog import ParamsError, load_catalog
 
     try:
         catalog = load_catalog()
@@ -312,7 +312,7 @@ def _fits(value: Any, annotation: str) -> bool:
 
 
 def _scenario_problems(options: RunbookOptions) -> list[str]:
-    from ..plan import load_catalog
+    from ..catalog import load_catalog
 
     catalog = load_catalog()
     overridden = options.stage_overrides.get("speed", {}).get("scenarios")

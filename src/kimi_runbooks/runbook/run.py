@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .. import report
+from ..catalog import ParamsError
 from ..deploy import teardown_run
 from ..deploy.registry import OWNER_ENV, owner_token
 from ..deploy.teardown import stop_orphans
@@ -35,7 +36,7 @@ from ..deploy.watchdog import Watchdog
 from ..execution.kernel_handoff import KernelHandoff
 from ..execution.notebook import execute_notebook
 from ..paths import NOTEBOOKS_DIR
-from ..plan import LaunchPlan, ParamsError, PlanConfig, plan, save_plan
+from ..plan import LaunchPlan, PlanConfig, plan, save_plan
 from ..plan.config import validation_text
 from ..procs import RUN_TOKEN_ENV
 from ..progress import ProgressRelay, StageBar, stage_bar

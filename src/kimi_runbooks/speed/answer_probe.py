@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from ..plan.params_models import Scenario
+from ..catalog import Scenario
 from ..target.tls import verified_tls
 
 PROMPT = "A user reports that the build fails after a dependency update. Say what you would check first."

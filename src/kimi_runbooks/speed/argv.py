@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..plan.catalog import Scenario
+from ..catalog import Scenario
 from ..plan.shell import args_to_argv
 from .arrivals import arrival_argv, is_constant
 

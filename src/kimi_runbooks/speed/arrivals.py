@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..plan.catalog import Scenario
+from ..catalog import Scenario
 from ..rundir import RunFolder
 
 BLOCK_TOKENS = 130

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..plan.catalog import Scenario
+from ..catalog import Scenario
 
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Failed)\w*)(: .*)?$")
 _BENCH_MESSAGES = (

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..catalog import Scenario
 from ..plan import CellFit, MemoryPlan
-from ..plan.catalog import Scenario
 from ..target.locate import fetch_server_info
 
 

@@ -218,7 +218,7 @@ def heatmap(df: pd.DataFrame, *, value: str = "output_throughput", title: str | 
         return go.Figure(layout={"title": title or "context x concurrency (no matrix rows)"})
     data = df.copy()
     if "context_tokens" not in data.columns or data["context_tokens"].isna().any():
-        from ..plan.catalog import load_catalog
+        from ..catalog import load_catalog
 
         cat = load_catalog()
         data["context_tokens"] = [

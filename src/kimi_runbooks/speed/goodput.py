@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..plan.catalog import Catalog, Scenario, load_catalog
+from ..catalog import Catalog, Scenario, load_catalog
 
 DEFAULT_ATTAINMENT = 0.9
 """A scenario "meets the SLO" when at least this share of its requests were good."""

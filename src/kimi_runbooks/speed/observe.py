@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from ..plan.catalog import Scenario
+from ..catalog import Scenario
 from ..rundir import RunFolder
 from . import efficiency, goodput, saturation
 from .argv import BenchTarget
@@ -217,7 +217,7 @@ def observe_for_run(
 ) -> ObserveConfig:
     """Which samplers run, on which devices (those the run's plan pins), and the price the cost
     figures use: given, else the platform's."""
-    from ..plan import load_catalog
+    from ..catalog import load_catalog
 
     tgt, emulated, platform = run.target, bool(run.common.get("emulated")), run.common.get("platform")
     if price is not None and (isinstance(price, bool) or not isinstance(price, (int, float)) or not price > 0):

@@ -1,6 +1,6 @@
 """The operating point: the highest max_concurrency (or request_rate) whose run still meets the SLO.
 
-A scenario with a ``search:`` block (plan/scenario_models.SearchSpec) is not run once: the values
+A scenario with a ``search:`` block (catalog/scenario_models.SearchSpec) is not run once: the values
 low, low + step, ... up to high (high itself the last) are bisected. Each probe is the scenario with
 that value (and, with prompts_per_value, enough prompts for it), run as any other scenario by the
 speed stage's ``run_one`` (same worker, readiness check, samplers, goodput), so it is appended to
@@ -31,8 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..plan.catalog import Scenario
-from ..plan.scenario_models import SLO_KEYS, SearchSpec
+from ..catalog import Scenario
+from ..catalog.scenario_models import SLO_KEYS, SearchSpec
 from ..progress import report_progress
 from ..rundir import RunFolder, read_jsonl
 from .observe import ObserveConfig

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..plan.catalog import Catalog, load_catalog
+from ..catalog import Catalog, load_catalog
 from ..rundir import row_number
 from .results import add_derived, run_label
 

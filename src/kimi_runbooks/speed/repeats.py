@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..plan.scenario_models import MAX_REPEATS
+from ..catalog.scenario_models import MAX_REPEATS
 
 LEVEL = 0.95
 MAIN_METRICS = ("median_ttft_ms", "median_tpot_ms", "output_throughput", "goodput_tok_s")

@@ -24,8 +24,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..catalog import Scenario
 from ..plan import MemoryPlan
-from ..plan.catalog import Scenario
 from ..procs import start_session, stop_group
 from ..progress import latest_count, report_progress
 from ..rundir import RunFolder, now_iso, read_jsonl

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..catalog import Catalog, Scenario, load_catalog
 from ..plan import MemoryPlan, PlanConfig, plan
-from ..plan.catalog import Catalog, Scenario, load_catalog
 from ..plan.saved import SAVED, plan_from_record
 from ..rundir import RunFolder
 

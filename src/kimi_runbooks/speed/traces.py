@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from ..plan.params_models import Scenario, TraceDesign
+from ..catalog import Scenario, TraceDesign
 from ..rundir import RunFolder
 from .arrivals import is_constant, prepare_constant
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...catalog import Model
 from ...kimi.tiny_tokenizer import write_kimi_tokenizer
-from ...plan.params_models import Model
 from ...rundir import RunFolder
 from ...tools.envs import OFFLINE_ENV
 from ...tools.scripts import script

@@ -3,6 +3,8 @@ that reads or renders one."""
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict
 
 ArgValue = bool | int | float | str | list[int | float | str]
@@ -15,3 +17,12 @@ class ParamsError(ValueError):
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What bash accepts as a variable name (and so as an `export NAME=...`): params files name
+environment variables, and the shell renders them."""
+
+
+def is_env_name(name: str) -> bool:
+    return ENV_NAME.fullmatch(name) is not None

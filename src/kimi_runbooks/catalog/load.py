@@ -1,7 +1,8 @@
 """Load and validate everything under params/: the single source of truth for hardware,
 checkpoints, rules, published deployments, scenarios and references. Each kind's pydantic model
-lives in params_models (re-exported here), so a typo in a params file fails at load time with the
-file name and the field; this module reads the folder and checks the cross-references."""
+lives in params_models (scenarios in scenario_models), so a typo in a params file fails at load
+time with the file name and the field; this module reads the folder and checks the
+cross-references."""
 
 from __future__ import annotations
 
@@ -16,59 +17,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..paths import PARAMS_DIR
 from .params_models import (
-    GB,
-    GIB,
-    Architecture,
-    Cookbook,
-    CookbookCell,
     Deployment,
-    DraftModel,
-    Hardware,
-    LinearAttention,
     Model,
     ParamsError,
     Platform,
-    Recipe,
     Reference,
-    Role,
-    Router,
     Rule,
     RuleFile,
-    RuleScope,
-    Scenario,
-    ScenarioSet,
 )
-from .values import ArgValue
-
-__all__ = [  # the params models are re-exported: callers import them from here
-    "SAFE_LOADER",
-    "Catalog",
-    "UnknownIdError",
-    "default_params_dir",
-    "load_catalog",
-    "Architecture",
-    "ArgValue",
-    "Cookbook",
-    "CookbookCell",
-    "Deployment",
-    "DraftModel",
-    "GB",
-    "GIB",
-    "Hardware",
-    "LinearAttention",
-    "Model",
-    "ParamsError",
-    "Platform",
-    "Recipe",
-    "Reference",
-    "Role",
-    "Router",
-    "Rule",
-    "RuleFile",
-    "RuleScope",
-    "Scenario",
-    "ScenarioSet",
-]
+from .scenario_models import Scenario, ScenarioSet
 
 ANY_PLATFORM = "any"
 """The platform of an accuracy reference a model's vendor published on its own endpoint (Kimi Vendor

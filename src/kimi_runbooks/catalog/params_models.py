@@ -1,6 +1,6 @@
 """The shape of every params/ file as pydantic models (platforms, models, rules, deployments,
 scenarios, references): a typo in a params file fails at load time with the file and the field.
-plan.catalog loads the folder into these."""
+catalog.load reads the folder into these."""
 
 from __future__ import annotations
 
@@ -12,11 +12,7 @@ from .expression import expression_problems, template_problems
 from .flags import knob_of, parse_extra_args
 
 # Re-exported: params/ readers import every params model from here.
-from .scenario_models import Scenario as Scenario
-from .scenario_models import ScenarioSet as ScenarioSet
-from .scenario_models import TraceDesign as TraceDesign
-from .shell import is_env_name
-from .values import ArgValue, Strict
+from .values import ArgValue, Strict, is_env_name
 from .values import ParamsError as ParamsError
 
 GIB = 1024**3
@@ -33,7 +29,7 @@ def _env_names(names: Any) -> Any:
 
 def _facts_only(problems: list[str]) -> None:
     if problems:
-        raise ValueError("; ".join(problems) + ". Fix: use only the facts of plan/expression.py FACT_NAMES")
+        raise ValueError("; ".join(problems) + ". Fix: use only the facts of catalog/expression.py FACT_NAMES")
 
 
 def _no_knob_flags(args: list[str]) -> list[str]:
