@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from openai import APIStatusError
-
 from .checks import _text_problems, _verdict
 from .results import Status
 from .session import CheckFailed, CheckSkipped, Recorder, Session
@@ -56,6 +54,8 @@ def check_reasoning_effort(s: Session, rec: Recorder) -> str:
     levels = s.served.effort_levels
     if not levels:
         raise CheckSkipped("the model declares no reasoning_effort levels (params/models reasoning_effort)")
+    from openai import APIStatusError  # here: the report imports this package without the client
+
     lengths: dict[str, int] = {}
     problems: list[str] = []
     for level in levels:
@@ -181,6 +181,8 @@ def check_long_context(s: Session, rec: Recorder) -> str:
     answer_room = context - target - LONG_CONTEXT_MARGIN
     body = s.body(long_prompt(target), max_tokens=max(16, min(s.max_tokens, 2048, answer_room)))
     rec.details["bounded_by"] = bound
+    from openai import APIStatusError
+
     try:
         choice = rec.chat(body)
     except APIStatusError as exc:

@@ -7,8 +7,6 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from openai import DefaultHttpxClient, OpenAI
-
 from ..secrets import redact
 from ..target import locate as target_mod
 from ..target.health import check_server
@@ -233,6 +231,8 @@ def run_all(
         if blocked
         else read_served_limits(handle.base_url, handle.model, handle.api_key(), min(timeout, 10))
     )
+    from openai import DefaultHttpxClient, OpenAI  # here: the report imports this package without the client
+
     client = OpenAI(
         base_url=handle.openai_base_url,
         api_key=handle.api_key(),
