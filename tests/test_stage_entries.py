@@ -22,7 +22,6 @@ TOOLSCRIPTS = PACKAGE / "tools" / "scripts"
 """Scripts (and stand-in packages) run by the tool environments' own interpreters, not the package."""
 
 WIDE_LEFT: set[str] = {
-    "kimi_runbooks.accuracy.toolcall_eval:run_toolcall_eval (15 parameters)",
     "kimi_runbooks.deploy.router:replica_fleet (9 parameters)",
     "kimi_runbooks.deploy.sbatch:multinode_sbatch_script (9 parameters)",
     "kimi_runbooks.invoke.run:run_all (14 parameters)",
