@@ -24,7 +24,6 @@ TOOLSCRIPTS = PACKAGE / "tools" / "scripts"
 WIDE_LEFT: set[str] = {
     "kimi_runbooks.deploy.router:replica_fleet (9 parameters)",
     "kimi_runbooks.deploy.sbatch:multinode_sbatch_script (9 parameters)",
-    "kimi_runbooks.invoke.run:run_all (14 parameters)",
     "kimi_runbooks.speed.aiperf:profile_args (11 parameters)",
     "kimi_runbooks.speed.argv:build_argv (9 parameters)",
     "kimi_runbooks.speed.observe:observe_config (12 parameters)",
@@ -36,8 +35,6 @@ LOOSE_LEFT: set[str] = {
     "kimi_runbooks.deploy.stage_inputs:plan_for_run(run_dir: str | Path | RunFolder | None)",
     "kimi_runbooks.deploy.start:launch(run_dir: str | Path | RunFolder | None)",
     "kimi_runbooks.deploy.teardown:teardown_run(run_dir: str | Path | RunFolder)",
-    "kimi_runbooks.invoke.results:progress_to(folder: RunFolder | str | Path | None)",
-    "kimi_runbooks.invoke.results:save(run_dir: str | Path | RunFolder)",
     "kimi_runbooks.progress:report_progress(folder: RunFolder | str | Path | None)",
     "kimi_runbooks.report.collect:collect(run_dir: str | Path | RunFolder)",
     "kimi_runbooks.report.collect:stage_outcome(run_dir: str | Path | RunFolder)",

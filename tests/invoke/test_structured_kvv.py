@@ -15,14 +15,20 @@ from kimi_runbooks.invoke.kvv import KVV_CHECKS
 from kimi_runbooks.invoke.structured_checks import STRUCTURED_CHECKS
 
 MODEL = "moonshotai/Kimi-K2.6"
-FAST = dict(timeout=30.0, max_tokens_thinking=4096, concurrency=1)
+FAST = dict(timeout=30.0, max_tokens_thinking=4096, concurrency=1, parallel=1)
 NAMES = [*STRUCTURED_CHECKS, *KVV_CHECKS]
 
 
 def _run(fault=None):
     url, stop = run_in_thread(EmulatorSettings(port=0, time_scale=0.01, log_startup=False, fault=fault))
     try:
-        return {r.name: r for r in invoke.run_all(url, NAMES, model=MODEL, **FAST) if r.name in NAMES}
+        return {
+            r.name: r
+            for r in invoke.run_all(
+                invoke.resolve_target(base_url=url, model=MODEL), invoke.InvokeOptions(checks=NAMES, **FAST)
+            )
+            if r.name in NAMES
+        }
     finally:
         stop()
 

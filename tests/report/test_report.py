@@ -40,7 +40,7 @@ def run_folder(tmp_path_factory) -> Path:
     handle = deploy.launch(plan({"platform": "h200"}), "emulator", folder, progress=False, options={"time_scale": 0.05})
     try:
         target = read_handle(folder)
-        invoke.save(invoke.run_all(target, timeout=60), folder)
+        invoke.save(invoke.run_all(target, invoke.InvokeOptions(timeout=60, parallel=1)), RunFolder(folder))
         speed.run_scenarios(
             speed.select_scenarios("smoke"),
             target,

@@ -1,11 +1,11 @@
 """Invoke stage: prove each documented Kimi feature works through the `openai` client users use.
 
-`run_all(target)` runs the feature checks (checks.py; structured output and forced calls after a
-tool result, structured_checks.py; the Kimi Vendor Verifier's pre-flight set, kvv.py) and the
-agentic suite (agentic.py: multi-turn tool calling, parallel calls, long arguments, tool_choice, leaks,
-truncation) against a server,
-each isolated (run.py), and returns `CheckResult`s; `run_agentic` runs the suite alone;
-`save` writes run_dir/invoke.json (results.py); `agentic_card` is the report's view of the suite.
+`run(folder, options)` is the stage's one entry (InvokeOptions): it runs `run_all(handle, options)`,
+the feature checks (checks.py; structured output and forced calls after a tool result,
+structured_checks.py; the Kimi Vendor Verifier's pre-flight set, kvv.py) and the agentic suite
+(agentic.py: multi-turn tool calling, parallel calls, long arguments, tool_choice, leaks, truncation)
+against a server, each isolated (run.py), and saves the `CheckResult`s to invoke.json (results.py);
+`run_agentic` runs the suite alone; `agentic_card` is the report's view of the suite.
 
 Plain imports; the openai client (0.5 s, 1.5 s under load) is imported where a request is sent
 (run.run_all, session.describe_error, contracts), so the report reads invoke.json through `load`
@@ -19,6 +19,7 @@ from .checks import CHECKS, PRODUCT_TOOL, WEATHER_RESULT, WEATHER_TOOL
 from .contracts import CONTRACT_CHECKS
 from .image import RECEIPT_ITEM, data_url, receipt_png
 from .kvv import KVV_CHECKS
+from .options import InvokeOptions
 from .results import (
     CheckResult,
     ChecksFailed,
@@ -32,11 +33,13 @@ from .results import (
     save,
     summary_table,
 )
-from .run import ALL_NAMES, FEATURE_CHECKS, detect_emulated, resolve_target, run_agentic, run_all, unusable_reason
+from .run import ALL_NAMES, FEATURE_CHECKS, detect_emulated, resolve_target, run, run_agentic, run_all, unusable_reason
 from .served import ServedModel, checks_for
 from .structured_checks import STRUCTURED_CHECKS
 
 __all__ = [
+    "InvokeOptions",
+    "run",
     "AGENTIC_CASES",
     "ALL_NAMES",
     "AgenticCase",
