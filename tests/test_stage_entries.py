@@ -7,10 +7,15 @@ package and on a copy built in tmp_path that breaks it, which it must catch."""
 
 from __future__ import annotations
 
+import inspect
+import typing
 from pathlib import Path
 
+import pytest
+
 from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.stages import STAGES
+from kimi_runbooks.rundir import RunFolder
+from kimi_runbooks.stages import STAGES, Stage, entry_point
 from tests.support.stage_entries import lazy_export_tables, loose_folder_parameters, wide_entry_points
 
 PACKAGE = REPO_ROOT / "src" / "kimi_runbooks"
@@ -51,6 +56,11 @@ LOOSE_LEFT: set[str] = {
     "kimi_runbooks.target.locate:write_handle(folder: str | Path | RunFolder)",
 }
 """`str | Path | RunFolder` parameters still to be narrowed to RunFolder (shrinks as wide_LEFT)."""
+
+
+ENTRY_LEFT = {"deploy", "speed", "accuracy"}
+"""Work stages whose notebook still drives the stage cell by cell (no registered run(folder, options));
+the test fails when one gains an entry and is still listed."""
 
 
 def _copy(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -117,3 +127,53 @@ def test_lazy_export_tables_are_found(tmp_path: Path) -> None:
         },
     )
     assert lazy_export_tables(root) == ["kimi_runbooks/speed/__init__.py"]
+
+
+def entry_problems(stage: Stage) -> list[str]:
+    """What keeps the stage's registered entry from being `run(folder: RunFolder, options: <X>Options)`
+    with the options model defined in the stage's own package."""
+    if stage.entry is None:
+        return ["no entry registered in STAGES"]
+    fn = entry_point(stage.name)
+    params = list(inspect.signature(fn).parameters)
+    hints = typing.get_type_hints(fn)
+    options = hints.get("options")
+    problems = []
+    if params != ["folder", "options"]:
+        problems.append(f"parameters {params}, not ['folder', 'options']")
+    if hints.get("folder") is not RunFolder:
+        problems.append(f"folder is {hints.get('folder')}, not RunFolder")
+    if not (isinstance(options, type) and options.__name__.endswith("Options")):
+        problems.append(f"options is {options}, not a <Stage>Options model")
+    elif not options.__module__.startswith(stage.package):
+        problems.append(f"{options.__name__} lives in {options.__module__}, outside {stage.package}")
+    return problems
+
+
+@pytest.mark.parametrize("stage", [s for s in STAGES if s.result_file], ids=lambda s: s.name)
+def test_each_work_stage_has_one_entry_taking_a_folder_and_its_options(stage: Stage) -> None:
+    problems = entry_problems(stage)
+    if stage.name in ENTRY_LEFT:
+        assert problems == ["no entry registered in STAGES"], f"{stage.name} has an entry now: drop it from ENTRY_LEFT"
+    else:
+        assert problems == [], f"{stage.name}: {problems}"
+
+
+def test_a_misshapen_entry_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry with loose parameters, or options that are not the stage's model, is named."""
+    import kimi_runbooks.invoke.stage as invoke_stage
+
+    def loose(run_dir: str, timeout: float) -> None: ...
+
+    def foreign(folder: RunFolder, options: RunFolder) -> None: ...
+
+    invoke = next(s for s in STAGES if s.name == "invoke")
+    monkeypatch.setattr(invoke_stage, "run", loose)
+    assert entry_problems(invoke) == [
+        "parameters ['run_dir', 'timeout'], not ['folder', 'options']",
+        "folder is None, not RunFolder",
+        "options is None, not a <Stage>Options model",
+    ]
+    monkeypatch.setattr(invoke_stage, "run", foreign)
+    assert entry_problems(invoke) == ["options is <class 'kimi_runbooks.rundir.RunFolder'>, not a <Stage>Options model"]
+    assert entry_problems(Stage("x", "x.ipynb", "x.json", "kimi_runbooks.x", "")) == ["no entry registered in STAGES"]

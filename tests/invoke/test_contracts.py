@@ -15,8 +15,8 @@ from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.capabilities import ModelCapabilities
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.invoke.contracts import LONG_CONTEXT_FRACTION
-from kimi_runbooks.invoke.run import DEFAULT_NAMES
 from kimi_runbooks.invoke.served import ServedModel, checks_for
+from kimi_runbooks.invoke.stage import DEFAULT_NAMES
 from kimi_runbooks.plan import load_catalog
 from tests.support.hybrid_models import k3_like, k27_code_like
 

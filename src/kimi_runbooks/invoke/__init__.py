@@ -4,7 +4,7 @@
 the feature checks (checks.py; structured output and forced calls after a tool result,
 structured_checks.py; the Kimi Vendor Verifier's pre-flight set, kvv.py) and the agentic suite
 (agentic.py: multi-turn tool calling, parallel calls, long arguments, tool_choice, leaks, truncation)
-against a server, each isolated (run.py), and saves the `CheckResult`s to invoke.json (results.py);
+against a server, each isolated (stage.py), and saves the `CheckResult`s to invoke.json (results.py);
 `run_agentic` runs the suite alone; `agentic_card` is the report's view of the suite.
 
 Plain imports; the openai client (0.5 s, 1.5 s under load) is imported where a request is sent
@@ -33,8 +33,17 @@ from .results import (
     save,
     summary_table,
 )
-from .run import ALL_NAMES, FEATURE_CHECKS, detect_emulated, resolve_target, run, run_agentic, run_all, unusable_reason
 from .served import ServedModel, checks_for
+from .stage import (
+    ALL_NAMES,
+    FEATURE_CHECKS,
+    detect_emulated,
+    resolve_target,
+    run,
+    run_agentic,
+    run_all,
+    unusable_reason,
+)
 from .structured_checks import STRUCTURED_CHECKS
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Run the checks against one server, each isolated so one failure never stops the rest."""
+"""The invoke stage: run(folder, options), and run_all: the checks against one server, each isolated
+so one failure never stops the rest."""
 
 from __future__ import annotations
 
