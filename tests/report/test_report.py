@@ -154,7 +154,7 @@ def test_accuracy_rows_go_through_the_evals_comparison(copy):
     row = evals.EvalRow(
         suite="toolcall", metric="schema_valid", value=0.5, n=10, emulated=True, source="emulated", status="ok"
     )
-    evals.append_rows(copy, [row])
+    evals.append_rows(RunFolder(copy), [row])
     data = report.collect(copy)
     assert data.stages["accuracy"].status == "ok"
     table = report.accuracy_comparison(data)

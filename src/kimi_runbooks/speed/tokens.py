@@ -91,11 +91,10 @@ def choose_tokenizer(
     return None, "bench_serving's default: the served model name on the model hub"
 
 
-def model_path_of(run_dir: str | Path | RunFolder | None) -> str | None:
+def model_path_of(folder: RunFolder | None) -> str | None:
     """The deployed plan's model_path (manifest), for launchers that started the model themselves."""
-    if not run_dir:
+    if folder is None:
         return None
-    folder = RunFolder.of(run_dir)
     manifest = folder.read_json(RunFolder.MANIFEST) or {}
     if manifest.get("launcher") == "external":
         return None  # the plan's model_path says nothing about someone else's server
@@ -215,12 +214,12 @@ def stage_tokenizer(
     offline: bool = True,
 ) -> str | Path | None:
     """The speed stage's --tokenizer (choose_tokenizer), building the emulator's for the emulator."""
+    folder = RunFolder.of(run_dir)
     emulated = bool(getattr(target, "emulated", False))
     chosen, source = choose_tokenizer(
-        tokenizer, target, emulated=emulated, offline=offline, model_path=model_path_of(run_dir)
+        tokenizer, target, emulated=emulated, offline=offline, model_path=model_path_of(folder)
     )
     if chosen is None and emulated and offline:
-        folder = RunFolder.of(run_dir)
         dest = folder.tokenizer
         if not (dest / "tokenizer.json").exists():
             make_offline_tokenizer(folder.mkdir(dest))
