@@ -31,7 +31,6 @@ WIDE_LEFT: set[str] = {
     "kimi_runbooks.deploy.sbatch:multinode_sbatch_script (9 parameters)",
     "kimi_runbooks.speed.aiperf:profile_args (11 parameters)",
     "kimi_runbooks.speed.argv:build_argv (9 parameters)",
-    "kimi_runbooks.speed.observe:observe_config (12 parameters)",
 }
 """Entry points still over the limit, each to be narrowed (the test fails when one is fixed and
 still listed, so the list only shrinks)."""
