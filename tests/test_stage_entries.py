@@ -51,7 +51,7 @@ LOOSE_LEFT: set[str] = {
     "kimi_runbooks.target.locate:read_handle(folder: str | Path | RunFolder)",
     "kimi_runbooks.target.locate:write_handle(folder: str | Path | RunFolder)",
 }
-"""`str | Path | RunFolder` parameters still to be narrowed to RunFolder (shrinks as wide_LEFT)."""
+"""`str | Path | RunFolder` parameters still to be narrowed to RunFolder (shrinks as WIDE_LEFT does)."""
 
 
 ENTRY_LEFT = {"deploy", "speed", "accuracy"}
