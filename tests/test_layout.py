@@ -68,6 +68,7 @@ ROLES: dict[str, Role] = {
     "__main__": Role("`python -m` entry of its package", (r"(def|import) main\b.*",)),
     "cli": Role("the command line of its package: main(argv)", (r"def main -> .*",)),
     "config": Role("the options model of its package", (r"class [A-Z]\w*Config",)),
+    "options": Role("a stage's options model", (r"class [A-Z]\w*Options",)),
     "references": Role(
         "published references beside this run's rows", (r"def reference_frame -> .*", r"def compare -> .*")
     ),

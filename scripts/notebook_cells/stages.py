@@ -8,6 +8,7 @@ default is typed here.
 
 from kimi_runbooks.deploy import DeployOptions
 from kimi_runbooks.generator import NOTEBOOK_KNOBS, GeneratorOptions
+from kimi_runbooks.invoke import InvokeOptions
 from kimi_runbooks.plan import EXAMPLE_PLATFORM, PlanConfig
 
 from .parameters import field_lines
@@ -28,6 +29,20 @@ def deploy_parameters() -> str:
             "",
             "# Deploy options (kimi_runbooks.deploy.DeployOptions)",
             *field_lines(DeployOptions),
+        ]
+    )
+
+
+def invoke_parameters() -> str:
+    """The run folder and InvokeOptions, with their defaults."""
+    return "\n".join(
+        [
+            "from typing import Optional",
+            "",
+            "run_dir: Optional[str] = None  # run folder holding the deploy stage's handle.json; None: a new one",
+            "",
+            "# Invoke options (kimi_runbooks.invoke.InvokeOptions)",
+            *field_lines(InvokeOptions),
         ]
     )
 
@@ -189,35 +204,16 @@ It talks to the server of a run folder (the deploy stage's `handle.json`) or to 
 given by `base_url`. Results go to `invoke.json` in the run folder; secrets never do.
 """,
     ),
-    (
-        "parameters",
-        """
-from typing import Optional
-
-run_dir: Optional[str] = None           # run folder holding the deploy stage's handle.json
-base_url: Optional[str] = None          # or a running server, e.g. "http://127.0.0.1:30000"
-model: Optional[str] = None             # served model name; None: the handle's, or (with base_url) what /v1/models lists
-api_key_env: Optional[str] = None       # NAME of the env var holding the API key (never the key itself)
-timeout: float = 300.0                  # seconds per request, streamed or not
-checks: Optional[list] = None           # list of check / agentic case names, or None for all of both
-max_tokens_thinking: int = 8192         # max_tokens for every generation (Kimi thinks by default)
-image_expect: Optional[str] = None      # text the receipt answer must mention; None: the drawn item name
-image_url: Optional[str] = None         # optional image URL for servers with internet access
-concurrency: int = 4                    # parallel requests in the concurrency smoke test; below 2 skips it
-parallel: int = 4                       # checks run this many at a time (1: one after another; the concurrency check runs alone)
-fail_on_error: bool = False             # raise at the end when any check failed
-tokenizer: Optional[str] = None         # the served model's tokenizer (local dir) for the Vendor Verifier's prompt-token count; None: the handle's or the deployed model_path
-""",
-    ),
+    ("parameters", invoke_parameters()),
     (
         "code",
         """
 from kimi_runbooks import invoke
 from kimi_runbooks.rundir import RunFolder
 
-target = invoke.resolve_target(run_dir=run_dir, base_url=base_url, model=model, api_key_env=api_key_env)
-folder = RunFolder.create(run_dir, label="invoke", secret_envs=[target.api_key_env])
-print(f"server: {target.base_url}  model: {target.model}  key from: ${target.api_key_env or '(none)'}")
+options = invoke.InvokeOptions(**{name: globals()[name] for name in invoke.InvokeOptions.model_fields})
+# the one conversion of run_dir: every call below takes this RunFolder (a new one when only base_url is given)
+folder = RunFolder.of(run_dir, create=True, label="invoke", secret_envs=[api_key_env])
 print(f"run folder: {folder.path}")
 """,
     ),
@@ -253,13 +249,8 @@ records what was expected, what each turn showed, the verdict and the reason.
     (
         "code",
         """
-results = invoke.run_all(
-    target, checks, timeout=timeout, max_tokens_thinking=max_tokens_thinking,
-    image_expect=image_expect, image_url=image_url, concurrency=concurrency, parallel=parallel,
-    progress=invoke.progress_to(run_dir),
-    served=invoke.ServedModel.of_run(run_dir),  # the model's own contracts (effort levels, always thinking, video)
-    tokenizer=invoke.stage_tokenizer(run_dir, target, tokenizer),  # the speed stage's too
-)
+# the folder's server (or base_url), the checks its model declares, each line relayed; invoke.json saved
+results = invoke.run(folder, options)
 """,
     ),
     (
@@ -304,17 +295,16 @@ else:
     (
         "md",
         """
-## Save
+## Saved
 
-`invoke.json` holds every check with its request/response transcript (images elided, secrets
-redacted) and an `emulated` flag, for the report stage.
+`invoke.json` (written by `invoke.run`) holds every check with its request/response transcript
+(images elided, secrets redacted) and an `emulated` flag, for the report stage.
 """,
     ),
     (
         "code",
         """
-path = invoke.save(results, folder, api_key_env=target.api_key_env)
-print(f"wrote {path}")
+print(f"wrote {folder.invoke}")
 """,
     ),
     (

@@ -6,9 +6,12 @@ names them; none of them keeps its own copy of this table.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .paths import NOTEBOOKS_DIR
 from .rundir import RunFolder
@@ -21,6 +24,9 @@ class Stage:
     result_file: str | None  # a RunFolder file name; None for the report (its output is report.html)
     package: str
     does: str
+    entry: str | None = None
+    """`module:function` of the stage's one entry, `run(folder: RunFolder, options: <Stage>Options)`;
+    None while the stage's notebook still drives it cell by cell."""
 
 
 STAGES: tuple[Stage, ...] = (
@@ -37,6 +43,7 @@ STAGES: tuple[Stage, ...] = (
         RunFolder.INVOKE,
         "kimi_runbooks.invoke",
         "prove each feature works through the openai client",
+        "kimi_runbooks.invoke.stage:run",
     ),
     Stage(
         "speed",
@@ -64,6 +71,16 @@ def stage(name: str) -> Stage:
         if s.name == name:
             return s
     raise ValueError(f"unknown stage '{name}'. Valid stages: {', '.join(STAGE_NAMES)}.")
+
+
+def entry_point(name: str) -> Callable[..., Any]:
+    """The stage's `run(folder, options)`, imported when asked for (this table sits below the stages)."""
+    s = stage(name)
+    if s.entry is None:
+        raise ValueError(f"stage '{name}' has no run(folder, options) entry yet; run its notebook ({s.notebook}).")
+    module, function = s.entry.split(":")
+    found: Callable[..., Any] = getattr(importlib.import_module(module), function)
+    return found
 
 
 def availability(name: str, notebooks_dir: Path = NOTEBOOKS_DIR) -> str | None:

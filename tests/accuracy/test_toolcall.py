@@ -162,9 +162,10 @@ def test_samples_loader_applies_k2vv_rules(tmp_path):
 
 def _on_emulator(samples: Any, results_path: Path, fault: str | None = None, **settings: Any) -> Any:
     """The built-in eval against a fast emulator (`fault` injected), 4 requests at a time."""
-    kw: dict[str, Any] = {"concurrency": 4, "max_tokens": 2048, **settings}
     with emulator_server(time_scale=0.01, log_startup=False, **({"fault": fault} if fault else {})) as url:
-        return tc.run_toolcall_eval(samples, base_url=url + "/v1", model=MODEL, results_path=results_path, **kw)
+        server = tc.ToolcallServer(url + "/v1", MODEL)
+        requests = tc.ToolcallRequests(concurrency=4, max_tokens=2048)
+        return tc.run_toolcall_eval(samples, server, results_path, requests, **settings)
 
 
 def test_builtin_eval_against_the_emulator_writes_k2vv_files(tmp_path):
@@ -207,18 +208,15 @@ def test_rerun_skips_finished_requests_and_resends_failed_ones(tmp_path):
     samples = write_ci_samples(tmp_path / "samples.jsonl")
     out = tmp_path / "results.jsonl"
     with emulator_server(time_scale=0.01, log_startup=False) as url:
-        first = tc.run_toolcall_eval(
-            samples, base_url=url + "/v1", model=MODEL, results_path=out, limit=5, concurrency=2, max_tokens=2048
-        )
+        server = tc.ToolcallServer(url + "/v1", MODEL)
+        first = tc.run_toolcall_eval(samples, server, out, tc.ToolcallRequests(limit=5, concurrency=2, max_tokens=2048))
         assert first.sent == 5
         # fake a failure for data_index 2: a rerun must send it again, and the new line must win
         lines = out.read_text().splitlines()
         failed = [json.loads(x) for x in lines if json.loads(x)["data_index"] == 2][0]
         failed.update(status="failed", finish_reason=None, response={"error": "x"})
         out.write_text("\n".join([x for x in lines if json.loads(x)["data_index"] != 2] + [json.dumps(failed)]) + "\n")
-        second = tc.run_toolcall_eval(
-            samples, base_url=url + "/v1", model=MODEL, results_path=out, concurrency=4, max_tokens=2048
-        )
+        second = tc.run_toolcall_eval(samples, server, out, tc.ToolcallRequests(concurrency=4, max_tokens=2048))
     assert second.skipped == 4 and second.sent == N - 4
     indices = [json.loads(x)["data_index"] for x in out.read_text().splitlines()]
     assert sorted(set(indices)) == list(range(1, N + 1))
@@ -230,12 +228,9 @@ def test_failed_requests_are_rows_not_exceptions(tmp_path):
     samples = write_ci_samples(tmp_path / "samples.jsonl")
     run = tc.run_toolcall_eval(
         samples,
-        base_url="http://127.0.0.1:9/v1",
-        model=MODEL,
-        results_path=tmp_path / "r.jsonl",
-        limit=2,
-        max_retries=0,
-        timeout=5,
+        tc.ToolcallServer("http://127.0.0.1:9/v1", MODEL),
+        tmp_path / "r.jsonl",
+        tc.ToolcallRequests(limit=2, max_retries=0, timeout=5),
     )
     assert run.summary["failure_count"] == 2 and run.summary["success_count"] == 0
     assert all("error" in r["response"] for r in tc.read_results(run.results_path))

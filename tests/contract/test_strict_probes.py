@@ -49,7 +49,9 @@ def test_invoke_probes_behave_against_a_server_that_looks_like_sglang(
     require_tool_env("bench")
     tokenizer = make_offline_tokenizer(tmp_path / "tokenizer")
     handle = RunHandle(base_url=strict_url, model="moonshotai/Kimi-K2.6", launcher="external", tokenizer=str(tokenizer))
-    results = invoke.run_all(handle, timeout=60.0, max_tokens_thinking=4096, concurrency=3)
+    results = invoke.run_all(
+        handle, invoke.InvokeOptions(timeout=60.0, max_tokens_thinking=4096, concurrency=3, parallel=1)
+    )
     by_name = {r.name: r for r in results}
     assert set(invoke.CHECKS) <= set(by_name)
     assert not any(r.emulated for r in results)  # nothing told the probes it is an emulator

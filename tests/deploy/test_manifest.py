@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kimi_runbooks.deploy import manifest
+from kimi_runbooks.deploy.handle import ServerHandle
 from kimi_runbooks.rundir import RunFolder
 from tests.support import FAKES
 
@@ -43,21 +44,20 @@ def test_versions_and_commit() -> None:
 
 def test_manifest_redacts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_SERVER_KEY", "sk-manifest-secret")
-    data = manifest.build_manifest(
-        run_id="r1",
+    folder = RunFolder(tmp_path, ["MY_SERVER_KEY"])
+    handle = ServerHandle(
+        launcher="local",
+        folder=folder,
+        base_url="http://127.0.0.1:1",
         platform="h200",
         model="m",
-        launcher="local",
-        emulated=False,
-        command="sglang serve --api-key sk-manifest-secret",
+        command=["sglang", "serve", "--api-key", "sk-manifest-secret"],
         env={"X": "sk-manifest-secret"},
         started_at="t0",
         ready_at="t1",
-        base_url="http://127.0.0.1:1",
         server_info={"version": "0.5.9", "max_total_num_tokens": 123, "tp_size": 8, "api_key": "sk-manifest-secret"},
-        environ={"PATH": "/nonexistent"},
     )
-    folder = RunFolder(tmp_path, ["MY_SERVER_KEY"])
+    data = manifest.build_manifest(handle, environ={"PATH": "/nonexistent"})
     path = folder.save_json(folder.manifest, data)
     text = path.read_text()
     assert "sk-manifest-secret" not in text and "<redacted>" in text

@@ -20,9 +20,17 @@ from kimi_runbooks.invoke.agentic_judge import (
     unique_id_problems,
 )
 from kimi_runbooks.report import show
+from kimi_runbooks.rundir import RunFolder
+from kimi_runbooks.target.locate import RunHandle
 
 MODEL = "moonshotai/Kimi-K2.6"
-FAST = dict(timeout=20.0, max_tokens_thinking=4096, concurrency=3)
+FAST = dict(timeout=20.0, max_tokens_thinking=4096, concurrency=3, parallel=1)
+
+
+def _at(url: str) -> RunHandle:
+    return invoke.resolve_target(base_url=url, model=MODEL)
+
+
 AGENTIC = list(invoke.AGENTIC_CASES)
 
 
@@ -107,7 +115,7 @@ def test_the_client_sends_back_ids_and_arguments_unchanged_and_the_reasoning():
 
 def test_unknown_agentic_case_is_refused():
     with pytest.raises(ValueError, match="unknown agentic case"):
-        invoke.run_agentic("http://127.0.0.1:1", ["multi_turn", "telepathy"], model=MODEL)
+        invoke.run_agentic(_at("http://127.0.0.1:1"), invoke.InvokeOptions(checks=["multi_turn", "telepathy"]))
 
 
 # ---------------------------------------------------------------- against the emulator
@@ -116,13 +124,13 @@ def test_unknown_agentic_case_is_refused():
 def _run(fault=None, names=None):
     url, stop = run_in_thread(EmulatorSettings(port=0, time_scale=0.01, log_startup=False, fault=fault))
     try:
-        return invoke.run_all(url, names, model=MODEL, **FAST)
+        return invoke.run_all(_at(url), invoke.InvokeOptions(checks=names, **FAST))
     finally:
         stop()
 
 
 def test_every_agentic_case_passes_on_the_emulator_and_records_what_it_saw(emulator_url, tmp_path, monkeypatch):
-    results = invoke.run_agentic(emulator_url, model=MODEL, **FAST)
+    results = invoke.run_agentic(_at(emulator_url), invoke.InvokeOptions(**FAST))
     by = {r.name: r for r in results}
     assert list(by) == AGENTIC
     assert all(r.status == "pass" for r in results), [(r.name, r.reason) for r in results if r.status != "pass"]
@@ -142,7 +150,7 @@ def test_every_agentic_case_passes_on_the_emulator_and_records_what_it_saw(emula
     card = invoke.agentic_card(results)
     assert card["cases"] == len(AGENTIC) and card["passed"] == len(AGENTIC) and card["failures"] == []
     assert card["source"] == "emulated"
-    saved = invoke.load((invoke.save(results, tmp_path)).parent)
+    saved = invoke.load((invoke.save(results, RunFolder(tmp_path))).parent)
     assert [r.observed for r in saved] == [r.observed for r in results]
     shown: list[str] = []  # the report's card for the suite (report/show.py)
     monkeypatch.setattr(show, "_show", lambda obj: shown.append(getattr(obj, "data", str(obj))))

@@ -17,13 +17,18 @@ from kimi_runbooks.deploy import free_port
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread, start_subprocess
 from kimi_runbooks.invoke import checks as invoke_checks
-from kimi_runbooks.invoke import run as invoke_run
 from kimi_runbooks.invoke import session as checks_session
+from kimi_runbooks.invoke import stage as invoke_run
 from kimi_runbooks.invoke.image import RECEIPT_ITEM, data_url, receipt_png
+from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target.locate import RunHandle, write_handle
 
 MODEL = "moonshotai/Kimi-K2.6"
-FAST = dict(timeout=20.0, max_tokens_thinking=4096, concurrency=3)
+FAST = dict(timeout=20.0, max_tokens_thinking=4096, concurrency=3, parallel=1)
+
+
+def _at(url: str) -> RunHandle:
+    return invoke.resolve_target(base_url=url, model=MODEL)
 
 
 # ---------------------------------------------------------------- judging rules, no server
@@ -168,7 +173,7 @@ def test_passed_semantics_table_save_load_and_redaction(tmp_path, monkeypatch):
     assert table.loc[0, "latency_ms"] == 12.3 and table.loc[0, "completion_tokens"] == 7
     assert invoke.counts(results) == {"pass": 1, "fail": 1, "skip": 1}
 
-    path = invoke.save(results, tmp_path, api_key_env="PROBE_AUTH_VALUE")
+    path = invoke.save(results, RunFolder(tmp_path), api_key_env="PROBE_AUTH_VALUE")
     text = path.read_text()
     assert "zq-not-a-real-credential-77" not in text and "<redacted>" in text
     doc = json.loads(text)
@@ -195,7 +200,7 @@ def test_resolve_target_needs_a_server_and_names_the_fix(tmp_path):
 
 def test_unknown_check_name_is_refused_before_anything_runs():
     with pytest.raises(ValueError, match="unknown check"):
-        invoke.run_all("http://127.0.0.1:1", ["chat", "vision"], model=MODEL)
+        invoke.run_all(_at("http://127.0.0.1:1"), invoke.InvokeOptions(checks=["chat", "vision"]))
 
 
 # ---------------------------------------------------------------- against the emulator
@@ -206,15 +211,17 @@ def _statuses(results):
 
 
 def test_checks_run_four_at_a_time_give_the_same_verdicts_in_the_same_order(emulator_url):
-    serial = invoke.run_all(emulator_url, model=MODEL, **FAST)
+    serial = invoke.run_all(_at(emulator_url), invoke.InvokeOptions(**FAST))
     seen: list[str] = []
-    together = invoke.run_all(emulator_url, model=MODEL, parallel=4, progress=lambda r: seen.append(r.name), **FAST)
+    together = invoke.run_all(
+        _at(emulator_url), invoke.InvokeOptions(**{**FAST, "parallel": 4}), progress=lambda r: seen.append(r.name)
+    )
     assert [(r.name, r.status) for r in together] == [(r.name, r.status) for r in serial]
     assert seen == [r.name for r in serial]  # progress is reported in order too
 
 
 def test_every_check_passes_on_the_emulator(emulator_url):
-    results = invoke.run_all(emulator_url, model=MODEL, **FAST)
+    results = invoke.run_all(_at(emulator_url), invoke.InvokeOptions(**FAST))
     statuses = _statuses(results)
     assert [r.name for r in results if r.suite == "agentic"] == list(invoke.AGENTIC_CASES)  # after the features
     assert list(statuses)[: -len(invoke.AGENTIC_CASES)] == [
@@ -264,7 +271,7 @@ def test_faults_fail_exactly_the_matching_checks(fault, failing, words):
     """The feature checks (the agentic suite under these faults: test_agentic.py)."""
     url, stop = run_in_thread(EmulatorSettings(port=0, time_scale=0.01, log_startup=False, fault=fault))
     try:
-        results = invoke.run_all(url, list(invoke.CHECKS), model=MODEL, **FAST)
+        results = invoke.run_all(_at(url), invoke.InvokeOptions(checks=list(invoke.CHECKS), **FAST))
     finally:
         stop()
     statuses = _statuses(results)
@@ -277,14 +284,14 @@ def test_faults_fail_exactly_the_matching_checks(fault, failing, words):
 
 def test_image_content_fails_rather_than_passes_when_the_answer_misses_the_item(emulator_url):
     # Treat the emulator as a real model: its answer cannot name the item, so the check must fail.
-    results = invoke.run_all(emulator_url, ["image"], model=MODEL, emulated=False, **FAST)
+    results = invoke.run_all(_at(emulator_url), invoke.InvokeOptions(checks=["image"], emulated=False, **FAST))
     assert _statuses(results) == {"image": "pass", "image_content": "fail"}
     assert "does not mention 'MATCHA LATTE'" in results[1].reason
 
 
 def test_image_url_variant_runs_when_given(emulator_url):
     results = invoke.run_all(
-        emulator_url, ["image_url"], model=MODEL, image_url="https://example.invalid/r.png", **FAST
+        _at(emulator_url), invoke.InvokeOptions(checks=["image_url"], image_url="https://example.invalid/r.png", **FAST)
     )
     assert results[0].status == "pass"
     assert results[0].transcript[0]["request"]["messages"][0]["content"][0]["image_url"]["url"].startswith("https://")
@@ -296,9 +303,9 @@ def test_api_key_is_used_and_never_recorded(tmp_path, monkeypatch):
     try:
         monkeypatch.setenv("PROBE_SERVER_AUTH", key)
         handle = RunHandle(base_url=url, model=MODEL, launcher="emulator", api_key_env="PROBE_SERVER_AUTH")
-        good = invoke.run_all(handle, ["models", "chat"], **FAST)
+        good = invoke.run_all(handle, invoke.InvokeOptions(checks=["models", "chat"], **FAST))
         monkeypatch.setenv("PROBE_SERVER_AUTH", "zq-wrong-key-0000")
-        bad = invoke.run_all(handle, ["models", "chat"], **FAST)
+        bad = invoke.run_all(handle, invoke.InvokeOptions(checks=["models", "chat"], **FAST))
     finally:
         stop()
     assert _statuses(good) == {"models": "pass", "chat": "pass"}
@@ -306,7 +313,7 @@ def test_api_key_is_used_and_never_recorded(tmp_path, monkeypatch):
     for r in bad:  # issue 14 item 6: the key's variable and the fix, not "pass model=" or a bare 401
         assert "HTTP 401" in r.reason and "the key in $PROBE_SERVER_AUTH was refused" in r.reason
         assert "Fix: export PROBE_SERVER_AUTH=" in r.reason and "pass model" not in r.reason
-    text = invoke.save(good + bad, tmp_path, api_key_env="PROBE_SERVER_AUTH").read_text()
+    text = invoke.save(good + bad, RunFolder(tmp_path), api_key_env="PROBE_SERVER_AUTH").read_text()
     assert key not in text
 
 
@@ -317,11 +324,10 @@ def test_timeouts_fail_each_check_and_the_next_still_runs():
     try:
         start = time.monotonic()
         results = invoke.run_all(
-            f"http://127.0.0.1:{silent.getsockname()[1]}",
-            ["models", "chat", "tool_call_stream"],
-            model=MODEL,
-            timeout=0.3,
-            emulated=False,
+            _at(f"http://127.0.0.1:{silent.getsockname()[1]}"),
+            invoke.InvokeOptions(
+                checks=["models", "chat", "tool_call_stream"], timeout=0.3, emulated=False, parallel=1
+            ),
         )
         elapsed = time.monotonic() - start
     finally:
@@ -334,7 +340,9 @@ def test_timeouts_fail_each_check_and_the_next_still_runs():
 
 def test_server_dying_mid_stream_fails_that_check_and_later_ones_are_still_recorded():
     with start_subprocess(["--fault", "crash-mid-stream", "--time-scale", "0.01"]) as emu:
-        results = invoke.run_all(emu.base_url, ["models", "thinking_stream", "chat"], model=MODEL, **FAST)
+        results = invoke.run_all(
+            _at(emu.base_url), invoke.InvokeOptions(checks=["models", "thinking_stream", "chat"], **FAST)
+        )
     assert _statuses(results) == {"models": "pass", "thinking_stream": "fail", "chat": "fail"}
     assert "lost the connection" in results[1].reason
     assert "could not reach the server" in results[2].reason
@@ -365,7 +373,7 @@ def test_without_a_key_every_check_fails_at_once_naming_api_key_env(tmp_path):
     url, stop = run_in_thread(EmulatorSettings(port=0, time_scale=0.01, log_startup=False, api_key="zq-k"))
     try:
         handle = RunHandle(base_url=url, model=MODEL, launcher="emulator")
-        results = invoke.run_all(handle, ["models", "chat", "tool_call"], **FAST)
+        results = invoke.run_all(handle, invoke.InvokeOptions(checks=["models", "chat", "tool_call"], **FAST))
     finally:
         stop()
     assert _statuses(results) == {"models": "fail", "chat": "fail", "tool_call": "fail"}

@@ -16,13 +16,13 @@ from kimi_runbooks.emulator import EmulatorSettings, LatencyProfile
 from kimi_runbooks.emulator.capabilities import ModelCapabilities
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.invoke.contracts import EMULATED_FAST_FORWARD, LONG_CONTEXT_FRACTION
-from kimi_runbooks.invoke.run import DEFAULT_NAMES
 from kimi_runbooks.invoke.served import ServedModel, checks_for
+from kimi_runbooks.invoke.stage import DEFAULT_NAMES
 from kimi_runbooks.target.emulated_time import FAST_FORWARD_HEADER
 from tests.support.hybrid_models import k3_like, k27_code_like
 
 CONTEXT = 32768
-FAST: dict[str, Any] = dict(timeout=30.0, max_tokens_thinking=2048, concurrency=2)
+FAST: dict[str, Any] = dict(timeout=30.0, max_tokens_thinking=2048, concurrency=2, parallel=1)
 
 
 def _settings(model: Any, **overrides: Any) -> EmulatorSettings:
@@ -49,7 +49,8 @@ def _by_name(results: list[invoke.CheckResult]) -> dict[str, invoke.CheckResult]
 
 
 def _run(url: str, served: ServedModel, checks: list[str] | None = None) -> dict[str, invoke.CheckResult]:
-    return _by_name(invoke.run_all(url, checks, model=served_name(served), served=served, **FAST))
+    target = invoke.resolve_target(base_url=url, model=served_name(served))
+    return _by_name(invoke.run_all(target, invoke.InvokeOptions(checks=checks, **FAST), served=served))
 
 
 def served_name(served: ServedModel) -> str:
@@ -101,7 +102,9 @@ def test_a_run_folders_plan_gives_the_served_model(tmp_path):
 
 
 def test_without_a_served_model_the_default_checks_are_unchanged(emulator_url: str):
-    results = invoke.run_all(emulator_url, None, model="moonshotai/Kimi-K2.6", **FAST)
+    results = invoke.run_all(
+        invoke.resolve_target(base_url=emulator_url, model="moonshotai/Kimi-K2.6"), invoke.InvokeOptions(**FAST)
+    )
     names = [r.name for r in results]
     assert [n for n in names if n in invoke.ALL_NAMES] == DEFAULT_NAMES
     assert not set(names) & set(invoke.CONTRACT_CHECKS)

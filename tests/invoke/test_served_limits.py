@@ -45,14 +45,17 @@ def test_a_server_that_says_nothing_leaves_the_plans_values():
 
 def test_checks_fit_a_small_context(small_text_server):
     handle = RunHandle(base_url=small_text_server, model=MODEL, launcher="external")
-    chat = invoke.run_all(handle, ["chat"], timeout=60)[0]
+    chat = invoke.run_all(handle, invoke.InvokeOptions(checks=["chat"], timeout=60))[0]
     assert chat.status == "pass", chat.reason
     assert chat.transcript[0]["request"]["max_tokens"] == SMALL // 2  # 8192 asked for, the server holds 4096
 
 
 def test_a_rehearsal_sends_a_small_budget_and_skips_images(small_text_server):
     handle = RunHandle(base_url=small_text_server, model=MODEL, launcher="sglang-cpu", rehearsal="REAL SGLANG")
-    results = {r.name: r for r in invoke.run_all(handle, ["chat", "image", "image_tools"], timeout=60)}
+    results = {
+        r.name: r
+        for r in invoke.run_all(handle, invoke.InvokeOptions(checks=["chat", "image", "image_tools"], timeout=60))
+    }
     chat = results["chat"]
     assert chat.status == "pass", chat.reason
     assert chat.transcript[0]["request"]["max_tokens"] == REHEARSAL_COMPLETION_TOKENS
@@ -64,6 +67,6 @@ def test_a_rehearsal_sends_a_small_budget_and_skips_images(small_text_server):
 
 def test_a_real_deployment_that_lost_its_images_fails_saying_so(small_text_server):
     handle = RunHandle(base_url=small_text_server, model=MODEL, launcher="external")
-    result = invoke.run_all(handle, ["image"], timeout=60)[0]
+    result = invoke.run_all(handle, invoke.InvokeOptions(checks=["image"], timeout=60))[0]
     assert result.status == "fail"
     assert "takes no image input" in result.reason and "has_image_understanding false" in result.reason

@@ -16,14 +16,20 @@ from kimi_runbooks.invoke.structured_checks import STRUCTURED_CHECKS
 from kimi_runbooks.kimi.tokenizer_files import write_tokenizer_dir
 
 MODEL = "moonshotai/Kimi-K2.6"
-FAST = dict(timeout=30.0, max_tokens_thinking=4096, concurrency=1)
+FAST = dict(timeout=30.0, max_tokens_thinking=4096, concurrency=1, parallel=1)
 NAMES = [*STRUCTURED_CHECKS, *KVV_CHECKS]
 
 
 def _run(fault=None):
     url, stop = run_in_thread(EmulatorSettings(port=0, time_scale=0.01, log_startup=False, fault=fault))
     try:
-        return {r.name: r for r in invoke.run_all(url, NAMES, model=MODEL, **FAST) if r.name in NAMES}
+        return {
+            r.name: r
+            for r in invoke.run_all(
+                invoke.resolve_target(base_url=url, model=MODEL), invoke.InvokeOptions(checks=NAMES, **FAST)
+            )
+            if r.name in NAMES
+        }
     finally:
         stop()
 
@@ -77,13 +83,16 @@ def test_the_prompt_token_check_counts_with_the_tokenizer_it_is_given(sglang_lik
     """Issue 40 item 4: the runbook's tokenizer reached the speed stage only; here it is counted with."""
     require_tool_env("bench")
     tokenizer = write_tokenizer_dir(tmp_path / "tok")  # the emulator's own: counts equal the server's
-    result = invoke.run_all(sglang_like_url, ["kvv_prompt_tokens"], model=MODEL, tokenizer=str(tokenizer), **FAST)[0]
+    handle = invoke.resolve_target(base_url=sglang_like_url, model=MODEL)
+    options = invoke.InvokeOptions(checks=["kvv_prompt_tokens"], **FAST)
+    result = invoke.run_all(handle, options, tokenizer=str(tokenizer))[0]
     assert result.status == "pass", result.reason
     assert f"counted by the run's tokenizer {tokenizer}, from the tokenizer parameter" in result.reason
 
 
 def test_without_a_tokenizer_the_skip_names_the_parameter_to_pass_not_an_internal(sglang_like_url):
-    result = invoke.run_all(sglang_like_url, ["kvv_prompt_tokens"], model=MODEL, **FAST)[0]
+    handle = invoke.resolve_target(base_url=sglang_like_url, model=MODEL)
+    result = invoke.run_all(handle, invoke.InvokeOptions(checks=["kvv_prompt_tokens"], **FAST))[0]
     assert result.status == "skip"
     assert "Fix: pass tokenizer=" in result.reason and "-p tokenizer DIR" in result.reason
     assert "RunHandle" not in result.reason and "handle.tokenizer" not in result.reason

@@ -199,7 +199,8 @@ def test_a_failing_external_run_renders_a_report_read_in_a_minute(tmp_path):
             progress=False,
         )
         target = read_handle(folder)
-        invoke.save(invoke.run_all(target, timeout=30, max_tokens_thinking=64), folder)
+        options = invoke.InvokeOptions(timeout=30, max_tokens_thinking=64, parallel=1)
+        invoke.save(invoke.run_all(target, options), RunFolder(folder))
         speed.run_scenarios(
             speed.select_scenarios("smoke"),
             target,

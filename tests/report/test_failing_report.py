@@ -20,7 +20,7 @@ import pytest
 
 from kimi_runbooks import report
 from kimi_runbooks.invoke.results import CheckResult
-from kimi_runbooks.invoke.run import MODEL_CAUSE
+from kimi_runbooks.invoke.stage import MODEL_CAUSE
 from kimi_runbooks.plan import plan as make_plan
 from kimi_runbooks.report import cards, sections
 from kimi_runbooks.report.next_steps import next_steps

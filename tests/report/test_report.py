@@ -40,7 +40,7 @@ def run_folder(tmp_path_factory) -> Path:
     handle = deploy.launch(plan({"platform": "h200"}), "emulator", folder, progress=False, options={"time_scale": 0.05})
     try:
         target = read_handle(folder)
-        invoke.save(invoke.run_all(target, timeout=60), folder)
+        invoke.save(invoke.run_all(target, invoke.InvokeOptions(timeout=60, parallel=1)), RunFolder(folder))
         speed.run_scenarios(
             speed.select_scenarios("smoke"),
             target,
@@ -154,7 +154,7 @@ def test_accuracy_rows_go_through_the_evals_comparison(copy):
     row = evals.EvalRow(
         suite="toolcall", metric="schema_valid", value=0.5, n=10, emulated=True, source="emulated", status="ok"
     )
-    evals.append_rows(copy, [row])
+    evals.append_rows(RunFolder(copy), [row])
     data = report.collect(copy)
     assert data.stages["accuracy"].status == "ok"
     table = report.accuracy_comparison(data)

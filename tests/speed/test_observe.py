@@ -15,7 +15,7 @@ from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.rundir import read_jsonl
-from kimi_runbooks.speed.observe import observe_config, sweep_key, telemetry_source
+from kimi_runbooks.speed.observe import ObservedServer, observe_config, sweep_key, telemetry_source
 from kimi_runbooks.speed.results import observed_columns
 from kimi_runbooks.target.locate import RunHandle
 
@@ -66,12 +66,8 @@ def test_no_smi_tool_says_so(monkeypatch, tmp_path):
 
 def test_the_emulator_is_held_to_slos_scaled_like_its_clock():
     sc = _scenario("s", 4, slo={"ttft_ms": 1000, "tpot_ms": 50})
-    fast = observe_config(
-        launcher="emulator", base_url="http://x", emulated=True, smi=None, scenarios=[sc], time_scale=0.05
-    )
-    real = observe_config(
-        launcher="local", base_url="http://x", emulated=False, smi=None, scenarios=[sc], time_scale=0.05
-    )
+    fast = observe_config(ObservedServer("emulator", "http://x", emulated=True, time_scale=0.05), [sc])
+    real = observe_config(ObservedServer("local", "http://x", emulated=False, time_scale=0.05), [sc])
     assert fast.scaled_slo("s") == pytest.approx({"ttft_ms": 50.0, "tpot_ms": 2.5})
     assert real.scaled_slo("s") == {"ttft_ms": 1000, "tpot_ms": 50}  # time_scale means nothing on hardware
 

@@ -112,7 +112,7 @@ def test_the_notebook_alone_records_its_start_up_in_order_and_leaves_no_worker(r
         argv += ["-y", "scenarios: [smoke-random-ids-c1]", "--no-progress-bar"]
         proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    recorded = marks(run_dir)
+    recorded = marks(RunFolder(run_dir))
     assert [p for p, _ in recorded] == list(PHASES)
     times = [t for _, t in recorded]
     assert times == sorted(times), recorded

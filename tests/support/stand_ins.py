@@ -28,7 +28,7 @@ def k2vv_stand_in(*, max_tokens: str = "a.max_tokens", record_calls: bool = Fals
     return f"""
 import argparse, json, sys
 from pathlib import Path
-from kimi_runbooks.accuracy.toolcall_eval import run_toolcall_eval
+from kimi_runbooks.accuracy.toolcall_eval import ToolcallRequests, ToolcallServer, run_toolcall_eval
 p = argparse.ArgumentParser()
 p.add_argument("file_path")
 for flag in ("--model", "--base-url", "--api-key", "--output", "--summary"):
@@ -37,7 +37,7 @@ for flag in ("--concurrency", "--max-tokens"):
     p.add_argument(flag, type=int)
 p.add_argument("--temperature", type=float)
 a = p.parse_args()
-{record}run_toolcall_eval(a.file_path, base_url=a.base_url, model=a.model, results_path=a.output,
-                  summary_path=a.summary, concurrency=a.concurrency, temperature=a.temperature,
-                  max_tokens={max_tokens})
+{record}run_toolcall_eval(a.file_path, ToolcallServer(a.base_url, a.model), a.output,
+                  ToolcallRequests(concurrency=a.concurrency, temperature=a.temperature, max_tokens={max_tokens}),
+                  summary_path=a.summary)
 """

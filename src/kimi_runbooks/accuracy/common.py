@@ -92,9 +92,8 @@ def settings_fingerprint(suite: str, settings: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def append_rows(folder: RunFolder | str | Path, rows: Sequence[EvalRow]) -> None:
-    """Append rows (redacted) to run_dir/accuracy.jsonl as soon as a suite finishes."""
-    folder = RunFolder.of(folder)
+def append_rows(folder: RunFolder, rows: Sequence[EvalRow]) -> None:
+    """Append rows (redacted) to the folder's accuracy.jsonl as soon as a suite finishes."""
     for row in rows:
         folder.append_jsonl(folder.accuracy, row.model_dump(mode="json"))
 

@@ -121,17 +121,17 @@ def _run_toolcall_builtin(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     out = ctx.work / "toolcall-builtin"
     run = toolcall_eval.run_toolcall_eval(
         samples,
-        base_url=ctx.server.base_url,
-        model=ctx.server.model,
-        folder=ctx.folder,
-        results_path=out / RunFolder.TOOL_RESULTS,
+        toolcall_eval.ToolcallServer(ctx.server.base_url, ctx.server.model, ctx.server.api_key),
+        out / RunFolder.TOOL_RESULTS,
+        toolcall_eval.ToolcallRequests(
+            concurrency=settings["concurrency"],
+            temperature=settings["temperature"],
+            max_tokens=settings["max_tokens"],
+            limit=settings["limit"],
+        ),
         summary_path=out / RunFolder.TOOL_SUMMARY,
-        api_key=ctx.server.api_key,
-        concurrency=settings["concurrency"],
-        temperature=settings["temperature"],
-        max_tokens=settings["max_tokens"],
-        limit=settings["limit"],
         reference_path=reference,
+        folder=ctx.folder,
     )
     return _rows(
         ctx,

@@ -307,33 +307,48 @@ class ToolcallRun:
     f1: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class ToolcallServer:
+    """The server the samples go to: ``base_url`` is the OpenAI base (ending in /v1)."""
+
+    base_url: str
+    model: str
+    api_key: str = "EMPTY"
+    api_key_env: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolcallRequests:
+    """How the samples are sent. temperature / max_tokens override each request's own, as K2VV's
+    ``--temperature`` / ``--max-tokens`` do; None keeps the request's. limit: the first N samples."""
+
+    concurrency: int = 256
+    temperature: float | None = 1.0
+    max_tokens: int | None = 64000
+    limit: int | None = None
+    timeout: float = 600.0
+    max_retries: int = 3
+
+
 def run_toolcall_eval(
     samples_path: str | Path,
-    *,
-    base_url: str,
-    model: str,
+    server: ToolcallServer,
     results_path: str | Path,
+    requests: ToolcallRequests = ToolcallRequests(),
+    *,
     summary_path: str | Path | None = None,
-    api_key: str = "EMPTY",
-    api_key_env: str | None = None,
-    concurrency: int = 256,
-    temperature: float | None = 1.0,
-    max_tokens: int | None = 64000,
-    limit: int | None = None,
-    timeout: float = 600.0,
-    max_retries: int = 3,
     reference_path: str | Path | None = None,
     folder: RunFolder | None = None,
 ) -> ToolcallRun:
-    """Send samples concurrently (bounded), append result lines as they finish, write summary.json.
-
-    ``base_url`` is the OpenAI base (ending in /v1). temperature / max_tokens override each
-    request's own, as K2VV's ``--temperature`` / ``--max-tokens`` do; None keeps the request's.
-    """
+    """Send samples concurrently (bounded), append result lines as they finish, write summary.json."""
     from openai import AsyncOpenAI
 
+    model, api_key, base_url = server.model, server.api_key, server.base_url
+    concurrency, temperature, max_tokens = requests.concurrency, requests.temperature, requests.max_tokens
+    limit, timeout, max_retries = requests.limit, requests.timeout, requests.max_retries
+
     results_path = Path(results_path)
-    folder = folder or RunFolder(results_path.parent, [api_key_env])
+    folder = folder or RunFolder(results_path.parent, [server.api_key_env])
     summary_path = Path(summary_path) if summary_path else results_path.with_name(RunFolder.TOOL_SUMMARY)
     samples = load_samples(samples_path, model=model, limit=limit)
     for s in samples:

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..paths import REPO_ROOT
+from ..plan.shell import shell_command
 from ..rundir import now_iso
 from ..secrets import redact
 from ..tools import envs as toolenv
+from .handle import ServerHandle
 
 PACKAGES = (
     "kimi-runbooks",
@@ -117,38 +119,24 @@ def hardware_inventory(environ: dict[str, str] | None = None) -> dict[str, Any] 
     return "unavailable"
 
 
-def build_manifest(
-    *,
-    run_id: str,
-    platform: str,
-    model: str,
-    launcher: str,
-    emulated: bool,
-    command: list[str] | str | None,
-    env: dict[str, str],
-    started_at: str,
-    ready_at: str | None,
-    base_url: str,
-    server_info: dict[str, Any] | None,
-    plan: dict[str, Any] | None = None,
-    preflight: list[dict[str, str]] | None = None,
-    warnings: list[str] | None = None,
-    environ: dict[str, str] | None = None,
-) -> dict[str, Any]:
+def build_manifest(handle: ServerHandle, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """What ran, redacted: the handle's launch facts, the versions around it and the hardware."""
+    server_info = handle.server_info
+    plan = handle.plan
     info = dict(server_info or {})
     server_args = {k: v for k, v in info.items() if k not in ("internal_states", "version", "emulator")}
     manifest = {
-        "run_id": run_id,
-        "started_at": started_at,
-        "ready_at": ready_at,
+        "run_id": handle.run_id,
+        "started_at": handle.started_at,
+        "ready_at": handle.ready_at,
         "written_at": now_iso(),
-        "platform": platform,
-        "model": model,
-        "launcher": launcher,
-        "emulated": emulated,
-        "base_url": base_url,
-        "command": command,
-        "env": env,
+        "platform": handle.platform,
+        "model": handle.model,
+        "launcher": handle.launcher,
+        "emulated": handle.emulated or bool(info.get("emulated")),
+        "base_url": handle.base_url,
+        "command": shell_command(handle.command, handle.env) if handle.command else None,
+        "env": handle.env,
         "project_commit": git_commit(),
         "python": sys.version.split()[0],
         "host_os": pyplatform.platform(),
@@ -158,9 +146,9 @@ def build_manifest(
         "max_total_num_tokens": info.get("max_total_num_tokens"),
         "server_args": server_args or None,
         "hardware": hardware_inventory(environ),
-        "plan": plan,
-        "preflight": preflight,
-        "warnings": warnings or [],
+        "plan": plan.as_dict() if plan else None,
+        "preflight": handle.preflight.as_rows() if handle.preflight else None,
+        "warnings": handle.warnings,
     }
     clean: dict[str, Any] = redact(manifest)
     return clean

@@ -19,7 +19,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..plan import LaunchPlan
-from ..plan.shell import shell_command
 from ..procs import RUN_TOKEN_ENV
 from ..progress import report_progress
 from ..rundir import RunFolder, now_iso
@@ -173,24 +172,7 @@ def _previous_records(folder: RunFolder) -> list[dict[str, Any]]:
 
 def record(handle: ServerHandle, environ: dict[str, str] | None = None) -> None:
     """Write the manifest and the handle file (both redacted) into the run folder."""
-    plan = handle.plan
-    manifest = manifest_mod.build_manifest(
-        run_id=handle.run_id,
-        platform=handle.platform,
-        model=handle.model,
-        launcher=handle.launcher,
-        emulated=handle.emulated or bool((handle.server_info or {}).get("emulated")),
-        command=shell_command(handle.command, handle.env) if handle.command else None,
-        env=handle.env,
-        started_at=handle.started_at,
-        ready_at=handle.ready_at,
-        base_url=handle.base_url,
-        server_info=handle.server_info,
-        plan=plan.as_dict() if plan else None,
-        preflight=handle.preflight.as_rows() if handle.preflight else None,
-        warnings=handle.warnings,
-        environ=environ,
-    )
+    manifest = manifest_mod.build_manifest(handle, environ)
     if handle.rehearsal:
         manifest["rehearsal"] = handle.rehearsal  # real SGLang, tiny model: the label every number carries
     handle.folder.save_json(handle.folder.manifest, manifest)

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from openai import APIStatusError
-
 from ..target.emulated_time import FAST_FORWARD_HEADER
 from .checks import _text_problems, _verdict
 from .results import Status
@@ -63,6 +61,8 @@ def check_reasoning_effort(s: Session, rec: Recorder) -> str:
     levels = s.served.effort_levels
     if not levels:
         raise CheckSkipped("the model declares no reasoning_effort levels (params/models reasoning_effort)")
+    from openai import APIStatusError  # here: the report imports this package without the client
+
     lengths: dict[str, int] = {}
     problems: list[str] = []
     for level in levels:
@@ -192,6 +192,8 @@ def check_long_context(s: Session, rec: Recorder) -> str:
     if s.emulated:
         headers = {FAST_FORWARD_HEADER: str(EMULATED_FAST_FORWARD)}
         rec.details["emulated_fast_forward"] = EMULATED_FAST_FORWARD
+    from openai import APIStatusError
+
     try:
         choice = rec.chat(body, headers=headers)
     except APIStatusError as exc:

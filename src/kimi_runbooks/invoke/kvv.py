@@ -34,6 +34,7 @@ from typing import Any
 from ..kimi.chat_template import render
 from ..kimi.parsers import parser_format
 from ..kimi.tokenizer import count_tokens
+from ..rundir import RunFolder
 from ..target.served_tokenizer import PASS_IT, TokenizerChoice, served_tokenizer
 from .checks import _validator_for
 from .session import CheckFailed, CheckSkipped, Recorder, Session
@@ -213,10 +214,10 @@ PROMPT_CASES: list[dict[str, Any]] = [
 
 
 def stage_tokenizer(
-    run_dir: str | Path | None, target: Any, tokenizer: str | Path | None = None
+    folder: RunFolder | None, target: Any, tokenizer: str | Path | None = None
 ) -> TokenizerChoice | None:
     """The invoke stage's tokenizer: the one the speed stage counts with (target.served_tokenizer)."""
-    choice = served_tokenizer(tokenizer, target, run_dir=run_dir)
+    choice = served_tokenizer(tokenizer, target, folder=folder)
     print(f"tokenizer: {choice or '(none known: the prompt-token check counts only against the emulator)'}")
     return choice
 

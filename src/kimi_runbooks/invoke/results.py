@@ -83,7 +83,7 @@ def print_progress(result: CheckResult) -> None:
     print(f"{result.name:<17} {result.status.upper():<4}{ms}  {result.reason}", flush=True)
 
 
-def progress_to(folder: RunFolder | str | Path | None) -> Callable[[CheckResult], None]:
+def progress_to(folder: RunFolder | None) -> Callable[[CheckResult], None]:
     """run_all's progress callback: the one-line log, and the same line for the runbook to relay."""
 
     def show(result: CheckResult) -> None:
@@ -93,9 +93,9 @@ def progress_to(folder: RunFolder | str | Path | None) -> Callable[[CheckResult]
     return show
 
 
-def save(results: list[CheckResult], run_dir: str | Path | RunFolder, api_key_env: str | None = None) -> Path:
-    """Write run_dir/invoke.json (redacted), flagged emulated when any check ran on the emulator."""
-    folder = RunFolder.of(run_dir, create=True, secret_envs=[api_key_env])
+def save(results: list[CheckResult], folder: RunFolder, api_key_env: str | None = None) -> Path:
+    """Write the folder's invoke.json (redacted), flagged emulated when any check ran on the emulator."""
+    folder.add_secret_env(api_key_env)
     doc = {
         "stage": "invoke",
         "written_at": datetime.now(UTC).isoformat(timespec="seconds"),

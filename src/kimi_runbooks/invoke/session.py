@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
-
-from openai import APIConnectionError, APIStatusError, APITimeoutError, OpenAI
+from typing import TYPE_CHECKING, Any
 
 from ..target.locate import RunHandle
 from ..target.served_limits import ServedLimits
 from ..target.served_tokenizer import TokenizerChoice
 from .results import Status
 from .served import ServedModel
+
+if TYPE_CHECKING:
+    from openai import OpenAI
 
 MAX_TEXT = 4000  # characters of any one string kept in a transcript
 
@@ -199,6 +200,8 @@ class Session:
 
 
 def describe_error(exc: BaseException, s: Session) -> str:
+    from openai import APIConnectionError, APIStatusError, APITimeoutError
+
     if isinstance(exc, APITimeoutError):
         return f"timed out after {s.timeout:g}s waiting for the server (raise timeout, or is it overloaded?)"
     if isinstance(exc, APIConnectionError):

@@ -31,7 +31,7 @@ class Warning_:
 
 
 def speed_comparison(data: RunData, tolerance: float = 0.1) -> pd.DataFrame:
-    """bench_compare.compare of this run against the platform's published references."""
+    """speed.references.compare of this run against the platform's published references."""
     if data.speed is None or data.speed.empty or not data.platform:
         return pd.DataFrame()
     refs = reference_frame(data.platform)
@@ -39,7 +39,7 @@ def speed_comparison(data: RunData, tolerance: float = 0.1) -> pd.DataFrame:
 
 
 def accuracy_comparison(data: RunData) -> pd.DataFrame | None:
-    """evals.compare.compare of this run's rows with the published accuracy, or None."""
+    """accuracy.references.compare of this run's rows with the published accuracy, or None."""
     if not data.accuracy:
         return None
     return compare_accuracy(data.accuracy)

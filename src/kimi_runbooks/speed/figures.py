@@ -2,7 +2,7 @@
 
 Every trace name says where its numbers come from: "measured" or "emulated" (this run) or
 "reference: <source>", so a screenshot cannot pass an emulated curve off as hardware.
-Each function takes the tables from bench_results.load_results / bench_compare.reference_frame
+Each function takes the tables from speed.results.load_results / speed.references.reference_frame
 and returns a plotly go.Figure.
 """
 

@@ -78,22 +78,31 @@ def telemetry_source(
     return tool, f"this host ({tool}, {launcher or 'external'} server)"
 
 
+@dataclass(frozen=True)
+class ObservedServer:
+    """The server whose metrics and devices are sampled: where telemetry can be read, and the
+    emulator's clock factor its SLOs are scaled by."""
+
+    launcher: str | None
+    base_url: str
+    emulated: bool
+    smi: str | None = None
+    time_scale: float | None = None
+    pinned_devices: frozenset[str] | None = None
+
+
 def observe_config(
-    *,
-    launcher: str | None,
-    base_url: str,
-    emulated: bool,
-    smi: str | None,
+    server: ObservedServer,
     scenarios: list[Scenario],
+    *,
     price_per_device_hour: float | None = None,
     price_source: str | None = None,
     metrics: bool = True,
     interval_s: float = SAMPLE_INTERVAL_S,
-    time_scale: float | None = None,
     environ: dict[str, str] | None = None,
-    pinned_devices: frozenset[str] | None = None,
 ) -> ObserveConfig:
-    tool, where = telemetry_source(launcher, base_url, emulated, smi, environ)
+    emulated, time_scale, pinned_devices = server.emulated, server.time_scale, server.pinned_devices
+    tool, where = telemetry_source(server.launcher, server.base_url, emulated, server.smi, environ)
     if tool and pinned_devices:
         where += f"; devices {','.join(sorted(pinned_devices, key=int))} (the ones the plan pins)"
     slos = {s.id: slo for s in scenarios if (slo := goodput.slo_for(s))}
@@ -228,17 +237,20 @@ def observe_for_run(
     known = load_catalog().platforms.get(platform) if platform else None
     if price is None and known is not None and known.price_per_device_hour:
         price, price_source = known.price_per_device_hour, known.price_source
-    return observe_config(
+    server = ObservedServer(
         launcher=launcher or getattr(target, "launcher", None),
         base_url=tgt.url,
         emulated=emulated,
         smi=smi or (known.smi if known else None),
-        scenarios=list(scenarios),
+        time_scale=getattr(target, "time_scale", None),
+        pinned_devices=pinned_devices(run.folder),
+    )
+    return observe_config(
+        server,
+        list(scenarios),
         price_per_device_hour=price,
         price_source=price_source or ("price_per_device_hour parameter" if price else None),
         metrics=sample_metrics,
-        time_scale=getattr(target, "time_scale", None),
-        pinned_devices=pinned_devices(run.folder),
     )
 
 

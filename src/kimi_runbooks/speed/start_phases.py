@@ -52,10 +52,10 @@ def mark(folder: RunFolder | str | Path | None, phase: str, at: float | None = N
     )
 
 
-def marks(folder: RunFolder | str | Path) -> list[tuple[str, float]]:
+def marks(folder: RunFolder) -> list[tuple[str, float]]:
     """The start-up marks of a run folder as recorded: (phase, time), in file order; a phase
     recorded twice (a stage rerun in the same folder) keeps each occurrence."""
-    rows = read_jsonl(RunFolder.of(folder).file(RunFolder.PROGRESS))
+    rows = read_jsonl(folder.file(RunFolder.PROGRESS))
     return [
         (str(r["phase"]), float(r["t"]))
         for r in rows

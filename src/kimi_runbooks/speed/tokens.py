@@ -199,12 +199,12 @@ def stage_tokenizer(
     offline: bool = True,
 ) -> str | Path | None:
     """The speed stage's --tokenizer (choose_tokenizer), building the emulator's for the emulator."""
+    folder = RunFolder.of(run_dir)
     emulated = bool(getattr(target, "emulated", False))
     chosen, source = choose_tokenizer(
-        tokenizer, target, emulated=emulated, offline=offline, model_path=model_path_of(run_dir)
+        tokenizer, target, emulated=emulated, offline=offline, model_path=model_path_of(folder)
     )
     if chosen is None and emulated and offline:
-        folder = RunFolder.of(run_dir)
         dest = folder.tokenizer
         if not (dest / "tokenizer.json").exists():
             make_offline_tokenizer(folder.mkdir(dest))

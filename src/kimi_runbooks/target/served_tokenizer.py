@@ -32,11 +32,10 @@ class TokenizerChoice:
         return f"{self.path} ({self.source})"
 
 
-def model_path_of(run_dir: str | Path | RunFolder | None) -> str | None:
+def model_path_of(folder: RunFolder | None) -> str | None:
     """The deployed plan's model_path (manifest), for launchers that started the model themselves."""
-    if not run_dir:
+    if folder is None:
         return None
-    folder = RunFolder.of(run_dir)
     manifest = folder.read_json(RunFolder.MANIFEST) or {}
     if manifest.get("launcher") == "external":
         return None  # the plan's model_path says nothing about someone else's server
@@ -50,16 +49,16 @@ def served_tokenizer(
     target: Any,
     *,
     model_path: str | None = None,
-    run_dir: str | Path | RunFolder | None = None,
+    folder: RunFolder | None = None,
 ) -> TokenizerChoice | None:
     """The served model's tokenizer: the given one, the handle's, the deployed model_path (given, or
-    read from run_dir's manifest); None when none is known."""
+    read from the run folder's manifest); None when none is known."""
     if tokenizer:
         return TokenizerChoice(str(tokenizer), "the tokenizer parameter")
     from_handle = getattr(target, "tokenizer", None)
     if from_handle:
         return TokenizerChoice(str(from_handle), "the handle (handle.json tokenizer)")
-    model_path = model_path or model_path_of(run_dir)
+    model_path = model_path or model_path_of(folder)
     if model_path:
         return TokenizerChoice(model_path, "the deployed plan's model_path")
     return None

@@ -1,14 +1,13 @@
-"""Run the checks against one server, each isolated so one failure never stops the rest."""
+"""The invoke stage: run(folder, options), and run_all: the checks against one server, each isolated
+so one failure never stops the rest."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
 
-from openai import DefaultHttpxClient, OpenAI
-
+from ..rundir import RunFolder
 from ..secrets import redact
 from ..target import locate as target_mod
 from ..target.health import check_server
@@ -20,8 +19,9 @@ from .agentic import AGENTIC_CASES
 from .checks import CHECKS
 from .contracts import CONTRACT_CHECKS
 from .image import RECEIPT_ITEM
-from .kvv import KVV_CHECKS
-from .results import CheckResult, Suite
+from .kvv import KVV_CHECKS, stage_tokenizer
+from .options import InvokeOptions
+from .results import CheckResult, Suite, progress_to, save
 from .scripted_checks import SCRIPTED_CHECKS
 from .served import ServedModel, checks_for
 from .session import CheckFailed, CheckSkipped, Recorder, Session, compact, describe_error
@@ -192,45 +192,44 @@ def unusable_reason(handle: RunHandle, timeout: float = 30.0) -> str | None:
     return result.message()
 
 
+def run(folder: RunFolder, options: InvokeOptions) -> list[CheckResult]:
+    """The invoke stage: the checks against the folder's server (or options.base_url), each
+    result relayed as it finishes, invoke.json saved in the folder; the results, in order."""
+    target = resolve_target(folder.path, options.base_url, options.model, options.api_key_env)
+    folder.add_secret_env(target.api_key_env)
+    print(f"server: {target.base_url}  model: {target.model}  key from: ${target.api_key_env or '(none)'}")
+    served = ServedModel.of_run(folder)  # the model's own contracts (effort levels, always thinking, video)
+    tokenizer = stage_tokenizer(folder, target, options.tokenizer)  # the speed stage's too
+    results = run_all(target, options, progress=progress_to(folder), served=served, tokenizer=tokenizer)
+    save(results, folder, api_key_env=target.api_key_env)
+    return results
+
+
 def run_all(
-    target: RunHandle | str,
-    checks: Iterable[str] | None = None,
+    handle: RunHandle,
+    options: InvokeOptions | None = None,
     *,
-    model: str | None = None,
-    api_key_env: str | None = None,
-    timeout: float = 300.0,
-    max_tokens_thinking: int = 8192,
-    image_expect: str | list[str] | None = None,
-    image_url: str | None = None,
-    concurrency: int = 4,
-    emulated: bool | None = None,
     progress: Callable[[CheckResult], None] | None = None,
-    parallel: int = 1,
     served: ServedModel | None = None,
-    video_url: str | None = None,
     tokenizer: TokenizerChoice | str | Path | None = None,
 ) -> list[CheckResult]:
-    """Run the checks in order (all by default); each is isolated, so one failure never stops the rest.
+    """Run the checks in order (options.checks; by default all); each is isolated, so one failure
+    never stops the rest.
 
-    parallel > 1 runs that many checks at a time (results still in order; the `concurrency`
+    options.parallel > 1 runs that many checks at a time (results still in order; the `concurrency`
     check runs alone afterwards, since it measures concurrent requests itself). Latencies are
     then those of a server answering a few requests at once.
 
     checks names feature checks (CHECKS), agentic cases (AGENTIC_CASES) and contract checks
     (CONTRACT_CHECKS); None runs the feature and agentic ones, or, given ``served`` (the model's
     declared capabilities, ServedModel.from_plan), the ones that apply to it (served.checks_for).
-    target is a RunHandle or a base_url (then model, else the server's first /v1/models id).
-    max_tokens_thinking bounds every generation (Kimi thinks by default). emulated=None asks the server.
-    tokenizer is the served model's (a directory, or kvv.stage_tokenizer's choice), for the checks that
-    count prompt tokens themselves; None: the handle's.
-    When the server refuses the key (or cannot be reached at all) every check fails with that
-    cause and its fix, without sending anything (unusable_reason).
+    handle is the server (resolve_target: a run folder's, or a base_url's). When the server
+    refuses the key (or cannot be reached at all) every check fails with that cause and its fix,
+    without sending anything (unusable_reason). tokenizer is the served model's (a directory, or
+    kvv.stage_tokenizer's choice), for the checks that count prompt tokens themselves; None: the handle's.
     """
-    handle = (
-        target
-        if isinstance(target, RunHandle)
-        else resolve_target(base_url=target, model=model, api_key_env=api_key_env)
-    )
+    options = options or InvokeOptions()
+    checks, timeout, parallel = options.checks, options.timeout, options.parallel
     if checks is None:
         names = checks_for(served, DEFAULT_NAMES) if served is not None else list(DEFAULT_NAMES)
         if handle.rehearsal:  # a scriptable tiny model: SGLang's own parsers on Kimi's real output
@@ -240,16 +239,14 @@ def run_all(
     unknown = [n for n in names if n not in ALL_NAMES]
     if unknown:
         raise ValueError(f"unknown check(s) {unknown}. Fix: choose from {ALL_NAMES} or pass checks=None for all.")
-    if timeout <= 0 or max_tokens_thinking <= 0:
-        raise ValueError("timeout and max_tokens_thinking must be positive.")
-    if isinstance(image_expect, str):
-        image_expect = [image_expect]
     blocked = unusable_reason(handle, timeout)
     limits = (
         ServedLimits()
         if blocked
         else read_served_limits(handle.base_url, handle.model, handle.api_key(), min(timeout, 10))
     )
+    from openai import DefaultHttpxClient, OpenAI  # here: the report imports this package without the client
+
     client = OpenAI(
         base_url=handle.openai_base_url,
         api_key=handle.api_key(),
@@ -261,14 +258,14 @@ def run_all(
         client=client,
         handle=handle,
         timeout=timeout,
-        max_tokens=limits.completion_budget(max_tokens_thinking, rehearsal=bool(handle.rehearsal)),
+        max_tokens=limits.completion_budget(options.max_tokens_thinking, rehearsal=bool(handle.rehearsal)),
         limits=limits,
-        image_expect=list(image_expect) if image_expect is not None else [RECEIPT_ITEM],
-        image_url=image_url,
-        concurrency=int(concurrency or 0),
-        emulated=detect_emulated(handle, timeout) if emulated is None else emulated,
+        image_expect=[options.image_expect or RECEIPT_ITEM],
+        image_url=options.image_url,
+        concurrency=int(options.concurrency or 0),
+        emulated=detect_emulated(handle, timeout) if options.emulated is None else options.emulated,
         served=served or ServedModel(),
-        video_url=video_url,
+        video_url=options.video_url,
         tokenizer=tokenizer if isinstance(tokenizer, TokenizerChoice) else served_tokenizer(tokenizer, handle),
     )
 
@@ -296,10 +293,11 @@ def run_all(
     return results
 
 
-def run_agentic(target: RunHandle | str, cases: Iterable[str] | None = None, **options: Any) -> list[CheckResult]:
-    """The agentic suite alone (all cases by default); options as for run_all."""
-    names = list(AGENTIC_CASES) if cases is None else list(cases)
+def run_agentic(handle: RunHandle, options: InvokeOptions | None = None) -> list[CheckResult]:
+    """The agentic suite alone (options.checks names its cases; None: all of them)."""
+    options = options or InvokeOptions()
+    names = list(AGENTIC_CASES) if options.checks is None else list(options.checks)
     unknown = [n for n in names if n not in AGENTIC_CASES]
     if unknown:
         raise ValueError(f"unknown agentic case(s) {unknown}. Fix: choose from {list(AGENTIC_CASES)}.")
-    return run_all(target, names, **options)
+    return run_all(handle, options.model_copy(update={"checks": names}))
