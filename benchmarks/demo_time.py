@@ -64,7 +64,8 @@ def notebook_times(path: Path) -> dict[str, Any] | None:
         if cell.get("cell_type") == "code" and pm.get("start_time"):
             first = "".join(cell.get("source", "")).strip().splitlines()
             cells.append((_ts(pm["start_time"]), float(pm.get("duration") or 0.0), first[0][:70] if first else ""))
-    return {"start": _ts(meta.get("start_time")), "end": _ts(meta.get("end_time")), "cells": cells}
+    run_dir = (meta.get("parameters") or {}).get("run_dir")
+    return {"start": _ts(meta.get("start_time")), "end": _ts(meta.get("end_time")), "cells": cells, "run_dir": run_dir}
 
 
 def _split(nb: dict[str, Any]) -> tuple[float, float, float]:
@@ -86,6 +87,9 @@ def breakdown(run_dir: Path, demo_started: float | None, demo_ended: float | Non
     """The printed lines for one demo run folder (see the module docstring)."""
     out: list[str] = []
     runbook = notebook_times(run_dir.parent / RUNBOOK_COPY)
+    if runbook and runbook["run_dir"] and Path(runbook["run_dir"]).resolve() != run_dir.resolve():
+        out.append(f"({RUNBOOK_COPY} belongs to a later demo run: the runbook's own start-up is not shown)")
+        runbook = None  # outputs/ keeps the latest demo's runbook copy only
     stages = _rows(run_dir / "stages.jsonl")
     finished = {r["stage"]: r for r in stages if r.get("status") != "running"}
     nbs = {name: notebook_times(run_dir / "notebooks" / nb) for name, nb in STAGE_NOTEBOOKS.items()}
