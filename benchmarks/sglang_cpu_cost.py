@@ -31,7 +31,9 @@ RUNBOOK_GOAL_S = 300.0
 
 def time_start(work: Path) -> float:
     start = time.monotonic()
-    handle = launch(plan(PlanConfig(platform="h200")), launcher="sglang-cpu", run_dir=work, progress=False)
+    handle = launch(
+        plan(PlanConfig(platform="h200")), launcher="sglang-cpu", folder=RunFolder.create(work), progress=False
+    )
     took = time.monotonic() - start
     handle.stop()
     return took

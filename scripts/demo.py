@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from kimi_runbooks import report
 from kimi_runbooks.execution.notebook import SlicedWaitKernelManager
 from kimi_runbooks.paths import REPO_ROOT, RUNBOOKS_DIR
+from kimi_runbooks.rundir import RunFolder
 
 RUNBOOK_GOAL_S = 30.0
 
@@ -44,7 +45,7 @@ def main() -> int:
     except pm.PapermillExecutionError as exc:
         failed = f"{exc.ename}: {exc.evalue}"
     took = time.monotonic() - started
-    verdict = report.verdict(report.collect(run_dir))
+    verdict = report.verdict(report.collect(RunFolder.of(run_dir)))
     print(f"\nverdict: {verdict.level} ({verdict.headline})")
     for reason in verdict.reasons[:10]:
         print(f"  - {reason}")

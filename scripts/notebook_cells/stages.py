@@ -6,10 +6,12 @@ Parameters cells that take launch knobs are written from the option models (para
 default is typed here.
 """
 
+from kimi_runbooks.accuracy import AccuracyOptions
 from kimi_runbooks.deploy import DeployOptions
 from kimi_runbooks.generator import NOTEBOOK_KNOBS, GeneratorOptions
 from kimi_runbooks.invoke import InvokeOptions
 from kimi_runbooks.plan import EXAMPLE_PLATFORM, PlanConfig
+from kimi_runbooks.speed import SpeedStageOptions
 
 from .parameters import field_lines
 
@@ -18,10 +20,12 @@ EXAMPLE = {"platform": (EXAMPLE_PLATFORM, "params/platforms id")}
 
 
 def deploy_parameters() -> str:
-    """PlanConfig's knobs (used only where no plan is saved yet) and DeployOptions, with their defaults."""
+    """The run folder, PlanConfig's knobs (used only where no plan is saved yet) and DeployOptions, with their defaults."""
     return "\n".join(
         [
             "from typing import Optional",
+            "",
+            "run_dir: Optional[str] = None  # the run folder; its plan.json (a runbook's) is the plan launched. None: a new one",
             "",
             "# Launch knobs (kimi_runbooks.plan.PlanConfig): planned once, only when run_dir holds no plan.json yet",
             "# (a runbook's deploy launches the plan the runbook saved there)",
@@ -43,6 +47,34 @@ def invoke_parameters() -> str:
             "",
             "# Invoke options (kimi_runbooks.invoke.InvokeOptions)",
             *field_lines(InvokeOptions),
+        ]
+    )
+
+
+def speed_parameters() -> str:
+    """The run folder and SpeedStageOptions, with their defaults."""
+    return "\n".join(
+        [
+            "from typing import Optional",
+            "",
+            'run_dir: str = "outputs/speed-bench"  # the run folder: the deploy stage\'s handle.json, bench.jsonl written here',
+            "",
+            "# Speed options (kimi_runbooks.speed.SpeedStageOptions)",
+            *field_lines(SpeedStageOptions),
+        ]
+    )
+
+
+def accuracy_parameters() -> str:
+    """The run folder and AccuracyOptions, with their defaults."""
+    return "\n".join(
+        [
+            "from typing import Optional",
+            "",
+            'run_dir: str = "outputs/accuracy"  # the run folder: the deploy stage\'s handle.json, accuracy.jsonl written here',
+            "",
+            "# Accuracy options (kimi_runbooks.accuracy.AccuracyOptions)",
+            *field_lines(AccuracyOptions),
         ]
     )
 
@@ -93,9 +125,13 @@ environment variable named by `api_key_env`; it is never written to the run fold
         """
 from kimi_runbooks import deploy
 from kimi_runbooks.plan import PlanConfig, format_plan
+from kimi_runbooks.rundir import RunFolder
 
+options = deploy.DeployOptions(**{name: globals()[name] for name in deploy.DeployOptions.model_fields})
+# the one conversion of run_dir (nothing is created yet: an invalid plan writes nothing)
+folder = RunFolder.of(run_dir, secret_envs=[api_key_env]) if run_dir else None
 # the plan saved in the run folder (a runbook's); none there: planned once from the knobs and saved first
-folder, plan = deploy.plan_for_run(run_dir, {name: globals()[name] for name in PlanConfig.model_fields})
+folder, plan = deploy.plan_for_run(folder, {name: globals()[name] for name in PlanConfig.model_fields})
 if launcher == "external":  # nothing is launched: no command, no memory plan of ours applies
     print(f"external server at {base_url}: nothing is launched; served model {plan.served_name!r}")
 else:
@@ -123,18 +159,17 @@ if launcher != "external":  # pandas only here and after a launch: a failing ext
     (
         "md",
         """
-## Launch and readiness
+## Launch, readiness, then keep running or tear down
 
 The start-up phase is read from the server log; a server that exits early is diagnosed at once.
+With `keep_running` the server stays up for later stages; otherwise it is stopped once recorded.
 """,
     ),
     (
         "code",
         """
-handle = deploy.launch(plan, launcher, folder,
-                       options=deploy.notebook_options(launcher, base_url=base_url, time_scale=time_scale),
-                       startup_timeout=startup_timeout)
-print(f"run folder: {handle.run_dir}")
+# the saved plan launched; handle.json and manifest.json written once ready; then left up (keep_running) or stopped
+handle = deploy.run(folder, options)
 """,
     ),
     (
@@ -159,7 +194,7 @@ pd.Series(summary, name="value").to_frame()
         """
 ## Handle and manifest
 
-`launch` wrote both when the server became ready; later stages read `handle.json`.
+`deploy.run` wrote both when the server became ready; later stages read `handle.json`.
 """,
     ),
     (
@@ -171,18 +206,6 @@ print((handle.run_dir / "handle.json").read_text())
 manifest = json.loads((handle.run_dir / "manifest.json").read_text())
 {k: manifest[k] for k in ("run_id", "platform", "model", "emulated", "sglang_version",
                           "max_total_num_tokens", "project_commit", "hardware")}
-""",
-    ),
-    (
-        "md",
-        """
-## Keep running or tear down
-""",
-    ),
-    (
-        "code",
-        """
-print(deploy.finish(handle, keep_running))
 """,
     ),
 ]
@@ -358,42 +381,18 @@ Every number below is labelled **measured** (a real server), **emulated** (the C
 not a hardware measurement) or **reference** (published, with its source).
 """,
     ),
-    (
-        "parameters",
-        """
-from typing import Optional
-
-run_dir: str = "outputs/speed-bench"
-base_url: Optional[str] = None          # None: the server in run_dir/handle.json (deploy stage)
-model: Optional[str] = None             # served model name; None: the handle's, or (with base_url) what /v1/models lists
-api_key_env: Optional[str] = None       # NAME of the env var holding the API key (never the key)
-platform: Optional[str] = None          # platform id for references and per-GPU numbers; None: from the handle
-scenario_set: str = "smoke"             # a set in params/scenarios
-scenarios: Optional[list] = None        # or a list of scenario ids (overrides scenario_set)
-offline: bool = True                    # no downloads: random becomes random-ids, local tokenizer
-tokenizer: Optional[str] = None         # the served model's tokenizer (local dir); None: the handle's, the deployed model_path, or (emulator only) a small local one
-command_prefix: Optional[list] = None   # e.g. ["docker", "exec", "sglang"]; None: the bench tool env's python
-bench_python: Optional[str] = None      # interpreter with sglang; None: .venvs/bench (or python3 after a prefix)
-dataset_path: Optional[str] = None      # local ShareGPT json for sharegpt scenarios when offline
-tolerance: float = 0.1                  # regression beyond 10% (direction-aware)
-timeout_s: float = 3600                 # per scenario
-resume: bool = True
-devices: Optional[int] = None           # GPUs behind the server (per-GPU figures); None: the deployed plan's, else the recipe's; never guessed for an external server
-fail_on_error: bool = True              # raise at the end when a scenario failed: the stage is then not ok
-verify_tokens: bool = True              # one request per scenario first: the server's token counts must match the benchmark's
-sample_metrics: bool = True             # sample the server's /metrics beside each scenario (needs --enable-metrics)
-stop_when_saturated: bool = False       # end a concurrency sweep once the server queues and throughput stops growing
-price_per_device_hour: Optional[float] = None  # $ per device-hour for the cost column; None: the platform's published price
-repeats: Optional[int] = None           # runs per scenario (a scenario's own repeats wins): mean and 95% interval; None: once
-""",
-    ),
+    ("parameters", speed_parameters()),
     (
         "code",
         """
-from kimi_runbooks.speed import shared_worker
+from kimi_runbooks.rundir import RunFolder
+from kimi_runbooks.speed import SpeedStageOptions, shared_worker
 
+options = SpeedStageOptions(**{name: globals()[name] for name in SpeedStageOptions.model_fields})
+# the one conversion of run_dir: every call below takes this RunFolder
+folder = RunFolder.of(run_dir, create=True, secret_envs=[api_key_env])
 # first: the bench worker's ~7 s of sglang imports then overlap every cell until the token check
-print(shared_worker.prestart(run_dir, offline=offline, command_prefix=command_prefix, bench_python=bench_python))
+print(shared_worker.prestart(folder, offline=offline, command_prefix=command_prefix, bench_python=bench_python))
 """,
     ),
     (
@@ -407,37 +406,16 @@ from kimi_runbooks import speed
     (
         "md",
         """
-## The server, the scenarios and the capacity they are checked against
+## The server, the scenarios and the capacity they are checked against; the run
+
+A progress bar per scenario; each result is appended to `bench.jsonl` as it finishes.
 """,
     ),
     (
         "code",
         """
-target = speed.resolve_target(run_dir, base_url, model, api_key_env, platform)
-platform = platform or target.platform
-chosen = speed.select_scenarios(scenario_set, scenarios)
-memory_plan, platform_devices = speed.platform_capacity(platform, run_dir=run_dir, target=target)
-devices = devices or platform_devices
-tok = speed.stage_tokenizer(run_dir, target, tokenizer, offline)
-print(f"server {target.base_url} ({'EMULATED' if target.emulated else 'real'}), model {target.model}, platform {platform}, devices {devices}")
-print(f"{len(chosen)} scenarios: {', '.join(s.id for s in chosen)}")
-""",
-    ),
-    (
-        "md",
-        """
-## Run (progress bar; each result is appended as it finishes)
-""",
-    ),
-    (
-        "code",
-        """
-options = speed.SpeedOptions(
-    tokenizer=tok, offline=offline, command_prefix=command_prefix, python=bench_python,
-    dataset_path=dataset_path, timeout_s=timeout_s, resume=resume, memory_plan=memory_plan, devices=devices,
-    platform=platform, verify_tokens=verify_tokens, sample_metrics=sample_metrics,
-    stop_when_saturated=stop_when_saturated, price_per_device_hour=price_per_device_hour, repeats=repeats)
-results = speed.run_scenarios(chosen, target, run_dir, options)
+stage = speed.stage.run(folder, options)
+target, platform, chosen, devices, results = stage.target, stage.platform, stage.scenarios, stage.devices, stage.results
 cols = ["scenario", "status", "label", "max_concurrency", "completed", "total_input_tokens", "total_output_tokens", "output_throughput",
         "total_throughput", "output_tok_s_per_gpu", "tok_s_per_user", "median_ttft_ms", "median_tpot_ms", "error"]
 results[[c for c in cols if c in results.columns]]
@@ -468,7 +446,7 @@ interval, and its row says so rather than showing a zero-width one.
     (
         "code",
         """
-speed.repeat_summary(speed.load_results(run_dir, devices=devices, per_repeat=True), [s.id for s in chosen])
+speed.repeat_summary(speed.load_results(folder.bench, devices=devices, per_repeat=True), [s.id for s in chosen])
 """,
     ),
     (
@@ -488,7 +466,7 @@ plan of ours (an external server) says `no prediction: <reason>`.
     (
         "code",
         """
-predicted = speed.predicted_vs_measured(results, run_dir, target)
+predicted = speed.predicted_vs_measured(results, folder, target)
 print(f"{int(predicted['outside_band'].astype(bool).sum()) if len(predicted) else 0} of {len(predicted)} scenario(s) outside the prediction band")
 predicted
 """,
@@ -518,9 +496,9 @@ speed.sweep_goodput(results)  # per sweep with an SLO: the highest concurrency t
 import plotly.io as pio
 
 pio.renderers.default = "notebook"  # plotly.js inlined (figures survive an offline HTML export); ~1.5 s, so not at start-up
-figure = speed.server_timeseries(run_dir, results)
+figure = speed.server_timeseries(folder.path, results)
 figure.show() if figure is not None else print("no /metrics or telemetry samples in this run")
-for note in speed.inside_notes(run_dir, results):  # what the figure leaves out: 0 throughout, too few samples
+for note in speed.inside_notes(folder.path, results):  # what the figure leaves out: 0 throughout, too few samples
     print(note)
 """,
     ),
@@ -539,9 +517,9 @@ differently from the benchmark's tokenizer) keeps its numbers above but is never
         "code",
         """
 references = speed.reference_frame(platform) if platform else speed.reference_frame([])
-comparison = speed.compare(results, references, tolerance=tolerance)
+comparison = speed.compare(results, references, tolerance=options.tolerance)
 print(f"{len(comparison)} comparisons, {int(comparison['regression'].sum()) if len(comparison) else 0} regressions "
-      f"(tolerance {tolerance:.0%}); references: {sorted(set(references.get('source', [])))}")
+      f"(tolerance {options.tolerance:.0%}); references: {sorted(set(references.get('source', [])))}")
 speed.compare_wide(comparison)
 """,
     ),
@@ -606,7 +584,7 @@ the speed stage `ok` when its scenarios did not run.
         """
 for _, row in results.iterrows():
     print(f"{row['scenario']}: {row['status']}" + (f" - {row['error']}" if isinstance(row.get("error"), str) else ""))
-if fail_on_error:
+if options.fail_on_error:
     speed.raise_if_failed(results)
 """,
     ),
@@ -630,37 +608,18 @@ A suite that cannot run (missing checkout, dataset or env) becomes a *skipped* r
 the other suites still run.
 """,
     ),
-    (
-        "parameters",
-        """
-from typing import Optional
-
-run_dir: str = "outputs/accuracy"
-base_url: Optional[str] = None          # server root, e.g. "http://127.0.0.1:30000"; None: run_dir/handle.json (deploy stage)
-model: Optional[str] = None             # None: the served model (/v1/models)
-api_key_env: Optional[str] = None       # NAME of the env var holding the key (never the key)
-suites: list = ["toolcall-builtin", "aime25"]  # smoke set; see SUITES below for the rest
-limits: dict = {}                       # suite to problems/requests, e.g. {"aime25": 30}
-published: bool = False                 # True: the published settings in full (hours on real hardware)
-k2vv_path: Optional[str] = None         # K2-Vendor-Verifier checkout (tool calls; official samples in tool-calls/)
-kvv_path: Optional[str] = None          # Kimi-Vendor-Verifier checkout (ocrbench, mmmu-pro)
-datasets: dict = {}                     # suite to staged dataset path for offline sites, e.g. {"gpqa-diamond": "/data/gpqa_diamond.csv"}
-toolcall_samples: Optional[str] = None  # None: the official file from k2vv_path, else the project's small CI set
-toolcall_reference: Optional[str] = None  # reference results JSONL for the trigger F1 (e.g. the official API's results)
-concurrency: Optional[int] = None       # None: the published concurrency (with published) or a small one
-""",
-    ),
+    ("parameters", accuracy_parameters()),
     (
         "code",
         """
-from kimi_runbooks.accuracy import SUITES, AccuracyConfig, chart, compare, rows_frame, run_accuracy
+from kimi_runbooks import accuracy
+from kimi_runbooks.rundir import RunFolder
 
-cfg = AccuracyConfig(run_dir=run_dir, base_url=base_url, model=model, api_key_env=api_key_env, suites=suites,
-                     limits=limits, published=published, k2vv_path=k2vv_path, kvv_path=kvv_path,
-                     datasets=datasets, toolcall_samples=toolcall_samples,
-                     toolcall_reference=toolcall_reference, concurrency=concurrency)
-for name, (tool, ref, note) in SUITES.items():
-    print(f"{'*' if name in cfg.suites else ' '} {name:18s} {tool:40s} vs {ref:14s} {note}")
+options = accuracy.AccuracyOptions(**{name: globals()[name] for name in accuracy.AccuracyOptions.model_fields})
+# the one conversion of run_dir: the stage below takes this RunFolder
+folder = RunFolder.of(run_dir, create=True, secret_envs=[api_key_env])
+for name, (tool, ref, note) in accuracy.SUITES.items():
+    print(f"{'*' if name in options.suites else ' '} {name:18s} {tool:40s} vs {ref:14s} {note}")
 """,
     ),
     (
@@ -675,8 +634,8 @@ so AIME accuracy is ~0: that is expected, and every such row is labelled *emulat
     (
         "code",
         """
-rows = run_accuracy(cfg)
-rows_frame(rows)
+rows = accuracy.run(folder, options)
+accuracy.rows_frame(rows)
 """,
     ),
     (
@@ -693,7 +652,7 @@ in `params/references`.
     (
         "code",
         """
-table = compare(rows)
+table = accuracy.compare(rows)
 cols = ["suite", "metric", "rate", "n", "ci_low", "ci_high", "ref_metric", "ref_rate", "ref_n", "delta", "k_differs", "source"]
 table[cols] if len(table) else table
 """,
@@ -701,7 +660,7 @@ table[cols] if len(table) else table
     (
         "code",
         """
-fig = chart(table)
+fig = accuracy.chart(table)
 fig
 """,
     ),
@@ -709,7 +668,7 @@ fig
         "code",
         """
 skipped = [r for r in rows if r.status != "ok"]
-print(f"{len(rows)} rows appended to {cfg.run_dir}/accuracy.jsonl; {len(skipped)} suite(s) not run:")
+print(f"{len(rows)} rows appended to {folder.accuracy}; {len(skipped)} suite(s) not run:")
 for r in skipped:
     print(f"- {r.suite} ({r.status}): {r.detail}")
 """,
@@ -767,7 +726,8 @@ REPORT_CELLS = [
     ),
     (
         "code",
-        "from kimi_runbooks import report\n\nreport.setup_notebook()\ndata = report.collect(run_dir)\nreport.show_top(data)",
+        "from kimi_runbooks import report\nfrom kimi_runbooks.rundir import RunFolder\n\nreport.setup_notebook()\n"
+        "data = report.collect(RunFolder.of(run_dir))  # the one conversion of run_dir\nreport.show_top(data)",
     ),
     (
         "md",

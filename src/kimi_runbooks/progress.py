@@ -44,7 +44,7 @@ def latest_count(log_path: Path, tail_bytes: int = 4000) -> tuple[int, int] | No
 
 
 def report_progress(
-    folder: RunFolder | str | Path | None,
+    folder: RunFolder | None,
     stage: str,
     message: str,
     *,
@@ -55,11 +55,10 @@ def report_progress(
     """Append one progress event; a no-op without a run folder (a stage run outside a runbook)."""
     if folder is None:
         return
-    run = RunFolder.of(folder)
-    if not run.path.is_dir():
+    if not folder.path.is_dir():
         return
-    run.append_jsonl(
-        run.file(PROGRESS_FILE),
+    folder.append_jsonl(
+        folder.file(PROGRESS_FILE),
         {
             "at": now_iso(),
             "t": time.time(),

@@ -36,6 +36,7 @@ STAGES: tuple[Stage, ...] = (
         RunFolder.HANDLE,
         "kimi_runbooks.deploy",
         "launch the plan, wait until ready, record what ran",
+        "kimi_runbooks.deploy.stage:run",
     ),
     Stage(
         "invoke",
@@ -51,6 +52,7 @@ STAGES: tuple[Stage, ...] = (
         RunFolder.BENCH,
         "kimi_runbooks.speed",
         "run the speed scenarios with SGLang's bench_serving",
+        "kimi_runbooks.speed.stage:run",
     ),
     Stage(
         "accuracy",
@@ -58,6 +60,7 @@ STAGES: tuple[Stage, ...] = (
         RunFolder.ACCURACY,
         "kimi_runbooks.accuracy",
         "run the accuracy suites with the public tools",
+        "kimi_runbooks.accuracy.runner:run",
     ),
     Stage("report", "report.ipynb", None, "kimi_runbooks.report", "render report.html for a reviewer"),
 )

@@ -4,18 +4,19 @@ One module per tool (each tool runs as a subprocess in its own env, see kimi_run
 ``sgl_eval`` (aime25, gsm8k, gpqa, mmmu_pro), ``inspect_eval`` (inspect_evals gpqa_diamond),
 ``vendor_verifier`` (K2-/Kimi-Vendor-Verifier checkouts), ``toolcall_eval`` (the built-in
 tool-call eval in K2-Vendor-Verifier's formats); ``compare`` sets rows next to params/references;
-``runner.run_accuracy`` runs a list of suites and appends rows to run_dir/accuracy.jsonl.
+``runner.run(folder, AccuracyOptions(...))``, the stage's entry, runs a list of suites and appends rows to
+the folder's accuracy.jsonl.
 """
 
 from .common import ACCURACY_FILE, EvalRow, StageMissing, SuiteFailed, read_rows, rows_frame
 from .references import chart, compare, reference_frame, wilson
-from .runner import SMOKE_SUITES, SUITES, AccuracyConfig, run_accuracy
+from .runner import SMOKE_SUITES, SUITES, AccuracyOptions, run
 from .toolcall_eval import read_results, read_summary, run_toolcall_eval, summarize, trigger_f1
 from .toolcall_samples import write_ci_samples
 
 __all__ = [
     "ACCURACY_FILE",
-    "AccuracyConfig",
+    "AccuracyOptions",
     "EvalRow",
     "SMOKE_SUITES",
     "SUITES",
@@ -28,7 +29,7 @@ __all__ = [
     "rows_frame",
     "read_summary",
     "reference_frame",
-    "run_accuracy",
+    "run",
     "run_toolcall_eval",
     "summarize",
     "trigger_f1",

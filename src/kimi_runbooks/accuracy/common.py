@@ -98,8 +98,8 @@ def append_rows(folder: RunFolder, rows: Sequence[EvalRow]) -> None:
         folder.append_jsonl(folder.accuracy, row.model_dump(mode="json"))
 
 
-def read_rows(run_dir: str | Path) -> list[EvalRow]:
-    return [EvalRow.model_validate(r) for r in read_jsonl(RunFolder.of(run_dir).accuracy)]
+def read_rows(folder: RunFolder) -> list[EvalRow]:
+    return [EvalRow.model_validate(r) for r in read_jsonl(folder.accuracy)]
 
 
 def rows_frame(rows: Sequence[EvalRow]) -> pd.DataFrame:
@@ -120,9 +120,9 @@ def rows_frame(rows: Sequence[EvalRow]) -> pd.DataFrame:
     return pd.DataFrame([r.model_dump() for r in rows], columns=None).reindex(columns=cols)
 
 
-def finished_fingerprints(run_dir: str | Path) -> set[str]:
+def finished_fingerprints(folder: RunFolder) -> set[str]:
     """Fingerprints of suites that already produced ok rows in this run folder."""
-    return {r.fingerprint for r in read_rows(run_dir) if r.status == "ok" and r.fingerprint}
+    return {r.fingerprint for r in read_rows(folder) if r.status == "ok" and r.fingerprint}
 
 
 # --------------------------------------------------------------------------- subprocesses

@@ -1,8 +1,6 @@
-"""The accuracy suites the stage knows, and the stage's parameters (`AccuracyConfig`)."""
+"""The accuracy suites the stage knows, and the stage's parameters (`AccuracyOptions`)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -33,28 +31,44 @@ SMOKE_LIMIT = 2
 SMOKE_TOOLCALL_MAX_TOKENS = 2048  # smoke runs of the tool-call suites (published: 64000)
 
 
-class AccuracyConfig(BaseModel):
-    """Parameters of the accuracy stage (the notebook's parameters cell maps onto these)."""
+class AccuracyOptions(BaseModel):
+    """The accuracy stage's choices (the run folder is the RunFolder passed beside them). Each field's
+    docstring is the comment beside it in the notebook's parameters cell."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
-    run_dir: Path
-    base_url: str | None = None  # server root (no /v1); None -> run_dir/handle.json
+    base_url: str | None = None
+    """Server root, e.g. "http://127.0.0.1:30000"; None: run_dir/handle.json (deploy stage)."""
     model: str | None = None
+    """None: the served model (/v1/models)."""
     api_key_env: str | None = None
+    """NAME of the env var holding the key (never the key)."""
     suites: list[str] = Field(default_factory=lambda: list(SMOKE_SUITES))
+    """The smoke set by default; see SUITES below for the rest."""
     limits: dict[str, int] = Field(default_factory=dict)
-    published: bool = False  # True: the published settings in full; False: smoke settings
+    """Suite to problems/requests, e.g. {"aime25": 30}."""
+    published: bool = False
+    """True: the published settings in full (hours on real hardware); False: smoke settings."""
     k2vv_path: str | None = None
+    """K2-Vendor-Verifier checkout (tool calls; official samples in tool-calls/)."""
     kvv_path: str | None = None
-    datasets: dict[str, str] = Field(default_factory=dict)  # suite -> staged dataset path
-    toolcall_samples: str | None = None  # None: official file in the K2VV checkout, else the CI set
-    toolcall_reference: str | None = None  # reference results JSONL for the trigger F1
+    """Kimi-Vendor-Verifier checkout (ocrbench, mmmu-pro)."""
+    datasets: dict[str, str] = Field(default_factory=dict)
+    """Suite to staged dataset path for offline sites, e.g. {"gpqa-diamond": "/data/gpqa_diamond.csv"}."""
+    toolcall_samples: str | None = None
+    """None: the official file from k2vv_path, else the project's small CI set."""
+    toolcall_reference: str | None = None
+    """Reference results JSONL for the trigger F1 (e.g. the official API's results)."""
     concurrency: int | None = None
-    emulated: bool | None = None  # None: ask /server_info
+    """None: the published concurrency (with published) or a small one."""
+    emulated: bool | None = None
+    """Whether the server is the emulator; None: ask /server_info."""
     rerun: bool = False
+    """Run suites again that this run folder already holds as finished with the same settings."""
     timeout_s: float | None = None
+    """Seconds per tool run; None: the tool's own."""
     clone: bool = True
+    """Clone a verifier checkout missing at its path when GitHub is reachable (False: never clone)."""
 
     @field_validator("suites")
     @classmethod

@@ -1,7 +1,7 @@
 """The accuracy stage: run the chosen suites against one server, append rows, never stop early.
 
-``run_accuracy(AccuracyConfig(...))`` runs each suite with its driver in its tool env; every
-suite ends as rows in ``run_dir/accuracy.jsonl`` -- numbers (status "ok"), or one row with status
+``run(folder, AccuracyOptions(...))`` runs each suite with its driver in its tool env; every
+suite ends as rows in the folder's ``accuracy.jsonl`` -- numbers (status "ok"), or one row with status
 "skipped" (something is not staged: the detail says how to stage it) or "error" (the tool
 failed: the detail has its log tail). A suite already finished with the same settings in this
 run folder is not run again.
@@ -14,28 +14,29 @@ from typing import Any
 
 from ..origin import source_label
 from ..progress import report_progress
+from ..rundir import RunFolder
 from ..speed.server_metrics import MetricsSampler
 from ..target.locate import RunHandle, fetch_server_info, resolve_target, served_model
 from ..tools import envs as toolenv
 from . import vendor_verifier
 from .common import EvalRow, StageMissing, append_rows, finished_fingerprints, read_rows, settings_fingerprint
-from .config import SMOKE_SUITES, SUITES, AccuracyConfig
+from .config import SMOKE_SUITES, SUITES, AccuracyOptions
 from .suites import RUNNERS, SuiteContext, kvv_overrides, suite_settings
 
 __all__ = [
     "SMOKE_SUITES",
     "SUITES",
-    "AccuracyConfig",
+    "AccuracyOptions",
     "resolve_server",
-    "run_accuracy",
+    "run",
     "server_facts",
     "vendor_verifier",
 ]
 
 
-def resolve_server(cfg: AccuracyConfig) -> RunHandle:
-    """base_url/model from the parameters, else from the deploy stage's handle.json."""
-    return resolve_target(cfg.run_dir, base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env)
+def resolve_server(folder: RunFolder, options: AccuracyOptions) -> RunHandle:
+    """base_url/model from the options, else from the deploy stage's handle.json in the folder."""
+    return resolve_target(folder, base_url=options.base_url, model=options.model, api_key_env=options.api_key_env)
 
 
 def server_facts(handle: RunHandle) -> dict[str, Any]:
@@ -52,7 +53,7 @@ def server_facts(handle: RunHandle) -> dict[str, Any]:
 
 def _fingerprint(ctx: SuiteContext, suite: str) -> str:
     """Everything that changes what a suite measures: changing any of it reruns the suite."""
-    cfg = ctx.cfg
+    cfg = ctx.options
     settings: dict[str, Any] = {
         "model": ctx.server.model,
         "published": cfg.published,
@@ -70,17 +71,18 @@ def _fingerprint(ctx: SuiteContext, suite: str) -> str:
     return settings_fingerprint(suite, settings)
 
 
-def run_accuracy(cfg: AccuracyConfig) -> list[EvalRow]:
-    """Run every suite in ``cfg.suites``; returns (and appends) all rows of this call."""
-    handle = resolve_server(cfg)
-    ctx = SuiteContext(cfg, handle, server_facts(handle))
-    done = set() if cfg.rerun else finished_fingerprints(cfg.run_dir)
+def run(folder: RunFolder, options: AccuracyOptions) -> list[EvalRow]:
+    """The accuracy stage: every suite in ``options.suites`` against the folder's server (or
+    options.base_url); returns (and appends to the folder's accuracy.jsonl) all rows of this call."""
+    handle = resolve_server(folder, options)
+    ctx = SuiteContext(folder, options, handle, server_facts(handle))
+    done = set() if options.rerun else finished_fingerprints(folder)
     all_rows: list[EvalRow] = []
-    for suite in cfg.suites:
+    for suite in options.suites:
         key = _fingerprint(ctx, suite)
         if key in done:
-            print(f"{suite}: already finished in {cfg.run_dir} with these settings; skipped (rerun=True to repeat)")
-            all_rows += [r for r in read_rows(cfg.run_dir) if r.fingerprint == key]
+            print(f"{suite}: already finished in {folder.path} with these settings; skipped (rerun=True to repeat)")
+            all_rows += [r for r in read_rows(folder) if r.fingerprint == key]
             continue
         start = time.monotonic()
         report_progress(ctx.folder, "accuracy", f"{suite}: started ({SUITES[suite][0]})", milestone=True)

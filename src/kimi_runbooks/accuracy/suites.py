@@ -16,7 +16,7 @@ from ..target.served_limits import read_served_limits
 from ..tools import envs as toolenv
 from . import inspect_eval, sgl_eval, toolcall_eval, vendor_verifier
 from .common import Endpoint, EvalRow, ToolJob
-from .config import SGL_EVAL_SUITES, SMOKE_LIMIT, SMOKE_TOOLCALL_MAX_TOKENS, SUITES, AccuracyConfig
+from .config import SGL_EVAL_SUITES, SMOKE_LIMIT, SMOKE_TOOLCALL_MAX_TOKENS, SUITES, AccuracyOptions
 from .references import reference_entry
 from .toolcall_samples import write_ci_samples
 
@@ -24,13 +24,14 @@ from .toolcall_samples import write_ci_samples
 class SuiteContext:
     """What every suite runner needs for one stage run."""
 
-    def __init__(self, cfg: AccuracyConfig, handle: RunHandle, facts: dict[str, Any]):
-        self.cfg, self.handle = cfg, handle
+    def __init__(self, folder: RunFolder, options: AccuracyOptions, handle: RunHandle, facts: dict[str, Any]):
+        self.options, self.handle = options, handle
         self.server = Endpoint(handle.openai_base_url, facts["model"], handle.api_key())
-        self.emulated: bool = bool(cfg.emulated if cfg.emulated is not None else facts["emulated"])
+        self.emulated: bool = bool(options.emulated if options.emulated is not None else facts["emulated"])
         self.rehearsal: bool = bool(facts.get("rehearsal"))
         self.limits = read_served_limits(handle.base_url, facts["model"], handle.api_key())
-        self.folder = RunFolder.create(cfg.run_dir, secret_envs=[handle.api_key_env])
+        folder.add_secret_env(handle.api_key_env)
+        self.folder = folder
         self.work = self.folder.accuracy_work
 
     def max_tokens(self, wanted: int | None) -> int | None:
@@ -42,12 +43,12 @@ class SuiteContext:
 
     def job(self, name: str) -> ToolJob:
         """A driver's run of its tool for this stage: this server, folder and timeout, its files in work/name."""
-        return ToolJob(self.server, self.work / name, self.folder, self.cfg.timeout_s)
+        return ToolJob(self.server, self.work / name, self.folder, self.options.timeout_s)
 
     def limit(self, suite: str) -> int | None:
-        if suite in self.cfg.limits:
-            return self.cfg.limits[suite]
-        return None if self.cfg.published else SMOKE_LIMIT
+        if suite in self.options.limits:
+            return self.options.limits[suite]
+        return None if self.options.published else SMOKE_LIMIT
 
 
 def _rows(
@@ -79,25 +80,25 @@ def _rows(
 
 
 def suite_settings(ctx: SuiteContext, suite: str, extra: dict[str, Any]) -> dict[str, Any]:
-    return {"reference_suite": SUITES[suite][1], "published": ctx.cfg.published, "model": ctx.server.model, **extra}
+    return {"reference_suite": SUITES[suite][1], "published": ctx.options.published, "model": ctx.server.model, **extra}
 
 
 # --------------------------------------------------------------------------- suite runners
 
 
 def _toolcall_samples(ctx: SuiteContext) -> tuple[Path, Path | None, str]:
-    if ctx.cfg.toolcall_samples:
-        ref = Path(ctx.cfg.toolcall_reference) if ctx.cfg.toolcall_reference else None
-        return Path(ctx.cfg.toolcall_samples), ref, "given"
-    if ctx.cfg.k2vv_path:
-        official = Path(ctx.cfg.k2vv_path) / vendor_verifier.K2VV_SAMPLES
+    if ctx.options.toolcall_samples:
+        ref = Path(ctx.options.toolcall_reference) if ctx.options.toolcall_reference else None
+        return Path(ctx.options.toolcall_samples), ref, "given"
+    if ctx.options.k2vv_path:
+        official = Path(ctx.options.k2vv_path) / vendor_verifier.K2VV_SAMPLES
         if official.is_file():
-            ref = Path(ctx.cfg.toolcall_reference) if ctx.cfg.toolcall_reference else None
+            ref = Path(ctx.options.toolcall_reference) if ctx.options.toolcall_reference else None
             return official, ref, "official"
     path = ctx.work / RunFolder.CI_TOOLCALL_SAMPLES / RunFolder.SAMPLES
     expected = ctx.work / RunFolder.CI_TOOLCALL_SAMPLES / RunFolder.EXPECTED
     write_ci_samples(path, expected, model=ctx.server.model, folder=ctx.folder)
-    return path, Path(ctx.cfg.toolcall_reference) if ctx.cfg.toolcall_reference else expected, "ci-generated"
+    return path, Path(ctx.options.toolcall_reference) if ctx.options.toolcall_reference else expected, "ci-generated"
 
 
 def _run_toolcall_builtin(ctx: SuiteContext, suite: str) -> list[EvalRow]:
@@ -112,10 +113,10 @@ def _run_toolcall_builtin(ctx: SuiteContext, suite: str) -> list[EvalRow]:
             "reference_results": str(reference) if reference else None,
             "temperature": ref.get("temperature", 1.0),
             "max_tokens": ctx.max_tokens(
-                ref.get("max_tokens", 64000) if ctx.cfg.published else SMOKE_TOOLCALL_MAX_TOKENS
+                ref.get("max_tokens", 64000) if ctx.options.published else SMOKE_TOOLCALL_MAX_TOKENS
             ),
-            "concurrency": ctx.cfg.concurrency or (ref.get("concurrency", 256) if ctx.cfg.published else 8),
-            "limit": ctx.limit(suite) if kind == "official" else ctx.cfg.limits.get(suite),
+            "concurrency": ctx.options.concurrency or (ref.get("concurrency", 256) if ctx.options.published else 8),
+            "limit": ctx.limit(suite) if kind == "official" else ctx.options.limits.get(suite),
         },
     )
     out = ctx.work / "toolcall-builtin"
@@ -146,12 +147,14 @@ def _run_toolcall_builtin(ctx: SuiteContext, suite: str) -> list[EvalRow]:
 
 
 def _run_k2vv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
-    checkout = vendor_verifier.ensure_checkout(ctx.cfg.k2vv_path, vendor_verifier.K2VV, clone=ctx.cfg.clone)
+    checkout = vendor_verifier.ensure_checkout(ctx.options.k2vv_path, vendor_verifier.K2VV, clone=ctx.options.clone)
     python = vendor_verifier.checkout_python(checkout, None)
-    samples = Path(ctx.cfg.toolcall_samples) if ctx.cfg.toolcall_samples else checkout / vendor_verifier.K2VV_SAMPLES
+    samples = (
+        Path(ctx.options.toolcall_samples) if ctx.options.toolcall_samples else checkout / vendor_verifier.K2VV_SAMPLES
+    )
     ref = reference_entry("k2vv-toolcall").get("settings") or {}
-    conc = ctx.cfg.concurrency or (ref.get("concurrency") if ctx.cfg.published else 8)
-    max_tokens = ctx.max_tokens(ref.get("max_tokens") if ctx.cfg.published else SMOKE_TOOLCALL_MAX_TOKENS)
+    conc = ctx.options.concurrency or (ref.get("concurrency") if ctx.options.published else 8)
+    max_tokens = ctx.max_tokens(ref.get("max_tokens") if ctx.options.published else SMOKE_TOOLCALL_MAX_TOKENS)
     limit = ctx.limit(suite)
     job = ctx.job("k2vv")
     settings = suite_settings(
@@ -182,8 +185,8 @@ def _run_k2vv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
         else None,
     )
     f1 = (
-        toolcall_eval.trigger_f1(results, toolcall_eval.read_results(ctx.cfg.toolcall_reference))
-        if ctx.cfg.toolcall_reference
+        toolcall_eval.trigger_f1(results, toolcall_eval.read_results(ctx.options.toolcall_reference))
+        if ctx.options.toolcall_reference
         else None
     )
     return _rows(
@@ -208,13 +211,13 @@ def _git_rev(checkout: Path) -> str | None:
 def _run_sgl_eval(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     bench = SGL_EVAL_SUITES[suite]
     env = toolenv.tool_env("sgl-eval")
-    cfg = sgl_eval.published_config(bench) if ctx.cfg.published else sgl_eval.smoke_config(bench)
+    cfg = sgl_eval.published_config(bench) if ctx.options.published else sgl_eval.smoke_config(bench)
     limit = ctx.limit(suite)
     cfg = replace(
         cfg,
         num_examples=limit,
-        from_dataset=ctx.cfg.datasets.get(suite),
-        num_threads=ctx.cfg.concurrency or cfg.num_threads,
+        from_dataset=ctx.options.datasets.get(suite),
+        num_threads=ctx.options.concurrency or cfg.num_threads,
     )
     if cfg.max_tokens:
         cfg = replace(cfg, max_tokens=ctx.max_tokens(cfg.max_tokens))
@@ -236,12 +239,12 @@ def _run_sgl_eval(ctx: SuiteContext, suite: str) -> list[EvalRow]:
 
 def _run_inspect(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     env = toolenv.tool_env("inspect")
-    cfg = inspect_eval.published_config() if ctx.cfg.published else inspect_eval.smoke_config()
+    cfg = inspect_eval.published_config() if ctx.options.published else inspect_eval.smoke_config()
     cfg = replace(
         cfg,
         limit=ctx.limit(suite),
-        dataset_path=ctx.cfg.datasets.get(suite),
-        max_connections=ctx.cfg.concurrency or cfg.max_connections,
+        dataset_path=ctx.options.datasets.get(suite),
+        max_connections=ctx.options.concurrency or cfg.max_connections,
     )
     if cfg.max_tokens:
         cfg = replace(cfg, max_tokens=ctx.max_tokens(cfg.max_tokens))
@@ -262,13 +265,13 @@ def _run_inspect(ctx: SuiteContext, suite: str) -> list[EvalRow]:
 
 
 def _run_kvv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
-    checkout = vendor_verifier.ensure_checkout(ctx.cfg.kvv_path, vendor_verifier.KVV, clone=ctx.cfg.clone)
+    checkout = vendor_verifier.ensure_checkout(ctx.options.kvv_path, vendor_verifier.KVV, clone=ctx.options.clone)
     try:
         fallback = toolenv.tool_env("inspect").python
     except toolenv.ToolEnvMissing:
         fallback = None
     python = vendor_verifier.checkout_python(checkout, fallback)
-    overrides = kvv_overrides(ctx.cfg)
+    overrides = kvv_overrides(ctx.options)
     limit = ctx.limit(suite)
     settings = suite_settings(ctx, suite, {"overrides": overrides, "checkout": str(checkout), "limit": limit})
     run, log = vendor_verifier.run_kvv(
@@ -287,7 +290,7 @@ def _run_kvv(ctx: SuiteContext, suite: str) -> list[EvalRow]:
     )
 
 
-def kvv_overrides(cfg: AccuracyConfig) -> dict[str, Any]:
+def kvv_overrides(cfg: AccuracyOptions) -> dict[str, Any]:
     """eval.py flags changed from the published command (smoke: a small token budget)."""
     overrides: dict[str, Any] = {}
     if cfg.concurrency:

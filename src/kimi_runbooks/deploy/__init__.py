@@ -1,8 +1,8 @@
 """Deploy stage: a validated plan -> a running server (or an attached one), recorded and torn down.
 
-`plan_for_run(run_dir, knobs)` gives the run's one plan (the one saved in the run folder; planned
-once and saved when there is none), `launch(plan, launcher, run_dir, LaunchOptions(...))` ->
-`ServerHandle`; launchers are registered by name
+`run(folder, DeployOptions(...))` is the stage: it launches the run's one plan (`plan_for_run(folder,
+knobs)`: the one saved in the run folder; planned once and saved when there is none) with
+`launch(plan, launcher, folder, LaunchOptions(...))` -> `ServerHandle`; launchers are registered by name
 in launchers/ (emulator, local, docker, slurm, multi-node, external). preflight checks the machine
 before anything starts, readiness waits and shows start-up phases, diagnose explains a failed
 start from the catalogue in params/diagnosis (signatures), manifest records what ran,
@@ -29,6 +29,7 @@ from .live import stop_all
 from .preflight import PreflightReport
 from .readiness import current_phase, wait_ready
 from .signatures import Signature, load_signatures
+from .stage import run
 from .stage_inputs import DeployOptions, plan_for_run
 from .start import (
     LaunchOptions,
@@ -74,6 +75,7 @@ __all__ = [
     "record",
     "require_valid",
     "run_diagnosis",
+    "run",
     "run_preflight",
     "stop_all",
     "teardown_run",

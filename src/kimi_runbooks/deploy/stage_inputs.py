@@ -7,7 +7,6 @@ its PlanConfig knobs, saves that plan in its run folder and loads it back the sa
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,8 +26,6 @@ class DeployOptions(BaseModel):
     """emulator | sglang-cpu | local | docker | external | multi-node | slurm"""
     base_url: str | None = None
     """Launcher external: the running server (scheme://host:port)."""
-    run_dir: str | None = None
-    """The run folder; its plan.json (a runbook's) is the plan launched. None: a new folder under outputs/."""
     startup_timeout: float | None = Field(default=None, gt=0)
     """Seconds; None: the launcher's (1800 s: loading ~600 GB takes many minutes; external: 10 s)."""
     time_scale: float = Field(default=1.0, gt=0, le=1000, allow_inf_nan=False)
@@ -47,22 +44,22 @@ def _defaults() -> dict[str, Any]:
     }
 
 
-def plan_for_run(run_dir: str | Path | RunFolder | None, knobs: dict[str, Any]) -> tuple[RunFolder | None, LaunchPlan]:
-    """(the run folder, the plan it launches): the plan saved there, or, in a folder with none, the
-    plan of `knobs` made once now and saved first. An invalid new plan is returned with no folder
-    and nothing written (require_valid then refuses it). Knobs set beside a saved plan that differ
-    from it are refused: the saved plan is what runs, and silently ignoring them would mislead."""
-    secret_envs = [knobs.get("api_key_env")]
-    if run_dir is not None:
-        folder = RunFolder.of(run_dir, secret_envs=secret_envs)
-        if folder.plan.is_file():
-            return folder, _saved_plan(folder, knobs)
+def plan_for_run(folder: RunFolder | None, knobs: dict[str, Any]) -> tuple[RunFolder | None, LaunchPlan]:
+    """(the run folder, the plan it launches): the plan saved there, or, with no folder or none
+    saved in it, the plan of `knobs` made once now and saved first (in a new folder under outputs/
+    without one). An invalid new plan is returned with no folder and nothing written (require_valid
+    then refuses it). Knobs set beside a saved plan that differ from it are refused: the saved plan
+    is what runs, and silently ignoring them would mislead."""
+    if folder is not None and folder.plan.is_file():
+        return folder, _saved_plan(folder, knobs)
     launch_plan = plan(PlanConfig(**knobs))
     if not launch_plan.ok:
         return None, launch_plan
-    folder = RunFolder.of(run_dir, create=True, label=launch_plan.platform.id, secret_envs=secret_envs)
-    save_plan(folder, launch_plan)
-    return folder, load_plan(folder)  # the same path a runbook's deploy takes
+    made = RunFolder.create(
+        folder.path if folder else None, label=launch_plan.platform.id, secret_envs=[knobs.get("api_key_env")]
+    )
+    save_plan(made, launch_plan)
+    return made, load_plan(made)  # the same path a runbook's deploy takes
 
 
 def _saved_plan(folder: RunFolder, knobs: dict[str, Any]) -> LaunchPlan:

@@ -13,7 +13,6 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -67,14 +66,14 @@ class LaunchOptions:
 def launch(
     plan: LaunchPlan,
     launcher: str = "emulator",
-    run_dir: str | Path | RunFolder | None = None,
+    folder: RunFolder | None = None,
     launch_options: LaunchOptions | None = None,
     **settings: Any,
 ) -> ServerHandle:
     """Launch `plan` with `launcher` and wait until it is ready; see the module docstring.
 
     `launch_options` (or the same names as keywords: `progress=False, options={"time_scale": 0.05}`)
-    say how, each documented on LaunchOptions. A run folder path is opened once here, at the boundary.
+    say how, each documented on LaunchOptions. No folder: a new one under outputs/, named after the platform.
     """
     o = LaunchOptions.of(launch_options, settings)
     driver = get_launcher(launcher, o.options)
@@ -85,7 +84,8 @@ def launch(
         raise DeployError(
             f"api_key_env={secret_env} but ${secret_env} is not set. Fix: export {secret_env}=<key> before launching."
         )
-    folder = RunFolder.of(run_dir, create=True, label=plan.platform.id, secret_envs=[secret_env])
+    folder = folder if folder is not None else RunFolder.create(label=plan.platform.id)
+    folder.add_secret_env(secret_env)
     _stop_leftovers(folder, o.progress)
     warnings = [str(w) for w in plan.warnings]
     for w in warnings:

@@ -16,13 +16,13 @@ SWEEP_GRACE_SECONDS = 5.0
 
 
 def teardown_run(
-    run_dir: str | Path | RunFolder,
+    folder: RunFolder,
     *,
     tokens: list[str] | None = None,
     folder_token: bool = True,
     grace: float = STOP_GRACE_SECONDS,
 ) -> list[str]:
-    """Stop the server recorded in `run_dir` (process.json / handle.json) and the processes of
+    """Stop the server recorded in `folder` (process.json / handle.json) and the processes of
     the run (its token, from the registry, `tokens` and, with `folder_token`, runbook.json);
     idempotent. Whatever ignores SIGTERM is killed after `grace` seconds (the sweep's grace is at
     most SWEEP_GRACE_SECONDS).
@@ -31,7 +31,6 @@ def teardown_run(
     "stopped 2 processes of the run (pids ...)"), and which record it could not read (skipped: the
     registry and the run's token still name what to stop).
     """
-    folder = RunFolder.of(run_dir)
     info: dict[str, Any] = {}
     unreadable: list[str] = []
     for path in (folder.handle, folder.process):

@@ -164,13 +164,13 @@ def detect_emulated(handle: RunHandle, timeout: float = 10.0) -> bool:
 
 
 def resolve_target(
-    run_dir: str | Path | None = None,
+    folder: RunFolder | None = None,
     base_url: str | None = None,
     model: str | None = None,
     api_key_env: str | None = None,
 ) -> RunHandle:
     """The server to probe: an explicit base_url (external server) or the run folder's handle."""
-    return target_mod.resolve_target(run_dir, base_url=base_url, model=model, api_key_env=api_key_env)
+    return target_mod.resolve_target(folder, base_url=base_url, model=model, api_key_env=api_key_env)
 
 
 def unusable_reason(handle: RunHandle, timeout: float = 30.0) -> str | None:
@@ -195,7 +195,7 @@ def unusable_reason(handle: RunHandle, timeout: float = 30.0) -> str | None:
 def run(folder: RunFolder, options: InvokeOptions) -> list[CheckResult]:
     """The invoke stage: the checks against the folder's server (or options.base_url), each
     result relayed as it finishes, invoke.json saved in the folder; the results, in order."""
-    target = resolve_target(folder.path, options.base_url, options.model, options.api_key_env)
+    target = resolve_target(folder, options.base_url, options.model, options.api_key_env)
     folder.add_secret_env(target.api_key_env)
     print(f"server: {target.base_url}  model: {target.model}  key from: ${target.api_key_env or '(none)'}")
     served = ServedModel.of_run(folder)  # the model's own contracts (effort levels, always thinking, video)

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..rundir import write_redacted
+from ..rundir import RunFolder, write_redacted
 from .compare_runs import build
 from .html import render
 
@@ -29,10 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: not a run folder: {', '.join(missing)}", file=sys.stderr)
         return 2
-    if len(dirs) > 1:
-        out = build(dirs, args.output)
+    folders = [RunFolder.of(d) for d in dirs]  # the one conversion of the paths given
+    if len(folders) > 1:
+        out = build(folders, args.output)
     else:
-        out = render(dirs[0], secret_env=args.api_key_env)
+        out = render(folders[0], secret_env=args.api_key_env)
         if args.output:
             out = write_redacted(args.output, out.read_text(encoding="utf-8"), [args.api_key_env])
     print(out)

@@ -229,10 +229,9 @@ def _predicted(
         return None
 
 
-def stage_outcome(run_dir: str | Path | RunFolder, name: str) -> Outcome | None:
+def stage_outcome(folder: RunFolder, name: str) -> Outcome | None:
     """What one work stage's own result file says of it (None: no result, or a stage whose status
     is its notebook's); what a runbook records as each stage ends, without reading the whole folder."""
-    folder = RunFolder.of(run_dir)
     problems: list[str] = []  # a torn file leaves the stage's status to its notebook, as collect does
     if name == "invoke":
         return invoke_outcome(_load_invoke(folder, problems))
@@ -243,9 +242,8 @@ def stage_outcome(run_dir: str | Path | RunFolder, name: str) -> Outcome | None:
     return None
 
 
-def collect(run_dir: str | Path | RunFolder) -> RunData:
-    """Everything the stages left in `run_dir`; missing pieces stay None (shown as not run)."""
-    folder = RunFolder.of(run_dir)
+def collect(folder: RunFolder) -> RunData:
+    """Everything the stages left in `folder`; missing pieces stay None (shown as not run)."""
     if not folder.path.is_dir():
         raise FileNotFoundError(
             f"run folder {folder.path} does not exist. Fix: pass the folder a runbook "

@@ -23,7 +23,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..origin import source_label
-from ..rundir import outputs_base, write_redacted
+from ..rundir import RunFolder, outputs_base, write_redacted
 from ..speed import reference_frame
 from ..speed.figures import add_pareto
 from ..speed.repeats import MAIN_METRICS, Difference
@@ -194,9 +194,9 @@ def pareto_all(rows: pd.DataFrame, refs: pd.DataFrame, runs: list[RunData]) -> g
     )
 
 
-def build(run_dirs: Iterable[str | Path], out: str | Path | None = None) -> Path:
+def build(folders: Iterable[RunFolder], out: str | Path | None = None) -> Path:
     """Write the comparison page; returns its path (default outputs/compare-<stamp>.html)."""
-    runs = [collect(d) for d in run_dirs]
+    runs = [collect(f) for f in folders]
     if not runs:
         raise ValueError("no run folders given. Fix: pass one or more outputs/<run id>/ folders.")
     platforms = sorted({d.platform for d in runs if d.platform})

@@ -90,16 +90,15 @@ def redact_notebook(folder: RunFolder, path: str | Path) -> None:
 
 
 def render(
-    run_dir: str | Path | RunFolder,
+    folder: RunFolder,
     *,
     notebook: str | Path | None = None,
     secret_env: str | None = None,
     kernel_name: str | None = None,
     progress: bool = False,
 ) -> Path:
-    """Execute the report notebook for `run_dir` (copy kept in run_dir/notebooks/) -> report.html.
-    A runbook passes the RunFolder it holds (its secret names with it); a path is opened here."""
-    folder = RunFolder.of(run_dir, secret_envs=[secret_env])
+    """Execute the report notebook for `folder` (copy kept in its notebooks/) -> report.html."""
+    folder.add_secret_env(secret_env)
     where = folder.path.resolve()  # the notebook runs in the folder: a relative path would not find it
     if not folder.path.is_dir():
         raise FileNotFoundError(f"run folder {folder.path} does not exist. Fix: pass an existing run folder.")

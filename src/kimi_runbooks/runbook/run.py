@@ -70,7 +70,7 @@ class RunbookResult:
 
     def summary(self) -> str:
         """The verdict, the command and the check counts (what the runbook's last cells print)."""
-        return report.summary_text(report.collect(self.run_dir))
+        return report.summary_text(report.collect(RunFolder(self.run_dir)))
 
 
 def build_plan(config: dict[str, Any], folder: RunFolder) -> LaunchPlan:

@@ -1,5 +1,6 @@
 """Speed stage: scenario -> bench_serving argv; run; parse; compare; plot.
 
+* stage      `stage.run(folder, SpeedStageOptions(...))`: the stage's one entry (what the notebook calls)
 * scenarios  `select_scenarios`, `platform_capacity`: what to run and what the server can hold
 * argv       `build_argv(scenario, target, ...)`, BenchTarget, BenchConfigError
 * run        `run_scenarios(...)`: a loop over `run_one`, appended to run_dir/bench.jsonl, resumable
@@ -47,6 +48,8 @@ from .results import (
 )
 from .run import SpeedRun, run_one, run_scenarios, server_problem
 from .scenarios import platform_capacity, select_scenarios
+from .stage import SpeedStageResult
+from .stage_options import SpeedStageOptions
 from .tokens import TOLERANCE, TokenCheck, TokenizerMissing, choose_tokenizer, judge, stage_tokenizer
 
 __all__ = [
@@ -61,6 +64,8 @@ __all__ = [
     "OfflineDatasetWarning",
     "ScenariosFailed",
     "SpeedRun",
+    "SpeedStageOptions",
+    "SpeedStageResult",
     "TokenCheck",
     "TokenizerMissing",
     "choose_tokenizer",

@@ -26,12 +26,11 @@ def default_bench_python(command_prefix: Sequence[str] | None = None) -> str:
 
 
 def offline_tokenizer(
-    run_dir: str | Path | RunFolder, tokenizer: str | Path | None = None, offline: bool = True
+    folder: RunFolder, tokenizer: str | Path | None = None, offline: bool = True
 ) -> str | Path | None:
-    """The --tokenizer to use: the given one, or (offline) a small local one built in run_dir."""
+    """The --tokenizer to use: the given one, or (offline) a small local one built in the folder."""
     if tokenizer is not None or not offline:
         return tokenizer
-    folder = RunFolder.of(run_dir)
     dest = folder.tokenizer
     if not (dest / "tokenizer.json").exists():
         make_offline_tokenizer(folder.mkdir(dest))

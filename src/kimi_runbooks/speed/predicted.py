@@ -11,7 +11,6 @@ model cannot take gives `no prediction: <reason>`, never an error.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -20,10 +19,9 @@ from ..rundir import RunFolder
 from .timescale import rescale
 
 
-def predicted_vs_measured(results: pd.DataFrame, run_dir: str | Path | RunFolder, target: Any = None) -> pd.DataFrame:
+def predicted_vs_measured(results: pd.DataFrame, folder: RunFolder, target: Any = None) -> pd.DataFrame:
     from ..perfmodel.beside_measured import plan_of_run, predicted_beside_measured
 
-    folder = RunFolder.of(run_dir)
     manifest = folder.read_json(RunFolder.MANIFEST)
     handle = folder.read_json(RunFolder.HANDLE)
     record = folder.read_json(RunFolder.PLAN) or (manifest or {}).get("plan")

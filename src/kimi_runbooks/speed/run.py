@@ -271,7 +271,7 @@ def _report_requests(folder: RunFolder, log_path: Path, label: str) -> None:
 def run_scenarios(
     scenarios: Sequence[Scenario],
     target: RunHandle | BenchTarget | str,
-    run_dir: str | Path | RunFolder,
+    folder: RunFolder,
     options: SpeedOptions | None = None,
     **settings: Any,
 ) -> pd.DataFrame:
@@ -279,11 +279,11 @@ def run_scenarios(
 
     `target` is a RunHandle (preferred: it carries emulated and the key's env-var name), a
     BenchTarget or a base URL; `options` (or the same names as keywords) are the stage's settings,
-    each documented on SpeedOptions. A run folder path is opened once here, at the boundary.
+    each documented on SpeedOptions.
     """
     o = SpeedOptions.of(options, settings)
     tgt = BenchTarget.of(target)
-    folder = RunFolder.of(run_dir, create=True, secret_envs=[tgt.api_key_env])
+    folder.add_secret_env(tgt.api_key_env)
     api_key = (
         target.api_key()
         if hasattr(target, "api_key")

@@ -92,7 +92,7 @@ _STARTED: dict[str, SharedWorker] = {}
 
 
 def prestart(
-    run_dir: str | Path | RunFolder,
+    folder: RunFolder,
     *,
     offline: bool = True,
     command_prefix: Sequence[str] | None = None,
@@ -103,7 +103,6 @@ def prestart(
     or another interpreter: the runbook's rule), when a worker for this folder already runs (a
     runbook's, or one started before in this kernel), or without a bench env. Returns what was
     done, for the notebook to print. A worker started here stops when this process exits."""
-    folder = RunFolder.of(run_dir, create=True)
     kernel = process_start_time()
     if kernel is not None:
         mark(folder, "kernel-start", at=kernel)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 from ..procs import start_ticks
@@ -37,7 +36,7 @@ PHASES = {
 STARTUP_KEY = "startup"
 
 
-def mark(folder: RunFolder | str | Path | None, phase: str, at: float | None = None, **fields: Any) -> None:
+def mark(folder: RunFolder | None, phase: str, at: float | None = None, **fields: Any) -> None:
     """Record one start-up phase (a no-op without a run folder)."""
     if phase not in PHASES:
         raise ValueError(f"unknown start-up phase {phase!r}. Fix: one of {', '.join(PHASES)}")

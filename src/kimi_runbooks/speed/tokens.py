@@ -193,13 +193,12 @@ def _probe(
 
 
 def stage_tokenizer(
-    run_dir: str | Path | RunFolder,
+    folder: RunFolder,
     target: Any,
     tokenizer: str | Path | None = None,
     offline: bool = True,
 ) -> str | Path | None:
     """The speed stage's --tokenizer (choose_tokenizer), building the emulator's for the emulator."""
-    folder = RunFolder.of(run_dir)
     emulated = bool(getattr(target, "emulated", False))
     chosen, source = choose_tokenizer(
         tokenizer, target, emulated=emulated, offline=offline, model_path=model_path_of(folder)

@@ -58,13 +58,13 @@ class RunHandle(BaseModel):
         return self.base_url.rstrip("/") + "/v1"
 
 
-def write_handle(folder: str | Path | RunFolder, handle: RunHandle) -> Path:
-    run = RunFolder.of(folder, create=True, secret_envs=[handle.api_key_env])
-    return run.save_json(run.handle, handle.model_dump(mode="json"))
+def write_handle(folder: RunFolder, handle: RunHandle) -> Path:
+    folder.add_secret_env(handle.api_key_env)
+    return folder.save_json(folder.handle, handle.model_dump(mode="json"))
 
 
-def read_handle(folder: str | Path | RunFolder) -> RunHandle:
-    path = RunFolder.of(folder).handle
+def read_handle(folder: RunFolder) -> RunHandle:
+    path = folder.handle
     if not path.exists():
         raise FileNotFoundError(
             f"{path} does not exist: no server was deployed for this run folder. "
@@ -112,7 +112,7 @@ def served_model(
 
 
 def resolve_target(
-    run_dir: str | Path | None = None,
+    folder: RunFolder | None = None,
     base_url: str | None = None,
     model: str | None = None,
     api_key_env: str | None = None,
@@ -122,12 +122,12 @@ def resolve_target(
     or an external base_url. Without model the served name is asked from /v1/models, never
     guessed: a wrong name would make every later request fail."""
     if not base_url:
-        if not run_dir:
+        if folder is None:
             raise ValueError(
                 "no server given: pass run_dir (a deploy stage's run folder with handle.json) "
                 "or base_url (and model) of a running server."
             )
-        handle = read_handle(run_dir)
+        handle = read_handle(folder)
         updates = {k: v for k, v in {"model": model, "api_key_env": api_key_env, "platform": platform}.items() if v}
         return handle.model_copy(update=updates) if updates else handle
     try:
