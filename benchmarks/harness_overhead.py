@@ -26,6 +26,7 @@ import kimi_runbooks.speed.run as speed_run
 from kimi_runbooks import speed
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
+from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target.locate import RunHandle
 from kimi_runbooks.tools.envs import ToolEnvError, tool_env
 
@@ -50,7 +51,7 @@ def timed_stage(url: str, tokenizer: Path, folder: Path, repeat: int, worker: bo
             base_url=url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200", time_scale=0.05
         )
         df = speed.run_scenarios(
-            scenarios, handle, folder, tokenizer=tokenizer, offline=True, devices=8, platform="h200",
+            scenarios, handle, RunFolder.create(folder), tokenizer=tokenizer, offline=True, devices=8, platform="h200",
             progress=False, resume=False, worker=worker,
         )  # fmt: skip
     finally:

@@ -26,6 +26,7 @@ from kimi_runbooks.emulator.latency import LatencyProfile
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread, start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
+from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target.locate import RunHandle
 
 PROFILE = LatencyProfile(
@@ -95,7 +96,13 @@ def main(argv: list[str] | None = None) -> int:
         handle = RunHandle(base_url=base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", emulated=True)
         scenarios = [scenario(c, args.input_len, args.output_len, args.waves) for c in args.concurrency]
         df = speed.run_scenarios(
-            scenarios, handle, run_dir, tokenizer=tokenizer, offline=True, resume=False, timeout_s=900
+            scenarios,
+            handle,
+            RunFolder.of(run_dir, create=True),
+            tokenizer=tokenizer,
+            offline=True,
+            resume=False,
+            timeout_s=900,
         )
     finally:
         stop()

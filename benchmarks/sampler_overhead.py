@@ -22,6 +22,7 @@ from kimi_runbooks import speed
 from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
+from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target.locate import RunHandle
 from kimi_runbooks.tools.envs import ToolEnvError, tool_env
 
@@ -44,7 +45,7 @@ SCENARIO = Scenario(
 def one_run(url: str, tokenizer: Path, folder: Path, sample: bool) -> tuple[float, float]:
     handle = RunHandle(base_url=url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200")
     df = speed.run_scenarios(
-        [SCENARIO], handle, folder, tokenizer=tokenizer, offline=True, devices=8, platform="h200",
+        [SCENARIO], handle, RunFolder.create(folder), tokenizer=tokenizer, offline=True, devices=8, platform="h200",
         timeout_s=600, progress=False, verify_tokens=False, resume=False, sample_metrics=sample,
     )  # fmt: skip
     row = df.iloc[-1]

@@ -45,7 +45,7 @@ from kimi_runbooks.emulator.app import create_app
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed.start_phases import marks
 from kimi_runbooks.tools.envs import ToolEnvError, tool_env
 
@@ -158,7 +158,7 @@ def cell_times(executed: Path) -> list[tuple[str, float, float]]:
 def startup_events(run_dir: Path) -> dict[str, float]:
     """The speed stage's start-up marks (speed/start_phases.py) and its first scenario's start event."""
     found: dict[str, float] = {}
-    for phase, at in marks(run_dir):
+    for phase, at in marks(RunFolder(run_dir)):
         found.setdefault(phase, at)
     for row in read_jsonl(run_dir / "progress.jsonl"):
         message = str(row.get("message"))

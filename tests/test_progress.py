@@ -25,7 +25,7 @@ def test_relay_prints_milestones_and_rate_limits_counters(tmp_path) -> None:
 
 def test_no_run_folder_is_a_no_op(tmp_path) -> None:
     report_progress(None, "invoke", "x")
-    report_progress(tmp_path / "missing", "invoke", "x")
+    report_progress(RunFolder(tmp_path / "missing"), "invoke", "x")
     assert not (tmp_path / "missing").exists()
 
 

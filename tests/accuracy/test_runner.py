@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from kimi_runbooks.accuracy import AccuracyConfig, read_rows, run_accuracy
+from kimi_runbooks import accuracy
+from kimi_runbooks.accuracy import AccuracyOptions, read_rows
 from kimi_runbooks.accuracy.toolcall_samples import ci_samples
 from kimi_runbooks.emulator.testing import emulator_server
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.target.locate import RunHandle, write_handle
 from kimi_runbooks.tools.envs import ToolEnvMissing, tool_env
 from tests.support.stand_ins import k2vv_stand_in
@@ -23,15 +24,15 @@ MODEL = "moonshotai/Kimi-K2.6"
 
 @contextmanager
 def deployed_emulator(run: Path) -> Iterator[str]:
-    """A fast emulator recorded in `run` as its deploy stage would (handle.json): `run_accuracy` finds it."""
+    """A fast emulator recorded in `run` as its deploy stage would (handle.json): the stage's `run` finds it."""
     with emulator_server(time_scale=0.01, log_startup=False) as url:
-        write_handle(run, RunHandle(base_url=url, model=MODEL, launcher="emulator", emulated=True))
+        write_handle(RunFolder.create(run), RunHandle(base_url=url, model=MODEL, launcher="emulator", emulated=True))
         yield url
 
 
 def test_unknown_suite_is_a_clear_error(tmp_path):
     with pytest.raises(ValidationError, match="unknown suite"):
-        AccuracyConfig(run_dir=tmp_path, suites=["aime2025"])
+        AccuracyOptions(suites=["aime2025"])
 
 
 def _has_tool_env(name: str) -> bool:
@@ -44,17 +45,17 @@ def _has_tool_env(name: str) -> bool:
 
 def test_suites_run_skip_and_resume(tmp_path):
     run = tmp_path / "run"
+    folder = RunFolder.create(run)
     with deployed_emulator(run):
-        cfg = AccuracyConfig(
-            run_dir=run,
+        cfg = AccuracyOptions(
             suites=["k2vv-toolcall", "toolcall-builtin", "mmmu-pro", "gpqa-diamond"],
             kvv_path=str(tmp_path / "none"),
             datasets={"gpqa-diamond": str(tmp_path / "no.csv")},
             clone=False,
         )
-        rows = run_accuracy(cfg)
+        rows = accuracy.run(folder, cfg)
         lines_after_first = len(read_jsonl(run / "accuracy.jsonl"))
-        again = run_accuracy(cfg)
+        again = accuracy.run(folder, cfg)
     by_suite = {}
     for r in rows:
         by_suite.setdefault(r.suite, []).append(r)
@@ -80,7 +81,7 @@ def test_suites_run_skip_and_resume(tmp_path):
 
 def test_missing_handle_says_to_deploy_first(tmp_path):
     with pytest.raises(FileNotFoundError, match="deploy stage"):
-        run_accuracy(AccuracyConfig(run_dir=tmp_path))
+        accuracy.run(RunFolder.create(tmp_path), AccuracyOptions())
 
 
 K2VV_RECORDING_STAND_IN = k2vv_stand_in(record_calls=True)
@@ -106,9 +107,10 @@ def test_k2vv_smoke_runs_the_limit_at_the_smoke_budget_and_setting_changes_rerun
     checkout = _checkout_with_python(tmp_path / "K2VV", vv.K2VV_MARKER, K2VV_RECORDING_STAND_IN)
     write_ci_samples(checkout / "tool-calls" / "samples.jsonl")  # 16 requests
     run = tmp_path / "run"
+    folder = RunFolder.create(run)
     with deployed_emulator(run):
-        cfg = AccuracyConfig(run_dir=run, suites=["k2vv-toolcall"], k2vv_path=str(checkout), clone=False)
-        rows = run_accuracy(cfg)
+        cfg = AccuracyOptions(suites=["k2vv-toolcall"], k2vv_path=str(checkout), clone=False)
+        rows = accuracy.run(folder, cfg)
         calls = read_jsonl(run / "accuracy" / "k2vv" / "calls.jsonl")
         assert [r.status for r in rows][:1] == ["ok"], rows[0].detail
         assert len(calls) == 1 and calls[0]["samples"] == 2  # SMOKE_LIMIT requests, not all 16
@@ -118,12 +120,12 @@ def test_k2vv_smoke_runs_the_limit_at_the_smoke_budget_and_setting_changes_rerun
         success = next(r for r in rows if r.metric == "success")
         assert success.n == 2
 
-        run_accuracy(cfg)  # same settings: skipped
+        accuracy.run(folder, cfg)  # same settings: skipped
         assert len(read_jsonl(run / "accuracy" / "k2vv" / "calls.jsonl")) == 1
-        run_accuracy(cfg.model_copy(update={"concurrency": 3}))  # a changed setting is not "already finished"
+        accuracy.run(folder, cfg.model_copy(update={"concurrency": 3}))  # a changed setting is not "already finished"
         calls = read_jsonl(run / "accuracy" / "k2vv" / "calls.jsonl")
         assert len(calls) == 2 and calls[1]["argv"][calls[1]["argv"].index("--concurrency") + 1] == "3"
-        run_accuracy(cfg.model_copy(update={"concurrency": 3, "limits": {"k2vv-toolcall": 3}}))
+        accuracy.run(folder, cfg.model_copy(update={"concurrency": 3, "limits": {"k2vv-toolcall": 3}}))
         assert read_jsonl(run / "accuracy" / "k2vv" / "calls.jsonl")[-1]["samples"] == 3
 
 
@@ -141,13 +143,15 @@ def test_kvv_gets_the_limit_and_its_settings_are_in_the_fingerprint(tmp_path, mo
     monkeypatch.setattr(runner.vendor_verifier, "run_kvv", fake_run_kvv)
     checkout = _checkout_with_python(tmp_path / "KVV", vv.KVV_MARKER, "")
     run = tmp_path / "run"
+    folder = RunFolder.create(run)
     with deployed_emulator(run):
-        cfg = AccuracyConfig(run_dir=run, suites=["ocrbench"], kvv_path=str(checkout), clone=False)
-        rows = run_accuracy(cfg)
-        run_accuracy(cfg.model_copy(update={"limits": {"ocrbench": 5}, "concurrency": 7}))
+        cfg = AccuracyOptions(suites=["ocrbench"], kvv_path=str(checkout), clone=False)
+        rows = accuracy.run(folder, cfg)
+        accuracy.run(folder, cfg.model_copy(update={"limits": {"ocrbench": 5}, "concurrency": 7}))
         fp = {
             runner._fingerprint(
-                runner.SuiteContext(c, runner.resolve_server(c), {"model": MODEL, "emulated": True}), "ocrbench"
+                runner.SuiteContext(folder, c, runner.resolve_server(folder, c), {"model": MODEL, "emulated": True}),
+                "ocrbench",
             )
             for c in (
                 cfg,

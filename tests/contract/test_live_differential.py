@@ -64,6 +64,7 @@ from kimi_runbooks.kimi import k2_format as k2
 from kimi_runbooks.kimi.chat_template import render
 from kimi_runbooks.kimi.scripted import scripted_fields
 from kimi_runbooks.kimi.tokenizer import count_tokens
+from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.speed.server_metrics import GAUGES_MAX, GAUGES_SUMMED, HISTOGRAMS, PREFIX
 from kimi_runbooks.tools.envs import OFFLINE_ENV
 from kimi_runbooks.tools.scripts import script
@@ -157,8 +158,9 @@ def servers(bench_python: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     from kimi_runbooks.plan import PlanConfig, plan
 
     with real_sglang_slot("the live differential suite"):
-        yield from _servers(launch(plan(PlanConfig(platform="h200")), launcher="sglang-cpu",
-                                   run_dir=tmp_path_factory.mktemp("live")), time.monotonic())  # fmt: skip
+        folder = RunFolder.create(tmp_path_factory.mktemp("live"))
+        yield from _servers(launch(plan(PlanConfig(platform="h200")), launcher="sglang-cpu", folder=folder),
+                            time.monotonic())  # fmt: skip
 
 
 def _servers(handle: Any, start: float) -> Iterator[Servers]:

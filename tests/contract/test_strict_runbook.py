@@ -23,7 +23,7 @@ from kimi_runbooks import invoke, report, runbook
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 
 pytestmark = pytest.mark.heavy
 
@@ -109,7 +109,7 @@ def test_real_clients_ran_and_nothing_claims_emulation(strict_run: tuple[Path, s
     assert all(r["emulated"] is False and r["parsed_from"] == "output-file" for r in rows)  # real bench_serving
     suites = {r["suite"]: r for r in read_jsonl(run_dir / "accuracy.jsonl") if "suite" in r}
     assert {"aime25", "toolcall-builtin"} <= set(suites), sorted(suites)
-    data = report.collect(run_dir)  # nothing the server said marks it as a rehearsal
+    data = report.collect(RunFolder.of(run_dir))  # nothing the server said marks it as a rehearsal
     assert not data.emulated and set(data.speed["label"]) == {"measured"}
 
 

@@ -57,7 +57,7 @@ def test_papermill_deploy_with_emulator(tmp_path: Path) -> None:
     pgid = handle["pgid"]
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)
-    assert deploy.teardown_run(run) == []
+    assert deploy.teardown_run(RunFolder.of(run)) == []
 
 
 def test_papermill_refuses_an_invalid_plan(tmp_path: Path) -> None:

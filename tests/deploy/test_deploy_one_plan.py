@@ -32,7 +32,7 @@ def test_the_deploy_stage_loads_the_saved_plan_and_plans_nothing(tmp_path, no_pl
     folder = RunFolder.create(tmp_path / "run")
     saved = plan(PlanConfig(platform="mi350x", sglang_version="0.5.23", tp=8, reasoning_parser=None))
     save_plan(folder, saved)
-    got_folder, launched = deploy.plan_for_run(str(folder.path), _cell_knobs(platform="mi350x"))
+    got_folder, launched = deploy.plan_for_run(RunFolder.of(str(folder.path)), _cell_knobs(platform="mi350x"))
     assert got_folder is not None and got_folder.path == folder.path
     assert launched == saved and launched.argv[launched.argv.index("--tp") + 1] == "8"
     assert "--reasoning-parser" not in launched.argv
@@ -45,7 +45,7 @@ def test_a_changed_saved_plan_is_what_deploys(tmp_path, no_planning):
     record = folder.read_json(folder.plan)
     record["saved"]["plan"]["argv"].append("--the-saved-plan-wins")
     folder.save_json(folder.plan, record)
-    _, launched = deploy.plan_for_run(folder.path, _cell_knobs())
+    _, launched = deploy.plan_for_run(folder, _cell_knobs())
     assert launched.argv[-1] == "--the-saved-plan-wins"
 
 
@@ -53,17 +53,17 @@ def test_knobs_beside_a_saved_plan_that_differ_from_it_are_refused(tmp_path, no_
     folder = RunFolder.create(tmp_path / "run")
     save_plan(folder, plan(PlanConfig(platform="h200")))
     with pytest.raises(deploy.PlanError, match=r"knobs tp=4 \(saved: None\) differ.*Fix: drop those knobs"):
-        deploy.plan_for_run(folder.path, _cell_knobs(platform="h200", tp=4))
+        deploy.plan_for_run(folder, _cell_knobs(platform="h200", tp=4))
 
 
 def test_standalone_plans_once_and_saves_the_plan_before_launching(tmp_path):
-    _, launched = deploy.plan_for_run(tmp_path / "run", _cell_knobs(platform="mi350x", tp=4))
+    _, launched = deploy.plan_for_run(RunFolder(tmp_path / "run"), _cell_knobs(platform="mi350x", tp=4))
     assert launched == load_plan(RunFolder(tmp_path / "run"))
     assert launched.argv[launched.argv.index("--tp") + 1] == "4"
 
 
 def test_standalone_invalid_plan_writes_nothing(tmp_path):
-    folder, launched = deploy.plan_for_run(tmp_path / "run", _cell_knobs(platform="mi350x", tp=8))
+    folder, launched = deploy.plan_for_run(RunFolder(tmp_path / "run"), _cell_knobs(platform="mi350x", tp=8))
     assert folder is None and not launched.ok and not (tmp_path / "run").exists()
     with pytest.raises(deploy.PlanError, match="nothing was started"):
         deploy.require_valid(launched)

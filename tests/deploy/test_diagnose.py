@@ -302,10 +302,10 @@ def test_the_report_shows_the_diagnosis_of_a_failed_deployment_first(tmp_path, m
     folder = RunFolder.create(tmp_path / "run")
     folder.save_text(folder.server_log, NOISE + "\n" + EXCERPTS["host-oom-kill"])
     folder.append_jsonl(folder.stages, {"stage": "deploy", "status": "failed", "detail": "exited"})
-    report.show_banner(report.collect(folder.path))
+    report.show_banner(report.collect(folder))
     assert "The deployment failed." in shown[0] and "dmesg -T" in shown[0]
     assert 'href="https://github.com/sgl-project/sglang/pull/21898"' in shown[0]
     folder.append_jsonl(folder.stages, {"stage": "deploy", "status": "ok"})
     shown.clear()
-    report.show_banner(report.collect(folder.path))
+    report.show_banner(report.collect(folder))
     assert not any("deployment failed" in s for s in shown)

@@ -35,7 +35,12 @@ def _plan(**kw):
 def test_a_server_without_health_is_ready_in_seconds_and_says_how(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "s3cret-ext-key-2931")
     with stand_in_server(StandIn(models=["smollm2-135m"], api_key="s3cret-ext-key-2931")) as url:
-        handle = deploy.launch(_plan(api_key_env=KEY_ENV), "external", tmp_path / "run", options={"base_url": url})
+        handle = deploy.launch(
+            _plan(api_key_env=KEY_ENV),
+            "external",
+            RunFolder.create(tmp_path / "run"),
+            options={"base_url": url},
+        )
     # Ready on its own clock, inside the external timeout (the launch's wall time also covers the
     # manifest, which starts each tool env once: seconds on a cold CI disk, not a readiness figure).
     ready = re.search(r"\[\s*([0-9.]+)s\] ready at ", out := capsys.readouterr().out)
@@ -43,7 +48,7 @@ def test_a_server_without_health_is_ready_in_seconds_and_says_how(tmp_path, caps
     assert handle.model == "smollm2-135m" and handle.base_url == url
     method = "/v1/models + one-token generation (/v1/chat/completions; /health_generate and /health are absent)"
     assert handle.readiness and handle.readiness["health_method"] == method
-    assert read_handle(tmp_path / "run").readiness["health_method"] == method  # for the report
+    assert read_handle(RunFolder(tmp_path / "run")).readiness["health_method"] == method  # for the report
     assert f"waiting for {url} to be ready" in out and f"ready at {url}: health via {method}" in out
     assert "[pass] auth: GET /v1/models answered 200 with the key" in out  # preflight, before readiness
 
@@ -66,7 +71,13 @@ def test_what_waiting_cannot_fix_stops_before_anything_starts(setup, words, tmp_
         knobs["served_model_name"] = "moonshotai/Kimi-K2.6"
     with stand_in_server(StandIn(models=["smollm2-135m"], api_key="s3cret-ext-key-2931")) as url:
         with pytest.raises(deploy.DeployError) as err:
-            deploy.launch(_plan(**knobs), "external", tmp_path / "run", options={"base_url": url}, progress=False)
+            deploy.launch(
+                _plan(**knobs),
+                "external",
+                RunFolder.create(tmp_path / "run"),
+                options={"base_url": url},
+                progress=False,
+            )
     assert not isinstance(err.value, deploy.DeployTimeout)  # stopped at once, never waited out the timeout
     for word in words:
         assert word in str(err.value)
@@ -77,7 +88,12 @@ def test_nothing_listening_stops_after_a_short_wait_with_a_heartbeat(tmp_path, c
     port = free_port()
     start = time.monotonic()
     with pytest.raises(deploy.DeployTimeout) as err:
-        deploy.launch(_plan(), "external", tmp_path / "run", options={"base_url": f"127.0.0.1:{port}/v1"})
+        deploy.launch(
+            _plan(),
+            "external",
+            RunFolder.create(tmp_path / "run"),
+            options={"base_url": f"127.0.0.1:{port}/v1"},
+        )
     took = time.monotonic() - start
     assert EXTERNAL_STARTUP_TIMEOUT <= took < EXTERNAL_STARTUP_TIMEOUT + 5
     text = str(err.value)
@@ -91,9 +107,9 @@ def test_nothing_listening_stops_after_a_short_wait_with_a_heartbeat(tmp_path, c
 
 def test_an_unusable_url_is_refused_before_anything_else(tmp_path):
     with pytest.raises(deploy.DeployError, match=r"scheme 'ftp'.*Fix: http://host:port"):
-        deploy.launch(_plan(), "external", tmp_path / "run", options={"base_url": "ftp://h:1"})
+        deploy.launch(_plan(), "external", RunFolder.create(tmp_path / "run"), options={"base_url": "ftp://h:1"})
     with pytest.raises(deploy.DeployError, match=r"needs base_url"):
-        deploy.launch(_plan(), "external", tmp_path / "run2")
+        deploy.launch(_plan(), "external", RunFolder.create(tmp_path / "run2"))
 
 
 def test_readiness_checks_the_served_name_for_every_launcher_and_never_replaces_it(tmp_path):
@@ -157,7 +173,7 @@ def test_the_external_runbook_stops_within_30s_naming_cause_and_fix(case, tmp_pa
     if case in ("no-scheme", "trailing-v1"):
         assert error is None, error
         assert ("has no scheme: using http://" if case == "no-scheme" else "ended in /v1") in out
-        assert read_handle(tmp_path / "run").base_url == url
+        assert read_handle(RunFolder(tmp_path / "run")).base_url == url
         return
     assert error is not None
     expected = {

@@ -13,6 +13,7 @@ from kimi_runbooks import deploy
 from kimi_runbooks.deploy import sbatch as slurm
 from kimi_runbooks.plan import plan as make_plan
 from kimi_runbooks.plan.shell import env_ref
+from kimi_runbooks.rundir import RunFolder
 
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/tester", "KIMI_KEY": "sk-secret-value"}
 
@@ -125,7 +126,7 @@ def test_docker_preflight_refuses_without_image(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     plan = make_plan({"platform": "mi350x", "port": deploy.free_port()})
     with pytest.raises(deploy.PreflightError, match="docker pull lmsysorg/sglang:v0.5.9-rocm700-mi35x"):
-        deploy.launch(plan, "docker", tmp_path / "run", progress=False)
+        deploy.launch(plan, "docker", RunFolder.create(tmp_path / "run"), progress=False)
 
 
 def test_emulator_argv_carries_profile_and_plan_flags() -> None:
@@ -173,5 +174,9 @@ def test_missing_srun_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(slurm.SlurmError, match="needs sbatch, srun"):
         deploy.launch(
-            make_plan({"platform": "h200"}), "slurm", tmp_path / "r", progress=False, options={"emulate": True}
+            make_plan({"platform": "h200"}),
+            "slurm",
+            RunFolder.create(tmp_path / "r"),
+            progress=False,
+            options={"emulate": True},
         )

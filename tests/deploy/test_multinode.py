@@ -87,7 +87,7 @@ def test_there_are_ascend_deployments() -> None:
 def test_scripts_carry_each_roles_flags(deployment_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dep = CATALOG.deployment(deployment_id)
     plan = make_plan({"platform": "ascend-a3", "deployment": deployment_id, **CONCRETE})
-    handle = deploy.launch(plan, "multi-node", tmp_path / "run", progress=False)
+    handle = deploy.launch(plan, "multi-node", RunFolder.create(tmp_path / "run"), progress=False)
     assert not handle.owns  # started by hand, never stopped by us
     out = capsys.readouterr().out
     expected_files = []
@@ -129,7 +129,7 @@ def test_scripts_carry_each_roles_flags(deployment_id: str, tmp_path: Path, caps
 
 def test_unset_placeholders_stay_guarded_variables(tmp_path: Path) -> None:
     plan = make_plan({"platform": "ascend-a3", "deployment": DEPLOYMENTS[0]})
-    handle = deploy.launch(plan, "multi-node", tmp_path / "run", progress=False)
+    handle = deploy.launch(plan, "multi-node", RunFolder.create(tmp_path / "run"), progress=False)
     script = handle.scripts[0].read_text()
     assert "${MODEL_PATH:?set MODEL_PATH" in script and "{model_path}" not in script
     assert "${" in handle.base_url  # readiness is not attempted against an unknown address

@@ -11,6 +11,7 @@ import pytest
 from kimi_runbooks import deploy
 from kimi_runbooks.deploy import preflight as pf
 from kimi_runbooks.plan import plan as make_plan
+from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target.ports import socket_family
 from tests.support.stand_ins import ipv6_loopback
 
@@ -32,7 +33,7 @@ def test_h200_all_visible_and_free_passes(fake_smi_path: Path) -> None:
 def test_too_few_devices_refuses_launch(fake_smi_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("FAKE_GPU_COUNT", "4")
     with pytest.raises(deploy.PreflightError) as err:
-        deploy.launch(_plan("h200"), "local", tmp_path / "run", progress=False)
+        deploy.launch(_plan("h200"), "local", RunFolder.create(tmp_path / "run"), progress=False)
     msg = str(err.value)
     assert "launch refused" in msg
     assert "needs 8x H200" in msg and "shows 4 matching" in msg
@@ -49,7 +50,7 @@ def test_memory_in_use_names_the_process(fake_smi_path: Path, monkeypatch: pytes
     monkeypatch.setenv("FAKE_GPU_BUSY", "0,3")
     monkeypatch.setenv("FAKE_GPU_PROCS", "4242,sglang::scheduler_TP0,80000")
     with pytest.raises(deploy.PreflightError) as err:
-        deploy.launch(_plan("h200"), "local", tmp_path / "run", progress=False)
+        deploy.launch(_plan("h200"), "local", RunFolder.create(tmp_path / "run"), progress=False)
     msg = str(err.value)
     assert "device 0: 80000 of 143771 MiB in use" in msg and "device 3" in msg
     assert "pid 4242 sglang::scheduler_TP0" in msg

@@ -15,6 +15,7 @@ from kimi_runbooks.deploy.router import replica_fleet, router_argv, wait_fleet
 from kimi_runbooks.plan import PlanConfig
 from kimi_runbooks.plan import plan as make_plan
 from kimi_runbooks.procs import group_alive
+from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target.ports import free_port
 
 PD = "ascend-a3-1p1d-16p-in128k-out1k"
@@ -48,7 +49,13 @@ def test_a_missing_router_env_is_an_error_with_the_fix(monkeypatch, tmp_path):
     monkeypatch.setenv("KIMI_RUNBOOKS_VENVS", str(tmp_path / "no-venvs"))
     monkeypatch.delenv("KIMI_RUNBOOKS_ROUTER_PYTHON", raising=False)
     with pytest.raises(DeployError, match=r"router env is missing.*make tool-envs.*setup_tool_env.sh router"):
-        launch(_pd_plan(), "emulator", run_dir=tmp_path / "run", progress=False, options={"time_scale": 0.05})
+        launch(
+            _pd_plan(),
+            "emulator",
+            folder=RunFolder.create(tmp_path / "run"),
+            progress=False,
+            options={"time_scale": 0.05},
+        )
 
 
 def _fleet(tmp_path, argvs, ports, policy="round_robin"):

@@ -93,7 +93,7 @@ def _measure(tmp_path: Path, policy: str) -> Measured:
     )  # the MI300X recipe's tp 4 twice on one 8-GPU node: a valid replicas plan
     trace = agentic_trace(DESIGN, seed=1)
     started = time.monotonic()
-    handle = launch(plan(config), launcher="sglang-cpu", run_dir=tmp_path / policy, progress=False)
+    handle = launch(plan(config), launcher="sglang-cpu", folder=RunFolder.create(tmp_path / policy), progress=False)
     try:
         ready = time.monotonic()
         fleet = json.loads(handle.folder.rehearsal.read_text())["fleet"]

@@ -54,7 +54,14 @@ def test_a_replicas_plan_starts_one_cpu_server_per_replica_and_the_router(starte
     config = PlanConfig(
         platform="mi300x", tp=4, replicas=2, router_policy="round_robin", extra_args=["--enable-cache-report"]
     )
-    handle = launch(plan(config), "sglang-cpu", run_dir=tmp_path / "run", progress=False, preflight=False, wait=False)
+    handle = launch(
+        plan(config),
+        "sglang-cpu",
+        folder=RunFolder.create(tmp_path / "run"),
+        progress=False,
+        preflight=False,
+        wait=False,
+    )
     try:
         assert len(started["built"]) == 1  # one tiny checkpoint, shared
         (a, env_a, log_a), (b, env_b, log_b), (router, _, router_log) = started["started"]
@@ -90,7 +97,9 @@ def test_a_replicas_plan_starts_one_cpu_server_per_replica_and_the_router(starte
         record = json.loads(handle.folder.file(RunFolder.PROCESS).read_text())
         groups = [record["pgid"], *(g for g, _ in record["extra_pgids"])]
         assert len(set(groups)) == 3 and all(group_alive(g) for g in groups)
-        teardown_run(handle.run_dir)  # what the watchdog and a later process do: every group from process.json
+        teardown_run(
+            RunFolder.of(handle.run_dir)
+        )  # what the watchdog and a later process do: every group from process.json
         assert not any(group_alive(g) for g in groups)
     finally:
         handle.stop()
@@ -99,6 +108,6 @@ def test_a_replicas_plan_starts_one_cpu_server_per_replica_and_the_router(starte
 def test_a_pd_deployment_is_refused_with_the_reason_and_the_fix(started, tmp_path):
     pd = plan(PlanConfig(platform="ascend-a3", deployment="ascend-a3-1p1d-16p-in128k-out1k"))
     with pytest.raises(DeployError, match=r"(?s)cannot run a PD.*transfer engine.*launcher='emulator'"):
-        launch(pd, "sglang-cpu", run_dir=tmp_path / "run", progress=False)
+        launch(pd, "sglang-cpu", folder=RunFolder.create(tmp_path / "run"), progress=False)
     assert started["started"] == [] and started["built"] == []
     assert not (tmp_path / "run" / RunFolder.PROCESS).exists()

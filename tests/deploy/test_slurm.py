@@ -17,6 +17,7 @@ import pytest
 from kimi_runbooks import deploy
 from kimi_runbooks.deploy import sbatch as slurm
 from kimi_runbooks.plan import plan as make_plan
+from kimi_runbooks.rundir import RunFolder
 from tests.support import missing
 
 
@@ -44,7 +45,7 @@ def test_emulator_through_srun_ready_and_cancelled(
     with deploy.launch(
         plan,
         "slurm",
-        run,
+        RunFolder.of(run, create=True),
         startup_timeout=120,
         progress=False,
         options={"emulate": True, "time_scale": 0.02, "startup_seconds": 10},
@@ -69,13 +70,13 @@ def test_teardown_run_cancels_a_kept_job(slurm_cluster: None, tmp_path: Path) ->
     handle = deploy.launch(
         make_plan({"platform": "h200"}),
         "slurm",
-        run,
+        RunFolder.of(run, create=True),
         startup_timeout=120,
         progress=False,
         options={"emulate": True, "time_scale": 0.02},
     )
     handle.detach()
     assert slurm.is_active(handle.slurm_job_id)
-    assert deploy.teardown_run(run) == [f"scancel {handle.slurm_job_id}"]
+    assert deploy.teardown_run(RunFolder.of(run)) == [f"scancel {handle.slurm_job_id}"]
     assert not slurm.is_active(handle.slurm_job_id)
-    assert deploy.teardown_run(run) == []
+    assert deploy.teardown_run(RunFolder.of(run)) == []

@@ -153,7 +153,7 @@ def test_killing_papermill_leaves_nothing_of_the_run_within_10_s(tmp_path, case,
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        deploy.teardown_run(run)
+        deploy.teardown_run(RunFolder.of(run))
 
 
 def _orphan(tmp_path: Path) -> tuple[Path, int]:
@@ -192,7 +192,7 @@ def test_teardown_all_stops_an_orphaned_server_and_says_so(tmp_path, capsys):
         assert registry.get(run) is None
         assert "orphaned" in read_jsonl(run / RunFolder.STAGES)[-1]["detail"]
     finally:
-        deploy.teardown_run(run)
+        deploy.teardown_run(RunFolder.of(run))
 
 
 def test_the_next_run_stops_an_orphaned_server_and_says_so(tmp_path, capsys):
@@ -205,7 +205,7 @@ def test_the_next_run_stops_an_orphaned_server_and_says_so(tmp_path, capsys):
         assert "stopped 1 orphaned server(s) from earlier runs" in out and str(run) in out
         assert not group_alive(pgid)
     finally:
-        deploy.teardown_run(run)
+        deploy.teardown_run(RunFolder.of(run))
 
 
 def test_a_second_launch_in_a_folder_stops_and_remembers_the_first_server(tmp_path, capsys):

@@ -154,7 +154,7 @@ def test_every_agentic_case_passes_on_the_emulator_and_records_what_it_saw(emula
     assert [r.observed for r in saved] == [r.observed for r in results]
     shown: list[str] = []  # the report's card for the suite (report/show.py)
     monkeypatch.setattr(show, "_show", lambda obj: shown.append(getattr(obj, "data", str(obj))))
-    report.show_invoke(report.collect(tmp_path))
+    report.show_invoke(report.collect(RunFolder(tmp_path)))
     n = len(AGENTIC)
     assert any(f"Agentic tool calling (emulated): {n} of {n} cases passed" in h and "multi_turn" in h for h in shown)
 

@@ -193,9 +193,12 @@ def test_resolve_target_needs_a_server_and_names_the_fix(tmp_path):
     with pytest.raises(ValueError, match="run_dir"):
         invoke.resolve_target()
     with pytest.raises(FileNotFoundError, match="deploy stage"):
-        invoke.resolve_target(run_dir=tmp_path)
-    write_handle(tmp_path, RunHandle(base_url="http://h:1", model=MODEL, launcher="emulator", emulated=True))
-    handle = invoke.resolve_target(run_dir=tmp_path, api_key_env="SOME_VAR")
+        invoke.resolve_target(folder=RunFolder(tmp_path))
+    write_handle(
+        RunFolder.create(tmp_path),
+        RunHandle(base_url="http://h:1", model=MODEL, launcher="emulator", emulated=True),
+    )
+    handle = invoke.resolve_target(folder=RunFolder(tmp_path), api_key_env="SOME_VAR")
     assert handle.emulated and handle.model == MODEL and handle.api_key_env == "SOME_VAR"
 
 

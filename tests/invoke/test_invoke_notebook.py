@@ -12,6 +12,7 @@ from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.invoke import AGENTIC_CASES
 from kimi_runbooks.paths import REPO_ROOT
+from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target.locate import RunHandle, write_handle
 from tests.support import clean_code_cells, run_notebook
 
@@ -44,7 +45,8 @@ def test_notebook_runs_against_the_emulator_from_the_run_folder(tmp_path, monkey
     url, stop = run_in_thread(EmulatorSettings(port=0, time_scale=0.01, log_startup=False, api_key=key))
     try:
         write_handle(
-            run, RunHandle(base_url=url, model=MODEL, launcher="emulator", emulated=True, api_key_env="INVOKE_NB_AUTH")
+            RunFolder.of(run, create=True),
+            RunHandle(base_url=url, model=MODEL, launcher="emulator", emulated=True, api_key_env="INVOKE_NB_AUTH"),
         )
         run_notebook(
             str(NOTEBOOK),

@@ -14,6 +14,7 @@ from kimi_runbooks.perfmodel import Predictor, Scenario, beside_measured, plan_o
 from kimi_runbooks.perfmodel.beside_measured import EMULATED_NOTE, PREDICTION_SOURCE
 from kimi_runbooks.plan import plan
 from kimi_runbooks.plan.saved import plan_record
+from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.speed import predicted_vs_measured
 
 CATALOG = load_catalog()
@@ -114,11 +115,11 @@ def test_the_speed_stage_reads_the_run_folder_plan_and_rescales_an_emulated_run(
     fast.update(median_ttft_ms=row["median_ttft_ms"] * scale, median_tpot_ms=row["median_tpot_ms"] * scale)
     (tmp_path / "plan.json").write_text(json.dumps(launch.as_dict()))
     (tmp_path / "handle.json").write_text(json.dumps({"launcher": "emulator", "emulated": True, "time_scale": scale}))
-    table = predicted_vs_measured(pd.DataFrame([fast]), tmp_path)
+    table = predicted_vs_measured(pd.DataFrame([fast]), RunFolder(tmp_path))
     assert table.loc[0, "outside_band"] == "" and table.loc[0, "median_tpot_ms"] == pytest.approx(p.median_tpot_ms)
     assert "by construction" in table.loc[0, "prediction"]
     (tmp_path / "handle.json").write_text(json.dumps({"launcher": "external"}))
-    external = predicted_vs_measured(pd.DataFrame([row]), tmp_path)
+    external = predicted_vs_measured(pd.DataFrame([row]), RunFolder(tmp_path))
     assert external.loc[0, "prediction"].startswith("no prediction: external server")
 
 

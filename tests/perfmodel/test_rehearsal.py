@@ -13,7 +13,7 @@ from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
 from kimi_runbooks.perfmodel import Predictor, Scenario
 from kimi_runbooks.plan import plan
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.target.locate import RunHandle
 
 pytestmark = pytest.mark.heavy
@@ -52,7 +52,14 @@ def test_a_fixed_length_burst_rehearses_as_predicted(bench_env, catalog, tmp_pat
     with start_subprocess(["--profile", "h200", "--time-scale", str(TIME_SCALE)]) as emu:
         handle = RunHandle(base_url=emu.base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200")
         speed.run_scenarios(
-            [burst], handle, tmp_path, tokenizer=tokenizer, offline=True, devices=8, platform="h200", progress=False
+            [burst],
+            handle,
+            RunFolder.create(tmp_path),
+            tokenizer=tokenizer,
+            offline=True,
+            devices=8,
+            platform="h200",
+            progress=False,
         )
     row = read_jsonl(tmp_path / "bench.jsonl")[0]
     assert row["status"] == "ok", row.get("error")

@@ -125,7 +125,12 @@ def test_the_local_launcher_refuses_a_fleet_with_the_launcher_to_use() -> None:
 
 
 def test_the_multi_node_launcher_writes_the_fleet_steps(tmp_path: Path) -> None:
-    handle = deploy.launch(plan({"platform": "mi300x", "replicas": 2}), "multi-node", tmp_path / "run", progress=False)
+    handle = deploy.launch(
+        plan({"platform": "mi300x", "replicas": 2}),
+        "multi-node",
+        RunFolder.create(tmp_path / "run"),
+        progress=False,
+    )
     steps = (tmp_path / "run" / "STEPS.txt").read_text()
     assert "1. replica 0, on this node: bash" in steps and "3. when the servers are up" in steps
     assert len(handle.scripts) == 3

@@ -27,7 +27,7 @@ import pytest
 
 from kimi_runbooks import invoke, runbook
 from kimi_runbooks.deploy import free_port
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.target.locate import read_handle
 
 pytestmark = pytest.mark.heavy
@@ -110,7 +110,7 @@ def test_the_runbook_against_llama_cpp(llamacpp, tmp_path, monkeypatch):
 
     # deploy: ready in seconds, by the fallback health check, the served name checked
     assert stages["deploy"]["status"] == "ok" and stages["deploy"]["duration_s"] < 30
-    handle = read_handle(run_dir)
+    handle = read_handle(RunFolder.of(run_dir))
     assert handle.model == SERVED and handle.readiness["model_ids"] == [SERVED]
     assert handle.readiness["health_method"].startswith("/v1/models + one-token generation")
 

@@ -82,7 +82,7 @@ def test_the_runbook_ends_fail_for_the_model_not_the_harness(rehearsal_run, reco
 
 def test_deploy_ran_sglang_itself_with_the_plans_cpu_flags(rehearsal_run):
     run, _, _ = rehearsal_run
-    handle = read_handle(run)
+    handle = read_handle(RunFolder.of(run))
     assert handle.launcher == "sglang-cpu" and handle.rehearsal == REHEARSAL_LABEL and not handle.emulated
     manifest = json.loads((run / RunFolder.MANIFEST).read_text())
     assert manifest["sglang_version"] == "0.5.23" and manifest["rehearsal"] == REHEARSAL_LABEL
@@ -147,7 +147,7 @@ def test_the_report_says_real_sglang_tiny_model_and_never_emulated(rehearsal_run
 
 def test_nothing_of_the_run_is_left_running(rehearsal_run):
     run, _, _ = rehearsal_run
-    handle = read_handle(run)
+    handle = read_handle(RunFolder.of(run))
     port = int(handle.base_url.rsplit(":", 1)[1])
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0, f"something still listens on the server's port {port}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from kimi_runbooks.invoke.results import CheckResult
 from kimi_runbooks.report import causes
+from kimi_runbooks.rundir import RunFolder
 
 
 def _results(thinking: str = "fail", tools: str = "fail", agentic: int = 20) -> list[CheckResult]:
@@ -53,13 +54,12 @@ def test_the_card_and_next_steps_say_it_once(tmp_path) -> None:
     from kimi_runbooks.plan import plan as make_plan
     from kimi_runbooks.report import cards
     from kimi_runbooks.report.next_steps import next_steps
-    from kimi_runbooks.rundir import RunFolder
 
     folder = RunFolder.create(tmp_path / "run")
     folder.save_json(folder.plan, make_plan({"platform": "h200"}).as_dict())
     folder.save_json(folder.runbook, {"stages": ["deploy", "invoke"]})
     folder.save_json(folder.invoke, {"results": [r.model_dump(mode="json") for r in _results()]})
-    data = report.collect(folder.path)
+    data = report.collect(folder)
     card = cards.invoke_card(data)
     assert card.count("not Kimi behind") == 1 and card.count("<li>") == 3
     steps = next_steps(data)
@@ -74,7 +74,6 @@ def _speed_and_accuracy_failures(tmp_path):  # type: ignore[no-untyped-def]
     another cause; two accuracy suites fail to connect alike, one with a different error."""
     from kimi_runbooks import report
     from kimi_runbooks.plan import plan as make_plan
-    from kimi_runbooks.rundir import RunFolder
 
     folder = RunFolder.create(tmp_path / "run")
     folder.save_json(folder.plan, make_plan({"platform": "h200"}).as_dict())
@@ -107,7 +106,7 @@ def _speed_and_accuracy_failures(tmp_path):  # type: ignore[no-untyped-def]
     folder.append_jsonl(
         folder.accuracy, {"suite": "toolcall-builtin", "metric": "f1", "status": "error", "detail": "KeyError: 'tools'"}
     )
-    return report.collect(folder.path)
+    return report.collect(folder)
 
 
 def test_cause_key_makes_numbers_and_ids_alike() -> None:

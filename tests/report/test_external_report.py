@@ -22,11 +22,12 @@ from tests.support import FAKE_BENCH
 from tests.support.openai_stand_in import StandIn, stand_in_server
 
 
-def _external_run(base_url: str, folder: Path, model: str, devices: int | None) -> None:
+def _external_run(base_url: str, path: Path, model: str, devices: int | None) -> None:
     plan = make_plan({"platform": "h200", "served_model_name": model})
+    folder = RunFolder.create(path)
     deploy.launch(plan, "external", folder, options={"base_url": base_url}, progress=False)
     target = read_handle(folder)
-    memory, platform_devices = speed.platform_capacity("h200", run_dir=folder, target=target)
+    memory, platform_devices = speed.platform_capacity("h200", run_dir=path, target=target)
     assert memory is None and platform_devices is None  # no plan of ours describes this server
     speed.run_scenarios(
         speed.select_scenarios(scenarios=["openai-chat-random-ids-c1"]),
@@ -38,7 +39,7 @@ def _external_run(base_url: str, folder: Path, model: str, devices: int | None) 
         devices=devices,
         platform="h200",
     )
-    RunFolder(folder).save_json(RunFolder(folder).runbook, {"launcher": "external", "stages": ["deploy", "speed"]})
+    folder.save_json(folder.runbook, {"launcher": "external", "stages": ["deploy", "speed"]})
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def external_run(tmp_path_factory) -> Path:
 
 
 def test_the_report_shows_what_is_known_about_an_external_server(external_run):
-    data = report.collect(external_run)
+    data = report.collect(RunFolder.of(external_run))
     assert data.external and data.model == "smollm2-135m"
     table = dict(report_tables.external_table(data).values.tolist())
     assert table["served model"] == "smollm2-135m"
@@ -67,7 +68,7 @@ def test_the_report_shows_what_is_known_about_an_external_server(external_run):
 
 
 def test_the_rendered_report_has_no_launch_command_or_memory_plan(external_run):
-    html = report.render(external_run).read_text()
+    html = report.render(RunFolder.of(external_run)).read_text()
     assert "External server (attached, not launched by this run)" in html
     assert "sglang serve" not in html and "--tp 8" not in html
     assert "Memory and KV cache per device" not in html and "kv_pool_tokens" not in html
@@ -77,7 +78,7 @@ def test_the_rendered_report_has_no_launch_command_or_memory_plan(external_run):
 def test_per_device_figures_only_when_devices_are_given(tmp_path):
     with emulator_server(time_scale=0.01, log_startup=False, model="served-x") as url:
         _external_run(url, tmp_path / "run", "served-x", devices=2)
-    data = report.collect(tmp_path / "run")
+    data = report.collect(RunFolder(tmp_path / "run"))
     row = data.speed.iloc[0]
     assert row["output_tok_s_per_gpu"] == pytest.approx(row["output_throughput"] / 2)
     table = dict(report_tables.external_table(data).values.tolist())
@@ -103,7 +104,7 @@ def test_a_failed_external_run_reports_only_what_is_known(tmp_path):
     )
     folder.append_jsonl(folder.stages, {"stage": "deploy", "status": "failed", "detail": detail})
     (folder.path / "server.log").write_text("")  # an empty log, as the external launcher may leave
-    data = report.collect(folder.path)
+    data = report.collect(folder)
     assert data.external and data.model == "served-x"
     top = cards.top(data)
     assert "devices" not in cards.deploy_card(data)
@@ -157,7 +158,7 @@ def test_a_failed_external_run_renders_without_figure_machinery(tmp_path):
         "connection refused at 127.0.0.1:9: nothing is listening there. Fix: start the server, or correct the port"
     )
     folder.append_jsonl(folder.stages, {"stage": "deploy", "status": "failed", "detail": detail})
-    html = report.render(folder.path).read_text()
+    html = report.render(folder).read_text()
     assert "nothing is listening there" in html and "start the server, or correct the port" in html
     assert "verdict: FAIL" in html or ">FAIL<" in html
     assert "window.Plotly = Plotly" not in html and "plotly-graph-div" not in html  # nothing drawn, no bundle
@@ -210,7 +211,7 @@ def test_a_failing_external_run_renders_a_report_read_in_a_minute(tmp_path):
             verify_tokens=False,
             platform="h200",
         )
-    RunFolder(folder).save_json(RunFolder(folder).runbook, {"launcher": "external", "stages": ["deploy", "invoke"]})
+    folder.save_json(folder.runbook, {"launcher": "external", "stages": ["deploy", "invoke"]})
     html = report.render(folder).read_text()
     top = html[html.index('<div class="verdict">') : html.index("Feature checks (invoke)")]
     text = re.sub(r"<[^>]+>", "\n", top)

@@ -99,7 +99,7 @@ def external_failing(tmp_path: Path) -> report.RunData:
     folder.append_jsonl(folder.bench, {"scenario": "smoke-chat-random-ids-c4", "status": "ok", "metrics": {}})
     for row in _toolcall_rows(triggered=1):
         folder.append_jsonl(folder.accuracy, row)
-    return report.collect(folder.path)
+    return report.collect(folder)
 
 
 def _text(html: str) -> str:
@@ -163,7 +163,7 @@ def test_a_plan_warning_the_manifest_repeats_is_one_step(tmp_path) -> None:
     assert launch["warnings"], "the K3 plan on B300 has warnings (the case of the report)"
     folder.save_json(folder.plan, launch)
     folder.save_json(folder.manifest, {"launcher": "emulator", "emulated": True, "warnings": launch["warnings"]})
-    data = report.collect(folder.path)
+    data = report.collect(folder)
     whats = [s.what for s in next_steps(data)]
     assert len(whats) == len(set(whats)) == len(launch["warnings"]), whats
     assert [w.kind for w in report.warnings(data) if w.kind in ("plan", "deploy")] == ["plan"] * len(whats)
@@ -183,7 +183,7 @@ def _died_mid_invoke(tmp_path: Path, launcher: str, log: str) -> report.RunData:
     ]
     folder = _folder(tmp_path, launcher, results)
     (folder.path / "server.log").write_text(log)
-    return report.collect(folder.path)
+    return report.collect(folder)
 
 
 def test_a_server_that_died_mid_invoke_leads_the_verdict_and_the_steps(tmp_path) -> None:

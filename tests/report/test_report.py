@@ -65,7 +65,7 @@ def copy(run_folder, tmp_path) -> Path:
 
 
 def test_collect_reads_every_stage_and_marks_missing_ones_not_run(run_folder):
-    data = report.collect(run_folder)
+    data = report.collect(RunFolder.of(run_folder))
     assert data.platform == "h200" and data.emulated
     assert data.invoke and data.speed is not None and len(data.speed) == 3
     assert data.accuracy is None
@@ -77,20 +77,20 @@ def test_collect_reads_every_stage_and_marks_missing_ones_not_run(run_folder):
 
 
 def test_verdict_levels(copy):
-    data = report.collect(copy)
+    data = report.collect(RunFolder.of(copy))
     assert report.verdict(data).level == "INCOMPLETE"  # accuracy never ran: not a pass
     (copy / RunFolder.RUNBOOK).write_text(json.dumps({"stages": ["deploy", "invoke", "speed"]}))
-    assert report.verdict(report.collect(copy)).level == "PASS"
+    assert report.verdict(report.collect(RunFolder.of(copy))).level == "PASS"
 
     doc = json.loads((copy / "invoke.json").read_text())
     doc["results"][0]["status"] = "fail"
     doc["results"][0]["reason"] = "broken parser"
     (copy / "invoke.json").write_text(json.dumps(doc))
-    v = report.verdict(report.collect(copy))
+    v = report.verdict(report.collect(RunFolder.of(copy)))
     assert v.level == "FAIL" and any("broken parser" in r for r in v.reasons)
 
     (copy / RunFolder.PLAN_ERRORS).write_text(json.dumps(["amd-aiter-mla-heads: tp 8 ..."]))
-    assert report.verdict(report.collect(copy)).level == "INVALID"
+    assert report.verdict(report.collect(RunFolder.of(copy))).level == "INVALID"
 
 
 def test_accuracy_errors_fail_and_skipped_suites_are_incomplete(copy):
@@ -98,11 +98,11 @@ def test_accuracy_errors_fail_and_skipped_suites_are_incomplete(copy):
     rows = [{"suite": "aime25", "metric": "pass_at_1", "status": "skipped", "detail": "no env"}]
     (copy / "accuracy.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (copy / "stages.jsonl").open("a").write(json.dumps({"stage": "accuracy", "status": "ok"}) + "\n")
-    v = report.verdict(report.collect(copy))
+    v = report.verdict(report.collect(RunFolder.of(copy)))
     assert v.level == "INCOMPLETE" and v.reasons == ["accuracy suite aime25 skipped: no env"]
     rows.append({"suite": "toolcall-builtin", "metric": "success", "status": "error", "detail": "tool crashed"})
     (copy / "accuracy.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    v = report.verdict(report.collect(copy))
+    v = report.verdict(report.collect(RunFolder.of(copy)))
     assert v.level == "FAIL" and any("tool crashed" in r for r in v.reasons)
 
 
@@ -131,9 +131,9 @@ def test_warnings_security_skipped_and_regression(copy):
             "metrics": {"completed": 10, "output_throughput": 10.0, "total_throughput": 20.0, "median_tpot_ms": 100.0},
         },
     )
-    kinds = {w.kind for w in report.warnings(report.collect(copy))}
+    kinds = {w.kind for w in report.warnings(report.collect(RunFolder.of(copy)))}
     assert {"security", "skipped", "regression", "emulated"} <= kinds
-    texts = " ".join(w.text for w in report.warnings(report.collect(copy)))
+    texts = " ".join(w.text for w in report.warnings(report.collect(RunFolder.of(copy))))
     assert "0.0.0.0" in texts and "smoke-skipped" in texts and "chat-1k1k-c1" in texts
 
 
@@ -144,9 +144,9 @@ def test_stage_outcome_reads_only_that_stages_file(copy):
     append_jsonl(copy / "bench.jsonl", {"scenario": "smoke-broken", "status": "failed", "metrics": {}, "error": "boom"})
     outcome = report.stage_outcome(RunFolder(copy), "speed")
     assert outcome is not None and outcome.status == "failed" and "smoke-broken failed: boom" in outcome.reason
-    assert outcome == report.collect(copy).outcomes["speed"]
-    assert report.stage_outcome(copy, "invoke") is None  # unreadable: the notebook's own status stands
-    assert report.stage_outcome(copy, "deploy") is None  # deploy's status is its notebook's
+    assert outcome == report.collect(RunFolder.of(copy)).outcomes["speed"]
+    assert report.stage_outcome(RunFolder.of(copy), "invoke") is None  # unreadable: the notebook's own status stands
+    assert report.stage_outcome(RunFolder.of(copy), "deploy") is None  # deploy's status is its notebook's
 
 
 def test_accuracy_rows_go_through_the_evals_comparison(copy):
@@ -155,7 +155,7 @@ def test_accuracy_rows_go_through_the_evals_comparison(copy):
         suite="toolcall", metric="schema_valid", value=0.5, n=10, emulated=True, source="emulated", status="ok"
     )
     evals.append_rows(RunFolder(copy), [row])
-    data = report.collect(copy)
+    data = report.collect(RunFolder.of(copy))
     assert data.stages["accuracy"].status == "ok"
     table = report.accuracy_comparison(data)
     assert table is not None and "source" in table.columns
@@ -184,7 +184,7 @@ def _append_slow_decode(folder: Path) -> None:
 
 def test_predicted_beside_measured_flags_a_result_outside_the_band(copy):
     _append_slow_decode(copy)
-    data = report.collect(copy)
+    data = report.collect(RunFolder.of(copy))
     predicted = data.predicted.set_index("scenario")
     assert set(predicted.index) == set(data.speed[data.speed["status"] == "ok"]["scenario"])
     slow = predicted.loc["chat-1k1k-c1"]
@@ -203,7 +203,7 @@ def test_predicted_beside_measured_flags_a_result_outside_the_band(copy):
 
 def test_a_measured_result_outside_the_band_is_a_next_step(copy, monkeypatch):
     _append_slow_decode(copy)
-    data = report.collect(copy)
+    data = report.collect(RunFolder.of(copy))
     monkeypatch.setattr(type(data), "emulated", property(lambda self: False))  # as if a real server answered
     steps = [s for s in next_steps(data) if "outside the predicted band" in s.what]
     slow = [s for s in steps if "chat-1k1k-c1 (median_tpot_ms" in s.what]  # named on its kind's one line
@@ -214,7 +214,7 @@ def test_render_is_self_contained_small_and_hides_code(copy, monkeypatch):
     monkeypatch.setenv("REPORT_TEST_KEY", "sk-report-test-secret-123")
     (copy / "note.txt").write_text("unused")
     _append_slow_decode(copy)
-    out = report.render(copy, secret_env="REPORT_TEST_KEY")
+    out = report.render(RunFolder.of(copy), secret_env="REPORT_TEST_KEY")
     text = out.read_text()
     assert out.stat().st_size < report_html.MAX_REPORT_BYTES
     assert report.external_references(text) == []
@@ -256,11 +256,11 @@ def test_export_redacts_secret_values(tmp_path, monkeypatch):
 
 def test_collect_missing_folder_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        report.collect(tmp_path / "nope")
+        report.collect(RunFolder(tmp_path / "nope"))
 
 
 def test_compare_runs_builds_one_page(run_folder, copy, tmp_path):
-    out = compare_runs_mod.build([run_folder, copy], tmp_path / "cmp.html")
+    out = compare_runs_mod.build([RunFolder(run_folder), RunFolder(copy)], tmp_path / "cmp.html")
     text = out.read_text()
     assert report.external_references(text) == []
     assert "Pareto" in text and "smoke-random-ids-c4" in text
@@ -277,7 +277,7 @@ def test_a_key_equal_to_a_markup_word_is_redacted_everywhere_and_the_report_stay
     manifest = json.loads((copy / "manifest.json").read_text())
     manifest["warnings"] = [*manifest.get("warnings", []), "the key verdict leaked into this warning"]
     (copy / "manifest.json").write_text(json.dumps(manifest))
-    text = report.render(copy, secret_env="MARKUP_WORD_KEY").read_text()
+    text = report.render(RunFolder.of(copy), secret_env="MARKUP_WORD_KEY").read_text()
     assert "verdict" not in text and 'class="&lt;redacted&gt;"' in text
     assert text.count("<table") == text.count("</table>") > 0
     assert "the key &lt;redacted&gt; leaked into this warning" in text and "<redacted>" not in text
@@ -325,7 +325,7 @@ def test_a_key_in_a_scenario_name_leaves_no_byte_of_report_html(copy, monkeypatc
     rows = [json.loads(line) for line in (copy / "bench.jsonl").read_text().splitlines() if line.strip()]
     leaked = {**rows[0], "scenario": f"smoke-{KEY}"}
     append_jsonl(copy / "bench.jsonl", leaked)
-    text = report.render(copy, secret_env="RUN_KEY").read_bytes().decode()
+    text = report.render(RunFolder.of(copy), secret_env="RUN_KEY").read_bytes().decode()
     assert KEY not in text and KEY.replace("/", "\\u002f") not in text
     payloads = _plotly_payloads(text)
     assert payloads and any("[redacted]" in json.dumps(d) for d, _ in payloads)
@@ -353,9 +353,9 @@ def test_accuracy_below_its_interval_warns_past_fail_drop_fails_with_a_next_step
     """Issue 25 item 1: a measured 0.85 over 200 GPQA questions (Wilson 95% up to ~0.89) lies under the
     published 0.969 (n=553, interval from ~0.95): WARN; 0.70 (up to ~0.76) is past fail_drop 0.10: FAIL."""
     _accuracy_run(copy, [_gpqa(0.95, 40)])
-    assert report.verdict(report.collect(copy)).level == "PASS"  # 0.95 over 40: interval reaches 0.969
+    assert report.verdict(report.collect(RunFolder.of(copy))).level == "PASS"  # 0.95 over 40: interval reaches 0.969
     _accuracy_run(copy, [_gpqa(0.85, 200)])
-    data = report.collect(copy)
+    data = report.collect(RunFolder.of(copy))
     v = report.verdict(data)
     assert v.level == "WARN" and "accuracy" in v.headline
     assert any("gpqa-diamond" in r and "beyond the interval" in r for r in v.reasons)
@@ -365,7 +365,7 @@ def test_accuracy_below_its_interval_warns_past_fail_drop_fails_with_a_next_step
 
     assert "below its interval" in report_cards.accuracy_card(data)
     _accuracy_run(copy, [_gpqa(0.70, 200)])
-    data = report.collect(copy)
+    data = report.collect(RunFolder.of(copy))
     v = report.verdict(data)
     assert v.level == "FAIL" and any("fail_drop" in r for r in v.reasons)
     assert any(s.kind == "failure" and "gpqa-diamond" in s.what for s in next_steps(data))
@@ -378,7 +378,7 @@ def test_an_emulated_accuracy_result_is_not_comparable_never_a_red_delta(copy):
 
     aime = {"suite": "aime25", "metric": "pass_at_1_avg1", "value": 0.0, "n": 2, "emulated": True}
     _accuracy_run(copy, [{**aime, "source": "emulated"}])
-    data = report.collect(copy)
+    data = report.collect(RunFolder.of(copy))
     assert report.verdict(data).level == "PASS"
     card = report_cards.accuracy_card(data)
     assert "not comparable: emulated" in card and 'class="bad"' not in card
@@ -386,6 +386,6 @@ def test_an_emulated_accuracy_result_is_not_comparable_never_a_red_delta(copy):
     assert not [s for s in next_steps(data) if "aime25" in s.what]
     # the same numbers measured on hardware: 0/2 tops out at 0.66, past 0.989 - 0.10
     _accuracy_run(copy, [{**aime, "emulated": False, "source": "measured"}])
-    data = report.collect(copy)
+    data = report.collect(RunFolder.of(copy))
     assert report.verdict(data).level == "FAIL"
     assert 'class="bad"' in report_cards.accuracy_card(data)

@@ -43,7 +43,7 @@ def _folder(path: Path, ttfts: list[float], throughput: float = 20.0) -> Path:
 
 
 def test_speed_table_shows_mean_plus_minus_interval_and_n(tmp_path):
-    data = report.collect(_folder(tmp_path / "r3", [100.0, 110.0, 120.0]))
+    data = report.collect(RunFolder.of(_folder(tmp_path / "r3", [100.0, 110.0, 120.0])))
     row = data.speed.iloc[0]
     assert row["n_runs"] == 3 and row["median_ttft_ms"] == 110.0
     html = sections.speed_section(data)
@@ -54,14 +54,14 @@ def test_speed_table_shows_mean_plus_minus_interval_and_n(tmp_path):
     plain_table = report_tables.speed_table(data)
     assert plain_table is not None and {"n_runs", "median_ttft_ms_ci_low", "median_ttft_ms_ci_high"} <= set(plain_table)
     assert plain_table.iloc[0]["median_ttft_ms_ci_high"] == pytest.approx(110 + half)
-    single = report.collect(_folder(tmp_path / "r1", [100.0]))
+    single = report.collect(RunFolder.of(_folder(tmp_path / "r1", [100.0])))
     assert "n_runs" not in report_tables.speed_table(single)
     plain = sections.speed_section(single)
     assert "±" not in plain and "N (runs)" not in plain  # one run, no repeats asked: the table as before
 
 
 def test_comparison_with_references_uses_the_mean_and_says_n(tmp_path):
-    data = report.collect(_folder(tmp_path / "slow", [300.0, 310.0, 320.0], throughput=20.0))
+    data = report.collect(RunFolder.of(_folder(tmp_path / "slow", [300.0, 310.0, 320.0], throughput=20.0)))
     comparison = report.speed_comparison(data)
     ttft = comparison[comparison["metric"] == "median_ttft_ms"].iloc[0]
     assert ttft["run_value"] == 310.0 and ttft["run_n"] == 3 and "mean of 3 runs" in ttft["note"]
@@ -97,5 +97,5 @@ def test_cross_run_deltas_are_noise_real_change_or_no_interval():
 def test_compare_page_from_two_repeated_run_folders(tmp_path):
     a = _folder(tmp_path / "a", [100.0, 102.0, 98.0])
     b = _folder(tmp_path / "b", [140.0, 142.0, 138.0])
-    text = compare_runs.build([a, b], tmp_path / "cmp.html").read_text()
+    text = compare_runs.build([RunFolder(a), RunFolder(b)], tmp_path / "cmp.html").read_text()
     assert "+40.0% real change" in text and "Welch" in text

@@ -11,7 +11,7 @@ import pytest
 
 from kimi_runbooks import report, runbook
 from kimi_runbooks.emulator.testing import start_subprocess
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 
 pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
 
@@ -35,7 +35,7 @@ def _run_against(fault: str, tmp_path) -> tuple[report.RunData, list[dict]]:
         emulator.stop()
     assert result.verdict.level == "FAIL", result.verdict
     rows = [r for r in read_jsonl(run / "stages.jsonl") if r.get("stage") == "accuracy"]
-    return report.collect(run), rows
+    return report.collect(RunFolder.of(run)), rows
 
 
 def test_a_server_that_dies_mid_stream_fails_the_accuracy_stage_and_the_verdict(tmp_path):
@@ -74,7 +74,7 @@ def test_the_verdict_follows_the_failed_count(tmp_path, success, expected):
     (run / "accuracy.jsonl").write_text(
         "".join(json.dumps({**r, "status": "ok", "fingerprint": "f"}) + "\n" for r in rows)
     )
-    data = report.collect(run)
+    data = report.collect(RunFolder.of(run))
     verdict = report.verdict(data)
     assert verdict.level == expected, verdict
     assert data.stages["accuracy"].status == {"FAIL": "failed", "WARN": "degraded", "PASS": "ok"}[expected]
@@ -90,7 +90,7 @@ def test_a_failed_speed_scenario_is_a_failed_speed_stage(tmp_path):
         {"scenario": "smoke-random-ids-c4", "status": "failed", "metrics": {}, "error": "bench_serving exited with 1"},
     ]
     (run / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    data = report.collect(run)
+    data = report.collect(RunFolder.of(run))
     assert data.stages["speed"].status == "failed"
     assert "1 of 2 scenarios failed" in data.stages["speed"].detail
     assert report.verdict(data).level == "FAIL"

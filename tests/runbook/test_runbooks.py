@@ -148,7 +148,7 @@ def test_mi350x_tp8_stops_at_validation_and_starts_nothing(tmp_path):
     assert "amd-aiter-mla-heads" in (run / RunFolder.PLAN_ERRORS).read_text()
     for started in ("handle.json", "process.json", "server.log", "manifest.json", "stages.jsonl"):
         assert not (run / started).exists(), started
-    assert report.verdict(report.collect(run)).level == "INVALID"
+    assert report.verdict(report.collect(RunFolder.of(run))).level == "INVALID"
 
 
 # --------------------------------------------------------------------------- end to end
@@ -173,7 +173,7 @@ def test_every_runbook_runs_on_the_emulator(platform, tmp_path):
     html = run / RunFolder.REPORT
     assert html.exists() and html.stat().st_size < report_html.MAX_REPORT_BYTES
     assert report.external_references(html.read_text()) == []
-    data = report.collect(run)
+    data = report.collect(RunFolder.of(run))
     assert data.emulated and data.stages["deploy"].status == "ok"
     assert (run / "notebooks" / "deploy.ipynb").exists()
     assert any("teardown" in line for line in (run / RunFolder.STAGES).read_text().splitlines())
@@ -199,7 +199,7 @@ def test_api_key_never_lands_in_the_run_folder_or_notebook(tmp_path, monkeypatch
         },
     )
     assert (run / RunFolder.REPORT).exists()
-    invoke = report.collect(run).invoke
+    invoke = report.collect(RunFolder.of(run)).invoke
     assert invoke and any(r.status == "pass" for r in invoke)  # the key was used and accepted
     leaks = [str(p) for p in [out, *run.rglob("*")] if p.is_file() and key.encode() in p.read_bytes()]
     assert leaks == []

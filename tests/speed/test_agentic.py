@@ -145,7 +145,7 @@ def test_agentic_set_through_the_real_client_hits_the_designed_rate(require_tool
         speed.run_scenarios(
             scenarios,
             handle,
-            tmp_path / "run",
+            RunFolder.create(tmp_path / "run"),
             tokenizer=tokenizer,
             offline=True,
             devices=8,

@@ -41,7 +41,7 @@ def test_constant_is_a_mooncake_replay_of_evenly_spaced_records(tmp_path: Path) 
     assert {len(r["hash_ids"]) for r in rows} == {3} and rows[0]["input_length"] == 3 * BLOCK_TOKENS
     assert len({h for r in rows for h in r["hash_ids"]}) == 15  # no prefix shared between requests
     assert {r["output_length"] for r in rows} == {16}
-    path, _ = prepare_constant(scenario, RunFolder.of(tmp_path, create=True))
+    path, _ = prepare_constant(scenario, RunFolder.create(tmp_path))
     argv = _argv(scenario, dataset_path=path)
     assert argv[argv.index("--dataset-name") + 1] == "mooncake"
     assert argv[argv.index("--dataset-path") + 1] == str(path)
@@ -125,7 +125,9 @@ def test_constant_arrivals_are_evenly_spaced_and_poisson_ones_are_not(
     options: dict[str, Any] = {"tokenizer": tokenizer, "offline": True, "verify_tokens": False, "answer_probe": 0}
     gaps = {}
     for scenario in (constant, poisson):
-        speed.run_scenarios([scenario], handle, tmp_path / "run", progress=False, timeout_s=300, **options)
+        speed.run_scenarios(
+            [scenario], handle, RunFolder.create(tmp_path / "run"), progress=False, timeout_s=300, **options
+        )
         gaps[scenario.arrival] = _gaps(recorder, scenario.num_prompts)
     rows = {r["scenario"]: r for r in read_jsonl(tmp_path / "run" / "bench.jsonl")}
     assert all(r["status"] == "ok" for r in rows.values()), [r.get("error") for r in rows.values()]

@@ -44,7 +44,13 @@ def _sc(sid: str, conc: int = 1) -> Scenario:
 def _run(url: str, tmp_path: Path, scenarios: list[Scenario], env: dict[str, str] | None = None, **target):
     handle = RunHandle(base_url=url, model=target.pop("model", "stand-in-model"), launcher="external", **target)
     speed.run_scenarios(
-        scenarios, handle, tmp_path, command_prefix=FAKE_BENCH, env=env or {}, progress=False, verify_tokens=False
+        scenarios,
+        handle,
+        RunFolder.create(tmp_path),
+        command_prefix=FAKE_BENCH,
+        env=env or {},
+        progress=False,
+        verify_tokens=False,
     )
     return {r["scenario"]: r for r in read_jsonl(tmp_path / "bench.jsonl")}
 
@@ -160,7 +166,7 @@ def test_failed_scenarios_are_failures_in_the_report_not_skips(tmp_path):
     with stand_in_server(StandIn()) as url:
         _run(url, folder.path, [_sc("warm-c1"), _sc("fine-c1")], env={"FAKE_BENCH_FAIL": "warm-c1"})
     folder.save_json(folder.runbook, {"stages": ["speed"]})
-    data = report.collect(folder.path)
+    data = report.collect(folder)
     kinds = {w.kind: w.text for w in report.warnings(data)}
     assert "failed" in kinds and "ValueError: Warmup failed" in kinds["failed"]
     assert not any("warm-c1" in w.text for w in report.warnings(data) if w.kind == "skipped")
@@ -179,7 +185,7 @@ def test_a_stage_whose_scenarios_failed_is_not_ok(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_BENCH_FAIL", "smoke-random-ids-c1")
     with emulator_server(time_scale=0.01, log_startup=False) as url:
         write_handle(
-            run_dir,
+            RunFolder.of(run_dir, create=True),
             RunHandle(base_url=url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200", emulated=True),
         )
         params = {

@@ -21,7 +21,7 @@ from kimi_runbooks import speed
 from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed import goodput
 from kimi_runbooks.speed.bench_failure import raw_result
 from kimi_runbooks.target.locate import RunHandle
@@ -69,7 +69,7 @@ def test_goodput_equals_sglangs_when_some_requests_miss_the_slo(tokenizer, tmp_p
             base_url=emu.base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200", time_scale=1.0
         )
         speed.run_scenarios(
-            [sc], handle, tmp_path, tokenizer=tokenizer, offline=True, devices=8, platform="h200",
+            [sc], handle, RunFolder.create(tmp_path), tokenizer=tokenizer, offline=True, devices=8, platform="h200",
             timeout_s=300, progress=False, verify_tokens=False,
         )  # fmt: skip
     row = read_jsonl(tmp_path / "bench.jsonl")[-1]

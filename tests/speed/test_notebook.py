@@ -7,7 +7,7 @@ import pytest
 
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.target.locate import RunHandle, write_handle
 from tests.support import FAKE_BENCH, clean_code_cells, run_notebook
 
@@ -36,7 +36,7 @@ def test_notebook_runs_against_the_emulator(tmp_path):
     run_dir.mkdir()
     with start_subprocess(["--profile", "h200", "--time-scale", "0.01"]) as emu:
         write_handle(
-            run_dir,
+            RunFolder.of(run_dir, create=True),
             RunHandle(
                 base_url=emu.base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200", emulated=True
             ),
@@ -79,7 +79,7 @@ def test_notebook_repeats_a_scenario_and_shows_its_interval(tmp_path):
     run_dir.mkdir()
     with start_subprocess(["--profile", "h200", "--time-scale", "0.01"]) as emu:
         handle = RunHandle(base_url=emu.base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200")
-        write_handle(run_dir, handle)
+        write_handle(RunFolder.of(run_dir, create=True), handle)
         params = {
             "run_dir": str(run_dir),
             "scenarios": ["chat-1k1k-c1"],

@@ -14,7 +14,7 @@ from kimi_runbooks import speed
 from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed.observe import ObservedServer, observe_config, sweep_key, telemetry_source
 from kimi_runbooks.speed.results import observed_columns
 from kimi_runbooks.target.locate import RunHandle
@@ -116,7 +116,7 @@ def test_a_scenario_row_carries_server_goodput_and_cost(tokenizer, tmp_path):
     sc = _scenario("slo-c4", 4, prompts=16, slo={"ttft_ms": 1000, "tpot_ms": 50})
     with start_subprocess(["--profile", "h200", "--time-scale", "0.5", "--enable-metrics"]) as emu:
         speed.run_scenarios(
-            [sc], _handle(emu.base_url, 0.5), tmp_path, tokenizer=tokenizer, offline=True, devices=8,
+            [sc], _handle(emu.base_url, 0.5), RunFolder.create(tmp_path), tokenizer=tokenizer, offline=True, devices=8,
             platform="h200", timeout_s=300, progress=False, verify_tokens=False,
         )  # fmt: skip
     row = read_jsonl(tmp_path / "bench.jsonl")[-1]
@@ -146,7 +146,7 @@ def test_load_beyond_the_servers_running_limit_is_flagged_saturated(tokenizer, t
         ["--profile", "h200", "--time-scale", "1.0", "--max-running-requests", "2", "--enable-metrics"]
     ) as emu:
         df = speed.run_scenarios(
-            [sc], _handle(emu.base_url, 1.0), tmp_path, tokenizer=tokenizer, offline=True, devices=8,
+            [sc], _handle(emu.base_url, 1.0), RunFolder.create(tmp_path), tokenizer=tokenizer, offline=True, devices=8,
             platform="h200", timeout_s=300, progress=False, verify_tokens=False,
         )  # fmt: skip
     row = read_jsonl(tmp_path / "bench.jsonl")[-1]
@@ -166,7 +166,7 @@ def test_load_beyond_the_kv_pool_queues_and_is_flagged(tokenizer, tmp_path):
     args = ["--profile", "h200", "--time-scale", "1.0", "--max-total-num-tokens", "300", "--enable-metrics"]
     with start_subprocess(args) as emu:
         speed.run_scenarios(
-            [sc], _handle(emu.base_url, 1.0), tmp_path, tokenizer=tokenizer, offline=True, devices=8,
+            [sc], _handle(emu.base_url, 1.0), RunFolder.create(tmp_path), tokenizer=tokenizer, offline=True, devices=8,
             platform="h200", timeout_s=300, progress=False, verify_tokens=False,
         )  # fmt: skip
     row = read_jsonl(tmp_path / "bench.jsonl")[-1]
@@ -186,7 +186,7 @@ def test_a_saturated_sweep_stops_and_says_why(tokenizer, tmp_path):
         ["--profile", "h200", "--time-scale", "0.5", "--max-running-requests", "2", "--enable-metrics"]
     ) as emu:
         speed.run_scenarios(
-            sweep, _handle(emu.base_url, 0.5), tmp_path, tokenizer=tokenizer, offline=True, devices=8,
+            sweep, _handle(emu.base_url, 0.5), RunFolder.create(tmp_path), tokenizer=tokenizer, offline=True, devices=8,
             platform="h200", timeout_s=300, progress=False, verify_tokens=False, stop_when_saturated=True,
         )  # fmt: skip
     rows = [r for r in read_jsonl(tmp_path / "bench.jsonl")]
@@ -209,7 +209,7 @@ def test_the_demos_c4_scenario_is_sampled_with_4_running(tokenizer, tmp_path):
     assert sc.max_concurrency == 4 and sc.warmup_requests == 1
     with start_subprocess(["--profile", "h200", "--time-scale", "0.05", "--enable-metrics"]) as emu:
         speed.run_scenarios(
-            [sc], _handle(emu.base_url, 0.05), tmp_path, tokenizer=tokenizer, offline=True, devices=8,
+            [sc], _handle(emu.base_url, 0.05), RunFolder.create(tmp_path), tokenizer=tokenizer, offline=True, devices=8,
             platform="h200", timeout_s=300, progress=False, verify_tokens=False,
         )  # fmt: skip
     row = read_jsonl(tmp_path / "bench.jsonl")[-1]

@@ -16,7 +16,7 @@ from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.latency import LatencyProfile
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed import operating_point as op
 from kimi_runbooks.target.locate import RunHandle
 from tests.support import FAKE_BENCH, tiny_scenario
@@ -171,7 +171,7 @@ def test_the_stage_runs_each_probe_as_a_row_and_resumes(server: str, tmp_path: P
     settings |= {"verify_tokens": False, "answer_probe": 0, "timeout_s": 60}
     handle = RunHandle(base_url=server, model="moonshotai/Kimi-K2.6", launcher="emulator")
     env = {"FAKE_BENCH_ARGV_LOG": str(argv_log), "FAKE_BENCH_FAIL": "opt@c24"}
-    df = speed.run_scenarios([scenario], handle, tmp_path / "run", env=env, **settings)
+    df = speed.run_scenarios([scenario], handle, RunFolder.create(tmp_path / "run"), env=env, **settings)
     rows = read_jsonl(tmp_path / "run" / "bench.jsonl")
     assert [r["scenario"] for r in rows][:3] == ["opt@c1", "opt@c48", "opt@c24"]
     assert {r["scenario"]: r["status"] for r in rows}["opt@c24"] == "failed"
@@ -182,7 +182,13 @@ def test_the_stage_runs_each_probe_as_a_row_and_resumes(server: str, tmp_path: P
         speed.raise_if_failed(df)
     assert op.base_of("opt@c24") == op.base_of("opt@r0.5") == "opt" and op.base_of("a@b") == "a@b"
     runs = len(argv_log.read_text().splitlines())
-    speed.run_scenarios([scenario], handle, tmp_path / "run", env={"FAKE_BENCH_ARGV_LOG": str(argv_log)}, **settings)
+    speed.run_scenarios(
+        [scenario],
+        handle,
+        RunFolder.create(tmp_path / "run"),
+        env={"FAKE_BENCH_ARGV_LOG": str(argv_log)},
+        **settings,
+    )
     rerun = [json.loads(line)["argv"] for line in argv_log.read_text().splitlines()[runs:]]
     assert len(rerun) == 1 and "24" in rerun[0][rerun[0].index("--max-concurrency") + 1]
     assert op.summaries(read_jsonl(tmp_path / "run" / "bench.jsonl"))[0].best == 20

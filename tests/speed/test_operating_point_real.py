@@ -22,7 +22,7 @@ import pytest
 
 from kimi_runbooks import speed
 from kimi_runbooks.emulator.cli import parse_settings
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed import operating_point as op
 from kimi_runbooks.target.locate import RunHandle
 from tests.support import tiny_scenario
@@ -57,7 +57,13 @@ def test_search_finds_the_emulators_known_slo_max_concurrency(require_tool_env, 
     try:
         handle = RunHandle(base_url=base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", emulated=True)
         speed.run_scenarios(
-            [scenario], handle, tmp_path / "run", tokenizer=tokenizer, offline=True, devices=8, timeout_s=600
+            [scenario],
+            handle,
+            RunFolder.create(tmp_path / "run"),
+            tokenizer=tokenizer,
+            offline=True,
+            devices=8,
+            timeout_s=600,
         )
     finally:
         stop()

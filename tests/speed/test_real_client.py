@@ -17,7 +17,7 @@ from kimi_runbooks import speed
 from kimi_runbooks.catalog import Scenario
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.target.locate import RunHandle
 from tests.support import tiny_scenario
 
@@ -47,7 +47,9 @@ def _handle(url: str) -> RunHandle:
 def test_smoke_set_with_the_real_client(bench_env, real_client, tmp_path):
     smoke = speed.select_scenarios("smoke")
     with start_subprocess(["--profile", "h200", "--time-scale", "0.05"]) as emu:
-        df = speed.run_scenarios(smoke, _handle(emu.base_url), tmp_path, real_client, devices=8, platform="h200")
+        df = speed.run_scenarios(
+            smoke, _handle(emu.base_url), RunFolder.create(tmp_path), real_client, devices=8, platform="h200"
+        )
     rows = {r["scenario"]: r for r in read_jsonl(tmp_path / "bench.jsonl")}
     assert list(df["scenario"]) == [s.id for s in smoke]
     for sc in smoke:
@@ -95,7 +97,7 @@ def test_killed_server_keeps_finished_results_and_rerun_resumes(bench_env, real_
     )
     watcher.start()
     try:
-        speed.run_scenarios(scenarios, _handle(emu.base_url), tmp_path, real_client)
+        speed.run_scenarios(scenarios, _handle(emu.base_url), RunFolder.create(tmp_path), real_client)
     finally:
         stop.set()
         emu.stop()
@@ -110,7 +112,7 @@ def test_killed_server_keeps_finished_results_and_rerun_resumes(bench_env, real_
     kept = Path(first[0]["output_file"]).read_text()
 
     with start_subprocess(["--profile", "h200", "--time-scale", "0.05"], port=port) as emu2:
-        df = speed.run_scenarios(scenarios, _handle(emu2.base_url), tmp_path, real_client)
+        df = speed.run_scenarios(scenarios, _handle(emu2.base_url), RunFolder.create(tmp_path), real_client)
     rows = read_jsonl(tmp_path / "bench.jsonl")
     assert [(r["scenario"], r["status"]) for r in rows[3:]] == [("second-c1", "ok"), ("third-c1", "ok")]
     assert Path(first[0]["output_file"]).read_text() == kept  # first scenario not run again
@@ -145,7 +147,14 @@ def test_time_scaled_rehearsal_is_rescaled_to_the_profile(bench_env, real_client
         "0",
     ]
     with start_subprocess(flags) as emu:
-        df = speed.run_scenarios([scenario], _handle(emu.base_url), tmp_path, real_client, devices=8, platform="h200")
+        df = speed.run_scenarios(
+            [scenario],
+            _handle(emu.base_url),
+            RunFolder.create(tmp_path),
+            real_client,
+            devices=8,
+            platform="h200",
+        )
     raw = df.iloc[0]
     assert raw["status"] == "ok", raw.get("error")
     assert raw["median_tpot_ms"] == pytest.approx(1.0, rel=0.5)  # 0.05 x 20 ms, plus client overhead

@@ -14,7 +14,7 @@ import pytest
 from kimi_runbooks import speed
 from kimi_runbooks.emulator.testing import start_subprocess
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed.repeats import interval
 from kimi_runbooks.target.locate import RunHandle
 from tests.support import tiny_scenario
@@ -29,7 +29,9 @@ def test_three_repeats_of_one_scenario_with_the_real_client(require_tool_env, tm
     scenario = tiny_scenario("rep-c2", num_prompts=4, max_concurrency=2)
     with start_subprocess(["--profile", "h200", "--time-scale", "0.05"]) as emu:
         handle = RunHandle(base_url=emu.base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200")
-        df = speed.run_scenarios([scenario], handle, tmp_path / "run", options, devices=8, platform="h200")
+        df = speed.run_scenarios(
+            [scenario], handle, RunFolder.create(tmp_path / "run"), options, devices=8, platform="h200"
+        )
     rows = read_jsonl(tmp_path / "run" / "bench.jsonl")
     assert [(r["repeat"], r["repeats"], r["status"]) for r in rows] == [(1, 3, "ok"), (2, 3, "ok"), (3, 3, "ok")], [
         r.get("error") for r in rows

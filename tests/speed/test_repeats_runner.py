@@ -18,7 +18,7 @@ from kimi_runbooks import speed
 from kimi_runbooks.emulator.latency import LatencyProfile
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.target.locate import RunHandle
 from tests.support import FAKE_BENCH, tiny_scenario
 
@@ -53,7 +53,7 @@ def test_stage_repeats_each_scenario_and_a_scenario_sets_its_own(server, tmp_pat
     handle = RunHandle(base_url=server, model="moonshotai/Kimi-K2.6", launcher="emulator")
     argv_log = tmp_path / "argv.jsonl"
     scenarios = [tiny_scenario("a-c1"), tiny_scenario("b-c1", repeats=2), tiny_scenario("c-c1", repeats=1)]
-    df = speed.run_scenarios(scenarios, handle, tmp_path, _options(argv_log), repeats=3)
+    df = speed.run_scenarios(scenarios, handle, RunFolder.create(tmp_path), _options(argv_log), repeats=3)
     assert _ran(argv_log) == ["a-c1.r1", "a-c1.r2", "a-c1.r3", "b-c1.r1", "b-c1.r2", "c-c1"]
     seen = [json.loads(line)["argv"] for line in argv_log.read_text().splitlines()]
     assert all("--flush-cache" in argv for argv in seen[:5]) and "--flush-cache" not in seen[5]
@@ -82,11 +82,13 @@ def pd_isna(value: object) -> bool:
 KILLED = """
 import sys
 from kimi_runbooks import speed
+from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target.locate import RunHandle
 from tests.support import FAKE_BENCH, tiny_scenario
 handle = RunHandle(base_url=sys.argv[1], model="moonshotai/Kimi-K2.6", launcher="emulator")
 env = {"FAKE_BENCH_ARGV_LOG": sys.argv[3], "FAKE_BENCH_HANG": "a-c1.r2"}
-speed.run_scenarios([tiny_scenario("a-c1", repeats=3)], handle, sys.argv[2], offline=True, command_prefix=FAKE_BENCH,
+speed.run_scenarios([tiny_scenario("a-c1", repeats=3)], handle, RunFolder.create(sys.argv[2]), offline=True,
+                    command_prefix=FAKE_BENCH,
                     env=env, progress=False, timeout_s=600, verify_tokens=False)
 """
 
@@ -118,9 +120,11 @@ def test_a_stage_killed_during_a_repeat_resumes_at_that_repeat(server, tmp_path)
     assert [(r["repeat"], r["status"]) for r in rows] == [(1, "ok")]  # repeat 1 was appended before the kill
     argv_log.unlink()
     handle = RunHandle(base_url=server, model="moonshotai/Kimi-K2.6", launcher="emulator")
-    df = speed.run_scenarios([tiny_scenario("a-c1", repeats=3)], handle, tmp_path, _options(argv_log))
+    df = speed.run_scenarios([tiny_scenario("a-c1", repeats=3)], handle, RunFolder.create(tmp_path), _options(argv_log))
     assert _ran(argv_log) == ["a-c1.r2", "a-c1.r3"]  # repeat 1 is not run again
     assert [r["repeat"] for r in read_jsonl(tmp_path / "bench.jsonl")] == [1, 2, 3]
     assert df.iloc[0]["n_runs"] == 3 and df.iloc[0]["status"] == "ok"
-    again = speed.run_scenarios([tiny_scenario("a-c1", repeats=3)], handle, tmp_path, _options(argv_log))
+    again = speed.run_scenarios(
+        [tiny_scenario("a-c1", repeats=3)], handle, RunFolder.create(tmp_path), _options(argv_log)
+    )
     assert _ran(argv_log) == ["a-c1.r2", "a-c1.r3"] and again.iloc[0]["n_runs"] == 3  # all finished: nothing run

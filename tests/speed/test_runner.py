@@ -17,7 +17,7 @@ from kimi_runbooks.emulator.latency import LatencyProfile
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.plan.memory import plan_memory
-from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.target.locate import RunHandle
 from tests.support import FAKE_BENCH
 
@@ -65,7 +65,7 @@ def test_statuses_resume_and_redaction(server, tmp_path, monkeypatch):
     df = speed.run_scenarios(
         scenarios,
         handle,
-        tmp_path,
+        RunFolder.create(tmp_path),
         offline=True,
         command_prefix=FAKE,
         env=env,
@@ -105,7 +105,7 @@ def test_statuses_resume_and_redaction(server, tmp_path, monkeypatch):
     df2 = speed.run_scenarios(
         scenarios,
         _handle(server, api_key_env="BENCH_TEST_KEY"),
-        tmp_path,
+        RunFolder.create(tmp_path),
         offline=True,
         command_prefix=FAKE,
         env={"FAKE_BENCH_ARGV_LOG": str(argv_log)},
@@ -128,7 +128,7 @@ def test_printed_block_fallback_and_timeout(server, tmp_path):
     df = speed.run_scenarios(
         sc,
         _handle(server),
-        tmp_path,
+        RunFolder.create(tmp_path),
         command_prefix=FAKE,
         progress=False,
         env={"FAKE_BENCH_NO_FILE": "1"},
@@ -141,7 +141,7 @@ def test_printed_block_fallback_and_timeout(server, tmp_path):
     speed.run_scenarios(
         t,
         _handle(server),
-        tmp_path,
+        RunFolder.create(tmp_path),
         command_prefix=FAKE,
         progress=False,
         env={"FAKE_BENCH_SLEEP": "30"},
@@ -166,7 +166,13 @@ def test_dead_server_fails_fast_and_plan_estimate_used(tmp_path):
     )
     cells = [cat.scenario("matrix-ctx8k-c1"), cat.scenario("matrix-ctx123k-c128")]
     df = speed.run_scenarios(
-        cells, "http://127.0.0.1:9", tmp_path, command_prefix=FAKE, memory_plan=mem, progress=False, verify_tokens=False
+        cells,
+        "http://127.0.0.1:9",
+        RunFolder.create(tmp_path),
+        command_prefix=FAKE,
+        memory_plan=mem,
+        progress=False,
+        verify_tokens=False,
     )
     status = dict(zip(df["scenario"], df["status"]))
     assert status["matrix-ctx123k-c128"] == "over-capacity"

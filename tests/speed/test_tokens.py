@@ -104,7 +104,7 @@ def test_the_emulator_and_its_tokenizer_agree_on_every_backend(fake_client, tmp_
     scenarios = [_sc("native-c1", "sglang"), _sc("oai-c1", "sglang-oai"), _sc("chat-c1")]
     with emulator_server(time_scale=0.01, log_startup=False) as url:
         handle = RunHandle(base_url=url, model="moonshotai/Kimi-K2.6", launcher="emulator", emulated=True)
-        speed.run_scenarios(scenarios, handle, tmp_path, fake_client)
+        speed.run_scenarios(scenarios, handle, RunFolder.create(tmp_path), fake_client)
     rows = {r["scenario"]: r for r in read_jsonl(tmp_path / "bench.jsonl")}
     for sid, row in rows.items():
         assert row["status"] == "ok", (sid, row["error"])
@@ -120,7 +120,7 @@ def test_a_server_that_counts_otherwise_is_not_comparable_and_never_compared(fak
     scenarios = [_sc("other-tokenizer-c1"), _sc("other-backend-c1", "sglang-oai")]
     with stand_in_server(StandIn(prompt_factor=3.9, completion_tokens=101)) as url:
         handle = RunHandle(base_url=url, model="stand-in-model", launcher="external")
-        df = speed.run_scenarios(scenarios, handle, tmp_path, fake_client)
+        df = speed.run_scenarios(scenarios, handle, RunFolder.create(tmp_path), fake_client)
     rows = {r["scenario"]: r for r in read_jsonl(tmp_path / "bench.jsonl")}
     bad = rows["other-tokenizer-c1"]
     assert bad["status"] == "not comparable" and bad["metrics"]["completed"] == 2  # run and kept

@@ -144,8 +144,8 @@ def test_token_checks_run_in_the_same_worker(tokenizer, tmp_path, monkeypatch):
     monkeypatch.setattr(BenchWorker, "_open", counted)
     with start_subprocess(["--time-scale", "1.0", *PROFILE]) as emu:
         speed.run_scenarios(
-            [_scenario("t-a"), _scenario("t-b")], _handle(emu.base_url), tmp_path, tokenizer=tokenizer,
-            offline=True, devices=8, platform="h200", progress=False, sample_metrics=False,
+            [_scenario("t-a"), _scenario("t-b")], _handle(emu.base_url), RunFolder.create(tmp_path),
+            tokenizer=tokenizer, offline=True, devices=8, platform="h200", progress=False, sample_metrics=False,
         )  # fmt: skip
     rows = read_jsonl(tmp_path / "bench.jsonl")
     assert [r["status"] for r in rows] == ["ok", "ok"]

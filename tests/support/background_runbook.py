@@ -57,4 +57,4 @@ def runbook_in_background(
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-        deploy.teardown_run(folder)
+        deploy.teardown_run(RunFolder(folder))

@@ -28,7 +28,7 @@ def rehearse_through_router(tmp_path: Path, platform: str, **parameters: Any) ->
             "stage_overrides": {"speed": {"scenarios": ["smoke-random-ids-c4"]}},
         },
     )
-    data = report.collect(run)
+    data = report.collect(RunFolder.of(run))
     verdict = report.verdict(data)
     assert verdict.level == "PASS" and data.emulated, verdict
     return RunFolder(run)

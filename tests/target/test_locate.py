@@ -20,6 +20,7 @@ from kimi_runbooks.deploy import free_port
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.origin import source_label
+from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.target import locate as target
 from kimi_runbooks.target.locate import RunHandle, write_handle
 
@@ -132,8 +133,8 @@ def test_base_url_without_model_asks_the_server_for_its_served_name(keyed_emulat
         assert handle.model == SERVED  # not a guessed default name
         assert handle.base_url == keyed_emulator and handle.launcher == "external" and handle.platform == "h200"
     assert invoke.resolve_target(base_url=keyed_emulator, api_key_env="RUNINFO_TEST_KEY").model == SERVED
-    cfg = runner.AccuracyConfig(run_dir=tmp_path, base_url=keyed_emulator, api_key_env="RUNINFO_TEST_KEY")
-    assert runner.resolve_server(cfg).model == SERVED
+    options = runner.AccuracyOptions(base_url=keyed_emulator, api_key_env="RUNINFO_TEST_KEY")
+    assert runner.resolve_server(RunFolder(tmp_path), options).model == SERVED
 
 
 def test_base_url_without_model_and_no_answer_names_the_cause_and_fix():
@@ -167,14 +168,15 @@ def test_an_explicit_model_is_taken_as_given_without_asking():
 
 def test_run_dir_handle_with_overrides(tmp_path):
     with pytest.raises(FileNotFoundError, match="deploy stage"):
-        target.resolve_target(tmp_path)
+        target.resolve_target(RunFolder(tmp_path))
     with pytest.raises(ValueError, match="run_dir"):
         target.resolve_target(None)
     write_handle(
-        tmp_path, RunHandle(base_url="http://h:1", model="m", launcher="emulator", emulated=True, platform="h200")
+        RunFolder.create(tmp_path),
+        RunHandle(base_url="http://h:1", model="m", launcher="emulator", emulated=True, platform="h200"),
     )
-    assert target.resolve_target(tmp_path) == target.read_handle(tmp_path)
-    handle = target.resolve_target(tmp_path, model="m2", api_key_env="K", platform="mi350x")
+    assert target.resolve_target(RunFolder(tmp_path)) == target.read_handle(RunFolder(tmp_path))
+    handle = target.resolve_target(RunFolder(tmp_path), model="m2", api_key_env="K", platform="mi350x")
     assert (handle.model, handle.api_key_env, handle.platform, handle.emulated) == ("m2", "K", "mi350x", True)
 
 
