@@ -26,12 +26,7 @@ EDGE = ["rundir"]
 TOOLSCRIPTS = PACKAGE / "tools" / "scripts"
 """Scripts (and stand-in packages) run by the tool environments' own interpreters, not the package."""
 
-WIDE_LEFT: set[str] = {
-    "kimi_runbooks.deploy.router:replica_fleet (9 parameters)",
-    "kimi_runbooks.deploy.sbatch:multinode_sbatch_script (9 parameters)",
-    "kimi_runbooks.speed.aiperf:profile_args (11 parameters)",
-    "kimi_runbooks.speed.argv:build_argv (9 parameters)",
-}
+WIDE_LEFT: set[str] = set()
 """Entry points still over the limit, each to be narrowed (the test fails when one is fixed and
 still listed, so the list only shrinks)."""
 LOOSE_LEFT: set[str] = set()

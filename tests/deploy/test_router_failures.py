@@ -11,7 +11,7 @@ import pytest
 from kimi_runbooks.deploy import launch
 from kimi_runbooks.deploy.errors import DeployError
 from kimi_runbooks.deploy.logpump import start_pumped
-from kimi_runbooks.deploy.router import replica_fleet, router_argv, wait_fleet
+from kimi_runbooks.deploy.router import RouterAddress, replica_fleet, router_argv, wait_fleet
 from kimi_runbooks.plan import PlanConfig
 from kimi_runbooks.plan import plan as make_plan
 from kimi_runbooks.procs import group_alive
@@ -63,10 +63,8 @@ def _fleet(tmp_path, argvs, ports, policy="round_robin"):
         argvs,
         [f"http://127.0.0.1:{p}" for p in ports],
         tmp_path,
+        RouterAddress("127.0.0.1", free_port("127.0.0.1"), free_port("127.0.0.1")),
         policy=policy,
-        host="127.0.0.1",
-        port=free_port("127.0.0.1"),
-        prometheus_port=free_port("127.0.0.1"),
         env={"PYTHONUNBUFFERED": "1", "PATH": "/usr/bin:/bin"},
         start=lambda argv, env, log: start_pumped(argv, env, log, None),
     )

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from kimi_runbooks.deploy.logpump import start_pumped
-from kimi_runbooks.deploy.router import Fleet, replica_fleet, wait_fleet
+from kimi_runbooks.deploy.router import Fleet, RouterAddress, replica_fleet, wait_fleet
 from kimi_runbooks.speed.traces import agentic_trace
 from kimi_runbooks.target.ports import free_port
 from tests.support.agentic_replay import agentic_design, replay, requests_served
@@ -41,10 +41,8 @@ def _start(folder: Path, policy: str) -> Fleet:
         argvs,
         [f"http://127.0.0.1:{p}" for p in ports],
         folder,
+        RouterAddress("127.0.0.1", free_port("127.0.0.1"), free_port("127.0.0.1")),
         policy=policy,
-        host="127.0.0.1",
-        port=free_port("127.0.0.1"),
-        prometheus_port=free_port("127.0.0.1"),
         env={"PYTHONUNBUFFERED": "1", "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
         start=lambda argv, env, log: start_pumped(argv, env, log, None),
     )

@@ -21,7 +21,7 @@ from kimi_runbooks.emulator.testing import emulator_server
 from kimi_runbooks.kimi.chat_template import render
 from kimi_runbooks.kimi.tokenizer import count_tokens
 from kimi_runbooks.kimi.tokenizer_files import make_offline_tokenizer
-from kimi_runbooks.speed.aiperf import TokenRecord, aiperf_env, disagreements, profile_args, read_records
+from kimi_runbooks.speed.aiperf import TokenRecord, Workload, aiperf_env, disagreements, profile_args, read_records
 from kimi_runbooks.tools.envs import ToolEnv
 
 pytestmark = pytest.mark.heavy
@@ -41,7 +41,7 @@ def tokenizer(tmp_path_factory) -> Path:
 
 
 def run_aiperf(env: ToolEnv, base: str, tokenizer: Path, out: Path, **kw: object) -> list[TokenRecord]:
-    args = profile_args(base, MODEL, tokenizer, out, input_tokens=N, output_tokens=OUT, requests=6, **kw)
+    args = profile_args(base, MODEL, tokenizer, out, Workload(input_tokens=N, output_tokens=OUT, requests=6, **kw))
     proc = subprocess.run(
         env.argv(*args), capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, env=aiperf_env()
     )

@@ -6,11 +6,13 @@ import json
 
 import pytest
 
-from kimi_runbooks.speed.aiperf import TokenRecord, aiperf_env, disagreements, profile_args, read_records
+from kimi_runbooks.speed.aiperf import TokenRecord, Workload, aiperf_env, disagreements, profile_args, read_records
 
 
 def test_profile_args_streamed_asks_for_usage(tmp_path):
-    args = profile_args("http://h:1/", "m", tmp_path / "tok", tmp_path / "out", streaming=True, input_tokens=100)
+    args = profile_args(
+        "http://h:1/", "m", tmp_path / "tok", tmp_path / "out", Workload(streaming=True, input_tokens=100)
+    )
     assert args[:2] == ["profile", "--model"] and args[args.index("--url") + 1] == "http://h:1"
     assert args[args.index("--tokenizer") + 1] == str((tmp_path / "tok").resolve())
     assert args[args.index("--isl") + 1] == "100" and args[-1] == "--streaming"
@@ -21,9 +23,9 @@ def test_profile_args_streamed_asks_for_usage(tmp_path):
 
 def test_profile_args_refuse_bad_input():
     with pytest.raises(ValueError, match="endpoint must be"):
-        profile_args("http://h", "m", "t", "o", endpoint="embeddings")
+        profile_args("http://h", "m", "t", "o", Workload(endpoint="embeddings"))
     with pytest.raises(ValueError, match="at least 1"):
-        profile_args("http://h", "m", "t", "o", requests=0)
+        profile_args("http://h", "m", "t", "o", Workload(requests=0))
 
 
 def test_aiperf_env_drops_the_hub_offline_switches():

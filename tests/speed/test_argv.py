@@ -24,7 +24,9 @@ def test_every_catalog_scenario_builds(catalog):
             warnings.simplefilter("ignore")
             generated = sc.trace is not None or sc.arrival == "constant"  # the runner writes it (traces, arrivals)
             trace = "trace.json" if generated else None
-            argv = speed.build_argv(sc, "http://127.0.0.1:30000", output_file="o.jsonl", dataset_path=trace)
+            argv = speed.build_argv(
+                sc, "http://127.0.0.1:30000", output_file="o.jsonl", client=speed.BenchClient(dataset_path=trace)
+            )
         assert argv[:3] == ["python3", "-m", "sglang.bench_serving"]
         if trace:
             assert _flag(argv, "--dataset-path") == trace and "--flush-cache" in argv
@@ -59,9 +61,7 @@ def test_target_forms_seed_tokenizer_prefix(catalog):
         sc,
         {"host": "10.0.0.2", "port": 8000, "model": "m"},
         output_file="f",
-        tokenizer="/tok",
-        command_prefix=["docker", "exec", "ctr"],
-        python="python3.11",
+        client=speed.BenchClient(python="python3.11", command_prefix=["docker", "exec", "ctr"], tokenizer="/tok"),
     )
     assert argv[:5] == ["docker", "exec", "ctr", "python3.11", "-m"]
     assert (_flag(argv, "--host"), _flag(argv, "--port"), _flag(argv, "--model")) == ("10.0.0.2", "8000", "m")
@@ -72,13 +72,16 @@ def test_target_forms_seed_tokenizer_prefix(catalog):
     assert _flag(argv, "--random-range-ratio") == "1"
     unseeded = catalog.scenario("chat-1k1k-c1")
     assert "--seed" not in speed.build_argv(unseeded, "http://h:1", output_file="f")
-    assert _flag(speed.build_argv(unseeded, "http://h:1", output_file="f", seed=7), "--seed") == "7"
+    assert (
+        _flag(speed.build_argv(unseeded, "http://h:1", output_file="f", client=speed.BenchClient(seed=7)), "--seed")
+        == "7"
+    )
 
 
 def test_offline_random_becomes_random_ids_with_warning(catalog):
     sc = catalog.scenario("chat-1k1k-c1")
     with pytest.warns(speed.OfflineDatasetWarning, match="random-ids"):
-        argv = speed.build_argv(sc, "http://h:1", output_file="f", offline=True)
+        argv = speed.build_argv(sc, "http://h:1", output_file="f", client=speed.BenchClient(offline=True))
     assert _flag(argv, "--dataset-name") == "random-ids"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -88,8 +91,10 @@ def test_offline_random_becomes_random_ids_with_warning(catalog):
 def test_offline_sharegpt_needs_a_local_file(catalog):
     sc = catalog.scenario("sharegpt-c1")
     with pytest.raises(speed.BenchConfigError, match="dataset_path"):
-        speed.build_argv(sc, "http://h:1", output_file="f", offline=True)
-    argv = speed.build_argv(sc, "http://h:1", output_file="f", offline=True, dataset_path="/data/sg.json")
+        speed.build_argv(sc, "http://h:1", output_file="f", client=speed.BenchClient(offline=True))
+    argv = speed.build_argv(
+        sc, "http://h:1", output_file="f", client=speed.BenchClient(offline=True, dataset_path="/data/sg.json")
+    )
     assert _flag(argv, "--dataset-path") == "/data/sg.json"
     assert "--random-input-len" not in argv
 

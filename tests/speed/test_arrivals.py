@@ -25,7 +25,7 @@ TARGET = "http://127.0.0.1:30000"
 
 
 def _argv(scenario: Any, **kw: Any) -> list[str]:
-    return speed.build_argv(scenario, TARGET, output_file="out.jsonl", python="python", **kw)
+    return speed.build_argv(scenario, TARGET, output_file="out.jsonl", client=speed.BenchClient(python="python", **kw))
 
 
 def test_poisson_is_bench_servings_request_rate() -> None:

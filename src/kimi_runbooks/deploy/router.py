@@ -169,27 +169,35 @@ def wait_fleet(fleet: Fleet, timeout: float, poll: float = 0.25) -> None:
         time.sleep(poll)
 
 
+@dataclass(frozen=True)
+class RouterAddress:
+    """Where a router listens: its requests on host:port, its Prometheus metrics on prometheus_port."""
+
+    host: str
+    port: int
+    prometheus_port: int
+
+
 def replica_fleet(
     emulator_argvs: list[list[str]],
     urls: list[str],
     logs_dir: Path,
+    address: RouterAddress,
     *,
     policy: str,
-    host: str,
-    port: int,
-    prometheus_port: int,
     env: dict[str, str],
     start: Callable[[list[str], dict[str, str], Path], subprocess.Popen[bytes]],
 ) -> Fleet:
-    """N plain replicas (one emulator argv and URL each) behind the router with `--policy`; `start`
-    runs one command behind the log pump into a log file of `logs_dir`."""
+    """N plain replicas (one emulator argv and URL each) behind the router at `address` with
+    `--policy`; `start` runs one command behind the log pump into a log file of `logs_dir`."""
+    host, port = address.host, address.port
     python = router_python()
     fleet = Fleet()
     try:
         for i, (argv, url) in enumerate(zip(emulator_argvs, urls, strict=True)):
             log = logs_dir / RunFolder.MEMBER_LOG.format("emulator", f"replica-{i}")
             fleet.backends.append(Member(f"replica-{i}", url, start(argv, env, log), log))
-        argv = router_argv([], python, host=host, port=port, prometheus_port=prometheus_port, workers=urls) + [
+        argv = router_argv([], python, host=host, port=port, prometheus_port=address.prometheus_port, workers=urls) + [
             "--policy",
             policy,
         ]

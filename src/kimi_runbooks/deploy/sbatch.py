@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..plan import NodeCommand
@@ -42,43 +43,40 @@ def _quote(argv: list[str]) -> str:
     return shell_join(argv)
 
 
-def sbatch_script(
-    *,
-    job_name: str,
-    run_dir: Path,
-    command: list[str],
-    env: Mapping[str, str] | None = None,
-    secret_env: str | None = None,
-    partition: str | None = None,
-    time_limit: str | None = None,
-    extra_sbatch: list[str] = (),  # type: ignore[assignment]
-) -> str:
+@dataclass(frozen=True)
+class SlurmJob:
+    """What every sbatch script of a run says about its job: the #SBATCH header and the key name
+    the log pump redacts."""
+
+    job_name: str
+    run_dir: Path
+    """Where the job's logs and slurm-<id>.out go (absolute: the job may start elsewhere)."""
+    secret_env: str | None = None
+    partition: str | None = None
+    time_limit: str | None = None
+    extra_sbatch: tuple[str, ...] = ()
+    """More `#SBATCH` lines, e.g. ("--account=proj",)."""
+
+
+def sbatch_script(job: SlurmJob, command: list[str], env: Mapping[str, str] | None = None) -> str:
     """One task on one node: export the plan's env, `srun` the (pumped) server command."""
-    header = _header(job_name, run_dir, 1, partition, time_limit, extra_sbatch)
+    header = _header(job, 1)
     lines = ["set -uo pipefail", *(f"export {assignment(k, v)}" for k, v in (env or {}).items())]
-    pumped = pump_command(command, run_dir / RunFolder.SERVER_LOG, secret_env)
+    pumped = pump_command(command, job.run_dir / RunFolder.SERVER_LOG, job.secret_env)
     lines.append("srun --nodes=1 --ntasks=1 --kill-on-bad-exit=1 " + _quote(pumped))
     return script_text(lines, header)
 
 
 def multinode_sbatch_script(
-    *,
-    job_name: str,
-    run_dir: Path,
-    nodes: list[NodeCommand],
-    scripts: list[Path],
-    router_script: Path | None,
-    secret_env: str | None = None,
-    partition: str | None = None,
-    time_limit: str | None = None,
-    extra_sbatch: list[str] = (),  # type: ignore[assignment]
+    job: SlurmJob, nodes: list[NodeCommand], scripts: list[Path], router_script: Path | None
 ) -> str:
     """One srun per node script (node i of the allocation runs plan.nodes[i]); the router on node 0.
 
     Node addresses come from the allocation: NODE<r>_IP per role rank, PREFILL_IP / DECODE_IP from
     the first node of those roles, so the scripts' `${...:?}` references resolve.
     """
-    header = _header(job_name, run_dir, len(nodes), partition, time_limit, extra_sbatch)
+    header = _header(job, len(nodes))
+    run_dir, secret_env = job.run_dir, job.secret_env
     lines = [
         "set -uo pipefail",
         'mapfile -t HOSTS < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
@@ -104,25 +102,30 @@ def multinode_sbatch_script(
     return script_text(lines, header)
 
 
-def _header(
-    job_name: str, run_dir: Path, nnodes: int, partition: str | None, time_limit: str | None, extra: list[str]
-) -> list[str]:
-    for value in (job_name, str(run_dir), os.getcwd(), partition or "", time_limit or "", *extra):
+def _header(job: SlurmJob, nnodes: int) -> list[str]:
+    for value in (
+        job.job_name,
+        str(job.run_dir),
+        os.getcwd(),
+        job.partition or "",
+        job.time_limit or "",
+        *job.extra_sbatch,
+    ):
         if "\n" in value or "\r" in value:
             raise SlurmError(f"{value!r} holds a line break, which would end its #SBATCH line. Fix: remove it.")
     lines = [
-        f"#SBATCH --job-name={job_name}",
+        f"#SBATCH --job-name={job.job_name}",
         f"#SBATCH --nodes={nnodes}",
         "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --output={run_dir / 'slurm-%j.out'}",
+        f"#SBATCH --output={job.run_dir / 'slurm-%j.out'}",
         f"#SBATCH --chdir={os.getcwd()}",
         "#SBATCH --export=ALL",
     ]
-    if partition:
-        lines.append(f"#SBATCH --partition={partition}")
-    if time_limit:
-        lines.append(f"#SBATCH --time={time_limit}")
-    lines += [f"#SBATCH {opt}" for opt in extra]
+    if job.partition:
+        lines.append(f"#SBATCH --partition={job.partition}")
+    if job.time_limit:
+        lines.append(f"#SBATCH --time={job.time_limit}")
+    lines += [f"#SBATCH {opt}" for opt in job.extra_sbatch]
     return lines
 
 

@@ -2,7 +2,7 @@
 
 * stage      `stage.run(folder, SpeedStageOptions(...))`: the stage's one entry (what the notebook calls)
 * scenarios  `select_scenarios`, `platform_capacity`: what to run and what the server can hold
-* argv       `build_argv(scenario, target, ...)`, BenchTarget, BenchConfigError
+* argv       `build_argv(scenario, target, output_file=..., client=BenchClient(...))`, BenchTarget, BenchConfigError
 * run        `run_scenarios(...)`: a loop over `run_one`, appended to run_dir/bench.jsonl, resumable
 * operating_point  a scenario's `search:` bisected (highest concurrency or rate meeting its SLO), probes as rows
 * arrivals   `arrival: poisson|constant`: bench_serving's --request-rate, or an evenly spaced mooncake trace
@@ -25,7 +25,15 @@ worker before ipykernel (execution.prewarm), so the first cell no longer races t
 from __future__ import annotations
 
 from ..target.locate import resolve_target
-from .argv import DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, OfflineDatasetWarning, build_argv, dataset_name
+from .argv import (
+    DEFAULT_TIMEOUT_S,
+    BenchClient,
+    BenchConfigError,
+    BenchTarget,
+    OfflineDatasetWarning,
+    build_argv,
+    dataset_name,
+)
 from .bench_failure import error_line, request_details
 from .benchenv import offline_tokenizer
 from .capacity import capacity_plan, cell_fit, live_server_info
@@ -58,6 +66,7 @@ __all__ = [
     "RESULTS_FILE",
     "STATUSES",
     "TOLERANCE",
+    "BenchClient",
     "BenchConfigError",
     "BenchParseError",
     "BenchTarget",

@@ -30,6 +30,7 @@ from typing import Any
 __all__ = [
     "RECORDS_FILE",
     "TokenRecord",
+    "Workload",
     "aiperf_env",
     "disagreements",
     "profile_args",
@@ -42,25 +43,31 @@ RECORDS_FILE = "profile_export.jsonl"
 HUB_OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
+@dataclass(frozen=True)
+class Workload:
+    """AIPerf's synthetic text workload: fixed lengths, a request count, a concurrency."""
+
+    endpoint: str = "chat"
+    """chat or completions."""
+    input_tokens: int = 256
+    output_tokens: int = 32
+    requests: int = 8
+    concurrency: int = 2
+    streaming: bool = False
+    seed: int = 0
+
+
 def profile_args(
-    base_url: str,
-    model: str,
-    tokenizer: str | Path,
-    artifact_dir: str | Path,
-    *,
-    endpoint: str = "chat",
-    input_tokens: int = 256,
-    output_tokens: int = 32,
-    requests: int = 8,
-    concurrency: int = 2,
-    streaming: bool = False,
-    seed: int = 0,
+    base_url: str, model: str, tokenizer: str | Path, artifact_dir: str | Path, workload: Workload | None = None
 ) -> list[str]:
-    """Arguments after ``aiperf``: a fixed-length synthetic workload, no dashboard, no GPU telemetry.
+    """Arguments after ``aiperf``: `workload` (default: Workload()), no dashboard, no GPU telemetry.
 
     ``ignore_eos`` makes the server generate ``output_tokens`` (SGLang honours it); server metrics
     scraping is off (the runbook's speed stage scrapes /metrics itself).
     """
+    w = workload or Workload()
+    endpoint, input_tokens, output_tokens = w.endpoint, w.input_tokens, w.output_tokens
+    requests, concurrency, streaming, seed = w.requests, w.concurrency, w.streaming, w.seed
     if endpoint not in ("chat", "completions"):
         raise ValueError(f"endpoint must be 'chat' or 'completions', got {endpoint!r}")
     if min(input_tokens, output_tokens, requests, concurrency) < 1:

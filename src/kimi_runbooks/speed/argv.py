@@ -93,28 +93,32 @@ def dataset_name(scenario: Scenario, offline: bool) -> str:
     return scenario.dataset
 
 
-def build_argv(
-    scenario: Scenario,
-    target: Any,
-    *,
-    output_file: str | Path,
-    tokenizer: str | Path | None = None,
-    offline: bool = False,
-    command_prefix: Sequence[str] | None = None,
-    seed: int | None = None,
-    python: str | None = None,
-    dataset_path: str | Path | None = None,
-) -> list[str]:
-    """The full bench_serving command for one scenario against one server.
+@dataclass(frozen=True)
+class BenchClient:
+    """How bench_serving is run, whatever the scenario: where, with which tokenizer and data."""
 
-    command_prefix goes in front (e.g. ["docker", "exec", "ctr"]); python is the interpreter
-    that has sglang installed (default `python3`). Scenario seed wins over `seed`.
-    """
+    python: str | None = None
+    """The interpreter that has sglang installed (default `python3`)."""
+    command_prefix: Sequence[str] | None = None
+    """Goes in front, e.g. ["docker", "exec", "ctr"]."""
+    tokenizer: str | Path | None = None
+    offline: bool = False
+    """No downloads: random becomes random-ids, sharegpt needs dataset_path."""
+    seed: int | None = None
+    """Used when the scenario sets none (the scenario's seed wins)."""
+    dataset_path: str | Path | None = None
+
+
+def build_argv(
+    scenario: Scenario, target: Any, *, output_file: str | Path, client: BenchClient | None = None
+) -> list[str]:
+    """The full bench_serving command for one scenario against one server, run as `client` says."""
+    c = client or BenchClient()
     tgt = BenchTarget.of(target)
     extra = dict(scenario.extra_args)
-    if dataset_path is not None:
-        extra["--dataset-path"] = str(dataset_path)
-    if scenario.dataset == "sharegpt" and offline and not _has_flag(extra, "--dataset-path"):
+    if c.dataset_path is not None:
+        extra["--dataset-path"] = str(c.dataset_path)
+    if scenario.dataset == "sharegpt" and c.offline and not _has_flag(extra, "--dataset-path"):
         raise BenchConfigError(
             f"scenario {scenario.id} uses --dataset-name sharegpt, which bench_serving downloads "
             "at run time, but offline=True forbids downloads. Fix: download "
@@ -126,14 +130,14 @@ def build_argv(
             f"scenario {scenario.id}: dataset {scenario.dataset} needs input_len and output_len. "
             "Fix: set both in params/scenarios."
         )
-    _check_trace_backend(scenario, extra, dataset_path)
-    if is_constant(scenario) and not (dataset_path is not None or _has_flag(extra, "--dataset-path")):
+    _check_trace_backend(scenario, extra, c.dataset_path)
+    if is_constant(scenario) and not (c.dataset_path is not None or _has_flag(extra, "--dataset-path")):
         raise BenchConfigError(
             f"scenario {scenario.id}: arrival: constant replays a generated mooncake trace. Fix: run it "
             "through the speed stage (which writes the trace), or pass dataset_path=<its arrivals file>."
         )
     lengths = not is_constant(scenario)  # a mooncake record carries its own lengths
-    argv: list[str] = [*(command_prefix or []), python or DEFAULT_PYTHON, "-m", BENCH_MODULE]
+    argv: list[str] = [*(c.command_prefix or []), c.python or DEFAULT_PYTHON, "-m", BENCH_MODULE]
     argv += ["--backend", scenario.backend]
     if tgt.base_url:
         argv += ["--base-url", tgt.base_url.rstrip("/")]
@@ -141,9 +145,9 @@ def build_argv(
         argv += ["--host", tgt.host or "127.0.0.1", "--port", str(tgt.port or 30000)]
     if tgt.model:
         argv += ["--model", tgt.model]
-    if tokenizer is not None:
-        argv += ["--tokenizer", str(tokenizer)]
-    argv += ["--dataset-name", dataset_name(scenario, offline)]
+    if c.tokenizer is not None:
+        argv += ["--tokenizer", str(c.tokenizer)]
+    argv += ["--dataset-name", dataset_name(scenario, c.offline)]
     if scenario.input_len is not None and lengths:
         argv += ["--random-input-len", str(scenario.input_len)]
     if scenario.output_len is not None and lengths:
@@ -155,7 +159,7 @@ def build_argv(
         argv += ["--max-concurrency", str(scenario.max_concurrency)]
     if scenario.request_rate is not None and lengths:  # mooncake replays its timestamps instead
         argv += ["--request-rate", _fmt(scenario.request_rate)]
-    run_seed = scenario.seed if scenario.seed is not None else seed
+    run_seed = scenario.seed if scenario.seed is not None else c.seed
     if run_seed is not None:
         argv += ["--seed", str(run_seed)]
     if scenario.warmup_requests is not None:

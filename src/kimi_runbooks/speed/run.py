@@ -34,7 +34,7 @@ from ..target.locate import RunHandle
 from ..tools.envs import OFFLINE_ENV
 from . import shared_worker
 from .answer_probe import answer_results
-from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
+from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchClient, BenchConfigError, BenchTarget, build_argv
 from .bench_failure import classify, details_of, raw_result
 from .benchenv import default_bench_python
 from .capacity import capacity_plan, cell_fit, live_server_info
@@ -158,17 +158,15 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     try:
         # agentic-trace / mooncake: the file replayed, grown toward the served context length
         trace = prepare_trace(scenario, folder, run.options.dataset_path, run.extra.get("context_length"))
-        argv = build_argv(
-            scenario,
-            run.target,
-            output_file=output_file,
+        client = BenchClient(
+            python=run.python,
+            command_prefix=run.options.command_prefix,
             tokenizer=run.options.tokenizer,
             offline=run.options.offline,
-            command_prefix=run.options.command_prefix,
             seed=run.options.seed,
-            python=run.python,
             dataset_path=trace[0] if trace else run.options.dataset_path,
         )
+        argv = build_argv(scenario, run.target, output_file=output_file, client=client)
     except (BenchConfigError, TraceError) as exc:
         row.update(status="skipped", metrics={}, argv=[], log=None, error=str(exc))
         return run.record(row)
@@ -401,16 +399,14 @@ def token_checks(todo: Sequence[Scenario], run: SpeedRun, verify: bool, progress
         if fit is not None and not fit.fits:
             continue
         try:
-            argv = build_argv(
-                scenario,
-                run.target,
-                output_file=run.folder.bench_output(scenario.id),
+            client = BenchClient(
+                python="python",
                 tokenizer=run.options.tokenizer,
                 offline=run.options.offline,
                 seed=run.options.seed,
-                python="python",
                 dataset_path=run.options.dataset_path,
             )
+            argv = build_argv(scenario, run.target, output_file=run.folder.bench_output(scenario.id), client=client)
         except BenchConfigError:
             continue
         items.append((scenario.id, argv[argv.index(BENCH_MODULE) + 1 :]))

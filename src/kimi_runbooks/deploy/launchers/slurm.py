@@ -90,32 +90,30 @@ class SlurmLauncher(Launcher):
             handle.command, handle.env = command, env
         script = ctx.folder.save_text(
             ctx.folder.sbatch,
-            slurm.sbatch_script(
-                job_name=f"kimi-runbooks-{handle.run_id}",
-                run_dir=ctx.folder.path.resolve(),
-                command=command,
-                env=env,
-                secret_env=secret_env,
-                extra_sbatch=list(self.opts.sbatch_options),
-            ),
+            slurm.sbatch_script(self._job(ctx, handle, secret_env), command, env),
         )
         handle.scripts = [script]
         handle.slurm_job_id = slurm.submit(script, ctx.environ)
         print(f"submitted slurm job {handle.slurm_job_id} ({slurm.describe(script)})")
         handle.log_path = ctx.folder.server_log.resolve()
 
+    def _job(self, ctx: LaunchContext, handle: ServerHandle, secret_env: str | None) -> slurm.SlurmJob:
+        return slurm.SlurmJob(
+            job_name=f"kimi-runbooks-{handle.run_id}",
+            run_dir=ctx.folder.path.resolve(),
+            secret_env=secret_env,
+            extra_sbatch=tuple(self.opts.sbatch_options),
+        )
+
     def _start_multinode(self, ctx: LaunchContext, handle: ServerHandle) -> None:
         scripts, router, _ = prepare_scripts(ctx, handle)
         script = ctx.folder.save_text(
             ctx.folder.sbatch,
             slurm.multinode_sbatch_script(
-                job_name=f"kimi-runbooks-{handle.run_id}",
-                run_dir=ctx.folder.path.resolve(),
-                nodes=ctx.plan.nodes,
-                scripts=[p.resolve() for p in scripts],
-                router_script=router.resolve() if router else None,
-                secret_env=ctx.plan.config.api_key_env,
-                extra_sbatch=list(self.opts.sbatch_options),
+                self._job(ctx, handle, ctx.plan.config.api_key_env),
+                ctx.plan.nodes,
+                [p.resolve() for p in scripts],
+                router.resolve() if router else None,
             ),
         )
         handle.scripts.append(script)
