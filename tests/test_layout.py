@@ -69,6 +69,7 @@ ROLES: dict[str, Role] = {
     "cli": Role("the command line of its package: main(argv)", (r"def main -> .*",)),
     "config": Role("the options model of its package", (r"class [A-Z]\w*Config",)),
     "options": Role("a stage's options model", (r"class [A-Z]\w*Options",)),
+    "stage": Role("a stage's one entry, registered in STAGES", (r"def run -> .*",)),
     "references": Role(
         "published references beside this run's rows", (r"def reference_frame -> .*", r"def compare -> .*")
     ),

@@ -12,11 +12,14 @@ import nbformat
 import pytest
 from pydantic import BaseModel
 
+from kimi_runbooks.accuracy import AccuracyOptions
 from kimi_runbooks.deploy import DeployOptions
 from kimi_runbooks.generator import NOTEBOOK_KNOBS, GeneratorOptions
+from kimi_runbooks.invoke import InvokeOptions
 from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.plan import EXAMPLE_PLATFORM, PlanConfig
 from kimi_runbooks.runbook import RunbookOptions
+from kimi_runbooks.speed import SpeedStageOptions
 
 
 def cell_defaults(notebook: Path) -> dict[str, Any]:
@@ -39,10 +42,14 @@ def model_defaults(model: type[BaseModel], names: Any = None) -> dict[str, Any]:
 
 EXPECTED = {
     "notebooks/deploy.ipynb": lambda: {
+        "run_dir": None,
         **model_defaults(PlanConfig, [n for n in PlanConfig.model_fields if n != "platform"]),
         "platform": EXAMPLE_PLATFORM,
         **model_defaults(DeployOptions),
     },
+    "notebooks/invoke.ipynb": lambda: {"run_dir": None, **model_defaults(InvokeOptions)},
+    "notebooks/speed_bench.ipynb": lambda: {"run_dir": "outputs/speed-bench", **model_defaults(SpeedStageOptions)},
+    "notebooks/accuracy.ipynb": lambda: {"run_dir": "outputs/accuracy", **model_defaults(AccuracyOptions)},
     "notebooks/command_generator.ipynb": lambda: {
         **model_defaults(PlanConfig, [n for n in NOTEBOOK_KNOBS if n != "platform"]),
         "platform": EXAMPLE_PLATFORM,

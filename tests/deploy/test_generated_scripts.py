@@ -98,12 +98,12 @@ def _scripts(launch: LaunchPlan, tmp: Path) -> dict[str, str]:
         texts["router.sh"] = launch.router.script
     run = tmp / "run"
     run.mkdir(exist_ok=True)
-    job = slurm.SlurmJob(job_name="kimi-runbooks-test", run_dir=run, secret_env=launch.config.api_key_env)
+    job = slurm.SlurmJob(job_name="kimi-runbooks-test", secret_env=launch.config.api_key_env)
     if launch.nodes:
         scripts, router = write_node_scripts(launch, RunFolder(run))
-        texts["multi.sbatch"] = slurm.multinode_sbatch_script(job, launch.nodes, scripts, router)
+        texts["multi.sbatch"] = slurm.multinode_sbatch_script(job, run, launch.nodes, scripts, router)
     else:
-        texts["single.sbatch"] = slurm.sbatch_script(job, launch.argv, launch.env)
+        texts["single.sbatch"] = slurm.sbatch_script(job, run, launch.argv, launch.env)
     return texts
 
 

@@ -157,7 +157,8 @@ def test_unknown_launcher() -> None:
 
 def test_slurm_sbatch_script(tmp_path: Path) -> None:
     text = slurm.sbatch_script(
-        slurm.SlurmJob(job_name="kimi-runbooks-x", run_dir=tmp_path, secret_env="KIMI_KEY"),
+        slurm.SlurmJob(job_name="kimi-runbooks-x", secret_env="KIMI_KEY"),
+        tmp_path,
         ["sglang", "serve", "--api-key", env_ref("KIMI_KEY"), "--tp", "8"],
     )
     assert "#SBATCH --job-name=kimi-runbooks-x" in text and "#SBATCH --export=ALL" in text

@@ -139,7 +139,7 @@ def test_multinode_sbatch_maps_nodes(tmp_path: Path) -> None:
     pd = next(d for d in DEPLOYMENTS if CATALOG.deployment(d).mode == "pd-disaggregation")
     plan = make_plan({"platform": "ascend-a3", "deployment": pd})
     scripts, router = deploy.write_node_scripts(plan, RunFolder(tmp_path))
-    text = slurm.multinode_sbatch_script(slurm.SlurmJob(job_name="j", run_dir=tmp_path), plan.nodes, scripts, router)
+    text = slurm.multinode_sbatch_script(slurm.SlurmJob(job_name="j"), tmp_path, plan.nodes, scripts, router)
     assert f"#SBATCH --nodes={len(plan.nodes)}" in text
     assert "export PREFILL_IP\n" in text and "export DECODE_IP\n" in text
     for i, script in enumerate(scripts):

@@ -98,7 +98,7 @@ def test_extra_arg_is_not_run_by_the_sbatch_script(stubs: StubBin, tmp_path: Pat
     launch = plan({"platform": "h200", "extra_args": [INJECTION, "`touch pwned`"]})
     (tmp_path / "run").mkdir()
     path = tmp_path / "server.sbatch"
-    path.write_text(slurm.sbatch_script(slurm.SlurmJob(job_name="j", run_dir=tmp_path / "run"), launch.argv))
+    path.write_text(slurm.sbatch_script(slurm.SlurmJob(job_name="j"), tmp_path / "run", launch.argv))
     proc = stubs.run_bash([str(path)], stubs.environ())
     assert proc.returncode == 0, proc.stderr
     assert not (stubs.cwd / "pwned").exists(), "the sbatch script ran the user's $(...) or backticks"

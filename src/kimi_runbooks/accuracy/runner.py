@@ -20,7 +20,7 @@ from ..target.locate import RunHandle, fetch_server_info, resolve_target, served
 from ..tools import envs as toolenv
 from . import vendor_verifier
 from .common import EvalRow, StageMissing, append_rows, finished_fingerprints, read_rows, settings_fingerprint
-from .config import SMOKE_SUITES, SUITES, AccuracyOptions
+from .options import SMOKE_SUITES, SUITES, AccuracyOptions
 from .suites import RUNNERS, SuiteContext, kvv_overrides, suite_settings
 
 __all__ = [

@@ -16,7 +16,7 @@ from ..target.served_limits import read_served_limits
 from ..tools import envs as toolenv
 from . import inspect_eval, sgl_eval, toolcall_eval, vendor_verifier
 from .common import Endpoint, EvalRow, ToolJob
-from .config import SGL_EVAL_SUITES, SMOKE_LIMIT, SMOKE_TOOLCALL_MAX_TOKENS, SUITES, AccuracyOptions
+from .options import SGL_EVAL_SUITES, SMOKE_LIMIT, SMOKE_TOOLCALL_MAX_TOKENS, SUITES, AccuracyOptions
 from .references import reference_entry
 from .toolcall_samples import write_ci_samples
 

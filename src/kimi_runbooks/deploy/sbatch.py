@@ -49,8 +49,6 @@ class SlurmJob:
     the log pump redacts."""
 
     job_name: str
-    run_dir: Path
-    """Where the job's logs and slurm-<id>.out go (absolute: the job may start elsewhere)."""
     secret_env: str | None = None
     partition: str | None = None
     time_limit: str | None = None
@@ -58,25 +56,26 @@ class SlurmJob:
     """More `#SBATCH` lines, e.g. ("--account=proj",)."""
 
 
-def sbatch_script(job: SlurmJob, command: list[str], env: Mapping[str, str] | None = None) -> str:
-    """One task on one node: export the plan's env, `srun` the (pumped) server command."""
-    header = _header(job, 1)
+def sbatch_script(job: SlurmJob, run_dir: Path, command: list[str], env: Mapping[str, str] | None = None) -> str:
+    """One task on one node: export the plan's env, `srun` the (pumped) server command; its logs
+    in `run_dir` (the run folder's absolute path: the job may start elsewhere)."""
+    header = _header(job, run_dir, 1)
     lines = ["set -uo pipefail", *(f"export {assignment(k, v)}" for k, v in (env or {}).items())]
-    pumped = pump_command(command, job.run_dir / RunFolder.SERVER_LOG, job.secret_env)
+    pumped = pump_command(command, run_dir / RunFolder.SERVER_LOG, job.secret_env)
     lines.append("srun --nodes=1 --ntasks=1 --kill-on-bad-exit=1 " + _quote(pumped))
     return script_text(lines, header)
 
 
 def multinode_sbatch_script(
-    job: SlurmJob, nodes: list[NodeCommand], scripts: list[Path], router_script: Path | None
+    job: SlurmJob, run_dir: Path, nodes: list[NodeCommand], scripts: list[Path], router_script: Path | None
 ) -> str:
     """One srun per node script (node i of the allocation runs plan.nodes[i]); the router on node 0.
 
     Node addresses come from the allocation: NODE<r>_IP per role rank, PREFILL_IP / DECODE_IP from
     the first node of those roles, so the scripts' `${...:?}` references resolve.
     """
-    header = _header(job, len(nodes))
-    run_dir, secret_env = job.run_dir, job.secret_env
+    header = _header(job, run_dir, len(nodes))
+    secret_env = job.secret_env
     lines = [
         "set -uo pipefail",
         'mapfile -t HOSTS < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
@@ -102,10 +101,10 @@ def multinode_sbatch_script(
     return script_text(lines, header)
 
 
-def _header(job: SlurmJob, nnodes: int) -> list[str]:
+def _header(job: SlurmJob, run_dir: Path, nnodes: int) -> list[str]:
     for value in (
         job.job_name,
-        str(job.run_dir),
+        str(run_dir),
         os.getcwd(),
         job.partition or "",
         job.time_limit or "",
@@ -117,7 +116,7 @@ def _header(job: SlurmJob, nnodes: int) -> list[str]:
         f"#SBATCH --job-name={job.job_name}",
         f"#SBATCH --nodes={nnodes}",
         "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --output={job.run_dir / 'slurm-%j.out'}",
+        f"#SBATCH --output={run_dir / 'slurm-%j.out'}",
         f"#SBATCH --chdir={os.getcwd()}",
         "#SBATCH --export=ALL",
     ]

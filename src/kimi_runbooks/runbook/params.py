@@ -334,7 +334,7 @@ def _scenario_problems(options: RunbookOptions) -> list[str]:
 
 
 def _suite_problems(suites: list[str]) -> list[str]:
-    from ..accuracy.config import SUITES
+    from ..accuracy.options import SUITES
 
     return [
         f"eval_suites names unknown suite {_nearest(s, SUITES)}. Fix: one of {', '.join(SUITES)}."

@@ -90,17 +90,16 @@ class SlurmLauncher(Launcher):
             handle.command, handle.env = command, env
         script = ctx.folder.save_text(
             ctx.folder.sbatch,
-            slurm.sbatch_script(self._job(ctx, handle, secret_env), command, env),
+            slurm.sbatch_script(self._job(handle, secret_env), ctx.folder.path.resolve(), command, env),
         )
         handle.scripts = [script]
         handle.slurm_job_id = slurm.submit(script, ctx.environ)
         print(f"submitted slurm job {handle.slurm_job_id} ({slurm.describe(script)})")
         handle.log_path = ctx.folder.server_log.resolve()
 
-    def _job(self, ctx: LaunchContext, handle: ServerHandle, secret_env: str | None) -> slurm.SlurmJob:
+    def _job(self, handle: ServerHandle, secret_env: str | None) -> slurm.SlurmJob:
         return slurm.SlurmJob(
             job_name=f"kimi-runbooks-{handle.run_id}",
-            run_dir=ctx.folder.path.resolve(),
             secret_env=secret_env,
             extra_sbatch=tuple(self.opts.sbatch_options),
         )
@@ -110,7 +109,8 @@ class SlurmLauncher(Launcher):
         script = ctx.folder.save_text(
             ctx.folder.sbatch,
             slurm.multinode_sbatch_script(
-                self._job(ctx, handle, ctx.plan.config.api_key_env),
+                self._job(handle, ctx.plan.config.api_key_env),
+                ctx.folder.path.resolve(),
                 ctx.plan.nodes,
                 [p.resolve() for p in scripts],
                 router.resolve() if router else None,
