@@ -12,6 +12,7 @@ from kimi_runbooks.accuracy import read_rows
 from kimi_runbooks.emulator import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.paths import REPO_ROOT
+from kimi_runbooks.rundir import RunFolder
 from tests.support import clean_code_cells, run_notebook
 
 pytestmark = pytest.mark.slow  # end to end: `make test-all` and CI run it, `make test` leaves it out
@@ -47,7 +48,7 @@ def test_notebook_runs_against_the_emulator(tmp_path, monkeypatch, require_tool_
         )
     finally:
         stop()
-    rows = read_rows(run)
+    rows = read_rows(RunFolder(run))
     ok = {r.suite for r in rows if r.status == "ok"}
     assert ok == {"toolcall-builtin", "aime25"}
     assert all(r.emulated and r.source == "emulated" for r in rows)

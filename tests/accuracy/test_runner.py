@@ -76,7 +76,7 @@ def test_suites_run_skip_and_resume(tmp_path):
     appended = read_jsonl(run / "accuracy.jsonl")[lines_after_first:]
     assert {r["suite"] for r in appended} == {"k2vv-toolcall", "mmmu-pro", "gpqa-diamond"}
     assert {r.metric for r in again if r.suite == "toolcall-builtin"} == set(tool)
-    assert len(read_rows(run)) == len(read_jsonl(run / "accuracy.jsonl"))
+    assert len(read_rows(RunFolder(run))) == len(read_jsonl(run / "accuracy.jsonl"))
 
 
 def test_missing_handle_says_to_deploy_first(tmp_path):

@@ -129,7 +129,7 @@ def test_slow_start_times_out_naming_the_url(tmp_path: Path) -> None:
 @pytest.mark.skipif(not ipv6_loopback(), reason="this machine has no IPv6 loopback")
 def test_a_misspelt_launch_setting_is_refused_before_anything_starts(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match=r"unknown launch setting\(s\) prot\. Fix: one of options, port,"):
-        deploy.launch(_plan(), "emulator", RunFolder.create(tmp_path / "run"), FAST, prot=8000)
+        deploy.launch(_plan(), "emulator", RunFolder(tmp_path / "run"), FAST, prot=8000)
     assert not (tmp_path / "run").exists()
     merged = deploy.LaunchOptions.of(FAST, {"progress": True})
     assert merged.progress and merged.startup_timeout == 60 and merged.options == EMULATOR_FAST
@@ -193,7 +193,7 @@ def test_plan_errors_start_nothing(tmp_path: Path) -> None:
     plan = make_plan({"platform": "mi350x", "tp": 8})
     assert plan.errors
     with pytest.raises(deploy.PlanError, match="nothing was started"):
-        deploy.launch(plan, "emulator", RunFolder.create(tmp_path / "r"), FAST)
+        deploy.launch(plan, "emulator", RunFolder(tmp_path / "r"), FAST)
     assert not (tmp_path / "r").exists()
 
 

@@ -208,12 +208,17 @@ def test_the_next_run_stops_an_orphaned_server_and_says_so(tmp_path, capsys):
         deploy.teardown_run(RunFolder.of(run))
 
 
+QUICK = {"progress": False, "options": {"time_scale": 0.05}}
+
+
 def test_a_second_launch_in_a_folder_stops_and_remembers_the_first_server(tmp_path, capsys):
     folder = tmp_path / "run"
     launch_plan = plan({"platform": "h200"})
-    first = deploy.launch(launch_plan, "emulator", folder, progress=False, options={"time_scale": 0.05})
+    first = deploy.launch(
+        launch_plan, "emulator", RunFolder.create(folder), progress=False, options={"time_scale": 0.05}
+    )
     first.detach()  # left running, as a deploy notebook with keep_running does
-    second = deploy.launch(launch_plan, "emulator", folder, progress=True, options={"time_scale": 0.05})
+    second = deploy.launch(launch_plan, "emulator", RunFolder(folder), progress=True, options={"time_scale": 0.05})
     try:
         assert f"stopped process group {first.pgid}" in capsys.readouterr().out
         assert not group_alive(first.pgid)
@@ -226,7 +231,9 @@ def test_a_second_launch_in_a_folder_stops_and_remembers_the_first_server(tmp_pa
 
 def test_teardown_of_a_run_folder_and_the_listing(tmp_path, capsys):
     folder = tmp_path / "run"
-    handle = deploy.launch(plan({"platform": "h200"}), "emulator", folder, progress=False, options={"time_scale": 0.05})
+    handle = deploy.launch(
+        plan({"platform": "h200"}), "emulator", RunFolder.create(folder), progress=False, options={"time_scale": 0.05}
+    )
     handle.detach()
     deploy.finish(handle, keep_running=True)  # no runbook around: detached on purpose
     entry = registry.get(folder)
@@ -242,7 +249,9 @@ def test_a_registry_entry_of_a_deleted_run_folder_is_still_stopped(tmp_path, cap
     import shutil
 
     folder = tmp_path / "run"
-    handle = deploy.launch(plan({"platform": "h200"}), "emulator", folder, progress=False, options={"time_scale": 0.05})
+    handle = deploy.launch(
+        plan({"platform": "h200"}), "emulator", RunFolder.create(folder), progress=False, options={"time_scale": 0.05}
+    )
     handle.detach()
     entry = registry.get(folder)
     assert entry is not None

@@ -120,7 +120,7 @@ def test_a_server_without_sglangs_native_api_is_said_once_and_its_native_scenari
     """Issue 25 item 11: against llama.cpp two of the three smoke scenarios died one by one in
     bench_serving's warm-up with `Not Found` (no SGLang /generate). One probe says it once; the
     native-API scenarios are skipped with that reason and the chat-API one still runs."""
-    folder = tmp_path / "run"
+    folder = RunFolder.create(tmp_path / "run")
     with stand_in_server(StandIn(models=["smollm2-135m"])) as url:
         deploy.launch(
             make_plan({"platform": "h200", "served_model_name": "smollm2-135m"}),
@@ -190,7 +190,7 @@ def test_a_failing_external_run_renders_a_report_read_in_a_minute(tmp_path):
 
     from kimi_runbooks import invoke
 
-    folder = tmp_path / "run"
+    folder = RunFolder.create(tmp_path / "run")
     with stand_in_server(StandIn(models=["smollm2-135m"])) as url:
         deploy.launch(
             make_plan({"platform": "h200", "served_model_name": "smollm2-135m"}),
@@ -201,7 +201,7 @@ def test_a_failing_external_run_renders_a_report_read_in_a_minute(tmp_path):
         )
         target = read_handle(folder)
         options = invoke.InvokeOptions(timeout=30, max_tokens_thinking=64, parallel=1)
-        invoke.save(invoke.run_all(target, options), RunFolder(folder))
+        invoke.save(invoke.run_all(target, options), folder)
         speed.run_scenarios(
             speed.select_scenarios("smoke"),
             target,

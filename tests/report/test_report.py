@@ -36,11 +36,11 @@ def run_folder(tmp_path_factory) -> Path:
     from kimi_runbooks import deploy, invoke, speed
     from kimi_runbooks.plan import plan
 
-    folder = tmp_path_factory.mktemp("runs") / "h200-run"
+    folder = RunFolder.create(tmp_path_factory.mktemp("runs") / "h200-run")
     handle = deploy.launch(plan({"platform": "h200"}), "emulator", folder, progress=False, options={"time_scale": 0.05})
     try:
         target = read_handle(folder)
-        invoke.save(invoke.run_all(target, invoke.InvokeOptions(timeout=60, parallel=1)), RunFolder(folder))
+        invoke.save(invoke.run_all(target, invoke.InvokeOptions(timeout=60, parallel=1)), folder)
         speed.run_scenarios(
             speed.select_scenarios("smoke"),
             target,
@@ -54,7 +54,7 @@ def run_folder(tmp_path_factory) -> Path:
         )
     finally:
         handle.stop()
-    return folder
+    return folder.path
 
 
 @pytest.fixture
@@ -214,7 +214,7 @@ def test_render_is_self_contained_small_and_hides_code(copy, monkeypatch):
     monkeypatch.setenv("REPORT_TEST_KEY", "sk-report-test-secret-123")
     (copy / "note.txt").write_text("unused")
     _append_slow_decode(copy)
-    out = report.render(RunFolder.of(copy), secret_env="REPORT_TEST_KEY")
+    out = report.render(RunFolder.of(copy, secret_envs=["REPORT_TEST_KEY"]))
     text = out.read_text()
     assert out.stat().st_size < report_html.MAX_REPORT_BYTES
     assert report.external_references(text) == []
@@ -277,7 +277,7 @@ def test_a_key_equal_to_a_markup_word_is_redacted_everywhere_and_the_report_stay
     manifest = json.loads((copy / "manifest.json").read_text())
     manifest["warnings"] = [*manifest.get("warnings", []), "the key verdict leaked into this warning"]
     (copy / "manifest.json").write_text(json.dumps(manifest))
-    text = report.render(RunFolder.of(copy), secret_env="MARKUP_WORD_KEY").read_text()
+    text = report.render(RunFolder.of(copy, secret_envs=["MARKUP_WORD_KEY"])).read_text()
     assert "verdict" not in text and 'class="&lt;redacted&gt;"' in text
     assert text.count("<table") == text.count("</table>") > 0
     assert "the key &lt;redacted&gt; leaked into this warning" in text and "<redacted>" not in text
@@ -325,7 +325,7 @@ def test_a_key_in_a_scenario_name_leaves_no_byte_of_report_html(copy, monkeypatc
     rows = [json.loads(line) for line in (copy / "bench.jsonl").read_text().splitlines() if line.strip()]
     leaked = {**rows[0], "scenario": f"smoke-{KEY}"}
     append_jsonl(copy / "bench.jsonl", leaked)
-    text = report.render(RunFolder.of(copy), secret_env="RUN_KEY").read_bytes().decode()
+    text = report.render(RunFolder.of(copy, secret_envs=["RUN_KEY"])).read_bytes().decode()
     assert KEY not in text and KEY.replace("/", "\\u002f") not in text
     payloads = _plotly_payloads(text)
     assert payloads and any("[redacted]" in json.dumps(d) for d, _ in payloads)

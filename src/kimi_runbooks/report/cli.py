@@ -29,11 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: not a run folder: {', '.join(missing)}", file=sys.stderr)
         return 2
-    folders = [RunFolder.of(d) for d in dirs]  # the one conversion of the paths given
+    folders = [RunFolder.of(d, secret_envs=[args.api_key_env]) for d in dirs]  # the one conversion of the paths
     if len(folders) > 1:
         out = build(folders, args.output)
     else:
-        out = render(folders[0], secret_env=args.api_key_env)
+        out = render(folders[0])
         if args.output:
             out = write_redacted(args.output, out.read_text(encoding="utf-8"), [args.api_key_env])
     print(out)

@@ -93,12 +93,11 @@ def render(
     folder: RunFolder,
     *,
     notebook: str | Path | None = None,
-    secret_env: str | None = None,
     kernel_name: str | None = None,
     progress: bool = False,
 ) -> Path:
-    """Execute the report notebook for `folder` (copy kept in its notebooks/) -> report.html."""
-    folder.add_secret_env(secret_env)
+    """Execute the report notebook for `folder` (copy kept in its notebooks/) -> report.html, with
+    the values of the folder's secret env names redacted."""
     where = folder.path.resolve()  # the notebook runs in the folder: a relative path would not find it
     if not folder.path.is_dir():
         raise FileNotFoundError(f"run folder {folder.path} does not exist. Fix: pass an existing run folder.")
