@@ -22,7 +22,7 @@ NOTEBOOK = ROOT / "notebooks" / "accuracy.ipynb"
 
 
 def test_source_notebook_is_clean_and_parameterized():
-    code = clean_code_cells(NOTEBOOK)
+    code = clean_code_cells(NOTEBOOK, first_checked=1)  # the parameters cell is written from AccuracyOptions
     for name in ("run_dir", "base_url", "model", "suites", "limits", "k2vv_path", "kvv_path", "datasets", "published"):
         assert re.search(rf"^{name}\s*(:[^=\n]*)?=", code[0].source, re.M), f"no parameter {name}"
 
