@@ -235,7 +235,8 @@ def test_teardown_of_a_run_folder_and_the_listing(tmp_path, capsys):
         plan({"platform": "h200"}), "emulator", RunFolder.create(folder), progress=False, options={"time_scale": 0.05}
     )
     handle.detach()
-    deploy.finish(handle, keep_running=True)  # no runbook around: detached on purpose
+    said = deploy.finish(handle, keep_running=True)  # no runbook around: detached on purpose
+    assert f"stop it with: kimi-runbooks teardown {folder}" in said  # the hint is the command run below
     entry = registry.get(folder)
     assert entry is not None and entry.detached
     assert cli.main(["teardown"]) == 0

@@ -31,7 +31,7 @@ class DeployOptions(BaseModel):
     time_scale: float = Field(default=1.0, gt=0, le=1000, allow_inf_nan=False)
     """Emulator only: multiplies every simulated duration."""
     keep_running: bool = False
-    """True: leave the server up for later stages (deploy.teardown_run stops it)."""
+    """True: leave the server up for later stages (`kimi-runbooks teardown RUN_DIR` stops it)."""
 
 
 def _defaults() -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -226,7 +227,7 @@ def finish(handle: ServerHandle, keep_running: bool) -> str:
         return (
             f"server left running at {handle.base_url} (pid group {handle.pgid or '-'}, "
             f"container {handle.container or '-'}, slurm job {handle.slurm_job_id or '-'}); "
-            f"stop it with deploy.teardown_run({str(handle.run_dir)!r})"
+            f"stop it with: kimi-runbooks teardown {shlex.quote(str(handle.run_dir))}"
         )
     handle.stop()
     return "server stopped" if handle.owns else "external server: left as it was"
