@@ -91,3 +91,14 @@ def test_invalid_plan_is_not_predicted():
     proc = run("plan", "--platform", "mi350x", "--tp", "8", "--predict", SPEC)
     assert proc.returncode == 2
     assert "not predicted, the plan is invalid" in proc.stdout
+
+
+def test_predict_labels_the_stack_with_the_plans_sglang_version_not_the_image_tag():
+    # h200's image is lmsysorg/sglang:v0.5.9; --sglang-version decides which rules apply, so it is the stack's
+    args = ("plan", "--platform", "h200", "--sglang-version", "0.5.11", "--predict", "in=1000,out=1000,c=1")
+    proc = run(*args)
+    assert proc.returncode == 0, proc.stderr
+    stack_line = next(line for line in proc.stdout.splitlines() if line.startswith("# stack:"))
+    assert "sglang_version=0.5.11" in stack_line and "0.5.9" not in stack_line
+    proc = run(*args, "--json")
+    assert json.loads(proc.stdout)["prediction"][0]["stack"]["sglang_version"] == "0.5.11"

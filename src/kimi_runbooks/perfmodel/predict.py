@@ -179,7 +179,7 @@ class Predictor:
         if calibration is None:
             calibration = load_calibration(load_catalog().root)
         self.calibration = calibration
-        self.stack = stack or plan_stack(plan.argv, plan.docker_image, plan.model.weight_format)
+        self.stack = stack or plan_stack(plan)
         self.factors = factors or calibration.factors(self.family, self.stack)
         expert = "bf16" if self.serving.decode_pool.weight_only_experts else expert_dtype(plan.model, plan.platform)
         if self.stack.precision and self.stack.precision != PRECISION_OF_FORMAT.get(plan.model.weight_format):
