@@ -10,10 +10,12 @@
   on a scenario it has not seen.
 * held out: references with `held_out: true` are never fitted; predicted by the full calibration.
 
-The band a prediction carries is the 10th-90th percentile of these log errors (run-out for a
-calibrated family on a fitted stack, page-out otherwise: store.Calibration.band_for). Coverage
+The band a prediction carries is its support tier's (store.SUPPORT_TIERS: two or more pages of its
+family and stack behind it, one, or none): the 10th-90th percentile of the page-out log errors of
+results predicted with that much behind them, each page weighted once (`support_bands`). Coverage
 counts a held-out result inside when it lies in the band a user would have been shown for it,
-computed from the OTHER pages' errors only (`honest_band`), so a page never sizes its own band.
+computed from the OTHER pages' errors only (`honest_band`), so a page never sizes its own band; beside
+it, sharpness (median high/low) and median |error|, per family and per stack, each page weighted once.
 """
 
 from __future__ import annotations
