@@ -297,5 +297,17 @@ def test_the_value_found_is_confirmed_by_fresh_runs_with_an_interval_or_stepped_
     (again,) = op.summaries(rows)  # the report rebuilds the same point from the rows
     assert again.confirmed == 18 and again.confirmation == found.confirmation
     assert op.base_of("op@c18~confirm") == "op"
+    missing: list[dict[str, Any]] = []
+
+    def fresh_always_miss(probe: Scenario, tag: dict[str, Any]) -> dict[str, Any]:
+        row: dict[str, Any] = plateau(probe, tag)
+        row["goodput"] = {"requests": 64, "slo_attainment": 0.5 if tag.get("confirm") else 1.0}
+        missing.append(row)
+        return row
+
+    unconfirmed = op.search(_searched(1, 24, 1, confirm_repeats=3), fresh_always_miss)
+    assert unconfirmed.best == 24 and unconfirmed.confirmed is None
+    assert unconfirmed.confirmation["note"].endswith("(fresh runs missed at 24, 23, 22)")
+    assert op.summaries(missing)[0].confirmation == unconfirmed.confirmation
     never = op.search(_searched(confirm_repeats=2), _plateau_runner(limit=0.5, knee=64, calls=[]))
     assert never.best is None and never.confirmed is None and never.confirmation == {}

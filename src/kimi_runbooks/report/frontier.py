@@ -116,7 +116,8 @@ def _title(result: SearchResult, chosen: pd.DataFrame) -> str:
 def summary_line(result: SearchResult, points: pd.DataFrame, origin: str) -> str:
     """The table line: the value found, the bracket, the probes (failed ones named) and the point."""
     failed = result.failed
-    probes = f"{len(result.probes)} probe(s)" + (
+    confirming = sum(p.phase == "confirm" for p in result.probes)
+    probes = f"{len(result.probes) - confirming} probe(s), {confirming} confirmation run(s)" + (
         f", failed: {', '.join(f'{p.scenario} ({p.why})' for p in failed)}" if failed else ""
     )
     if result.best is None:

@@ -309,9 +309,12 @@ def confirmation_of(value: float, rows: Sequence[Mapping[str, Any]]) -> dict[str
     for name in sorted({k for r in rows for k in _judged_numbers(r)}):
         iv = interval(_judged_numbers(r).get(name) for r in rows)
         if iv is not None:
-            stats[name] = {"mean": iv.mean, "low": iv.low, "high": iv.high, "n": iv.n}
+            low, high = iv.low, iv.high
+            if name == "slo_attainment" and low is not None and high is not None:  # a share: within [0, 1]
+                low, high = max(low, 0.0), min(high, 1.0)
+            stats[name] = {"mean": iv.mean, "low": low, "high": high, "n": iv.n}
     parts = [
-        f"{name} {st['mean']:.3g}" + (f" [{st['low']:.3g}, {st['high']:.3g}]" if st["low"] is not None else "")
+        f"{name} {st['mean']:.4g}" + (f" [{st['low']:.4g}, {st['high']:.4g}]" if st["low"] is not None else "")
         for name, st in stats.items()
     ]
     note = f"{sum(met)} of {len(rows)} fresh runs at {value:g} met the SLO"
@@ -384,7 +387,7 @@ def confirm(
 ) -> None:
     """Fresh runs at the value found (then a step below, up to MAX_CONFIRM_STEPS values) until every
     run at one value meets the SLO; that value is `result.confirmed`."""
-    value = result.best
+    value, missed = result.best, []
     for _ in range(MAX_CONFIRM_STEPS):
         if value is None or value < spec.low - 1e-9:
             break
@@ -400,6 +403,8 @@ def confirm(
         if result.confirmation["confirmed"]:
             result.confirmed = value
             return
+        missed.append(value)
+        result.confirmation["note"] += f" (fresh runs missed at {', '.join(f'{v:g}' for v in missed)})"
         value = round(value - spec.step, 9)
 
 
@@ -478,11 +483,14 @@ def summaries(rows: Sequence[Mapping[str, Any]]) -> list[SearchResult]:
         elif result.above is None:
             result.note = "the highest probe met the SLO: the limit may be higher"
         _knee_from_rows(result, [r for r in probes.values() if (r.get("search") or {}).get("phase") == "sweep"])
-        for value in sorted(confirms, reverse=True):  # the highest value all of whose runs met
+        missed: list[float] = []
+        for value in sorted(confirms, reverse=True):  # the highest value all of whose runs met, as confirm()
             result.confirmation = confirmation_of(value, confirms[value])
             if result.confirmation["confirmed"]:
                 result.confirmed = value
                 break
+            missed.append(value)
+            result.confirmation["note"] += f" (fresh runs missed at {', '.join(f'{v:g}' for v in missed)})"
         out.append(result)
     return out
 
