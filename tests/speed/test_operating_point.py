@@ -294,6 +294,9 @@ def test_the_value_found_is_confirmed_by_fresh_runs_with_an_interval_or_stepped_
     stats = found.confirmation["statistics"]["slo_attainment"]
     assert stats["mean"] == pytest.approx(0.96) and stats["low"] < 0.96 < stats["high"] and stats["n"] == 3
     assert found.confirmation["note"].startswith("3 of 3 fresh runs at 18 met the SLO: slo_attainment 0.96 [")
+    assert "reaches past the SLO" not in found.confirmation["note"]  # 0.96 +- 0.025 stays above 0.9
+    wide = op.confirmation_of(18, [{**row, "goodput": {"slo_attainment": s}} for row, s in zip(rows[-3:], (0.9, 1, 1))])
+    assert wide["confirmed"] and "the interval reaches past the SLO (slo_attainment 0.8232 < 0.9)" in wide["note"]
     (again,) = op.summaries(rows)  # the report rebuilds the same point from the rows
     assert again.confirmed == 18 and again.confirmation == found.confirmation
     assert op.base_of("op@c18~confirm") == "op"

@@ -319,6 +319,9 @@ def confirmation_of(value: float, rows: Sequence[Mapping[str, Any]]) -> dict[str
     ]
     note = f"{sum(met)} of {len(rows)} fresh runs at {value:g} met the SLO"
     note += (": " + ", ".join(parts) + " (mean [95% interval over the runs])") if parts else ""
+    past = _past_the_slo(rows[0].get("search") or {} if rows else {}, stats)
+    if past:
+        note += f"; the interval reaches past the SLO ({', '.join(past)}): more confirm_repeats narrow it"
     confirmed = bool(rows) and all(met)
     return {
         "value": value,
@@ -328,6 +331,21 @@ def confirmation_of(value: float, rows: Sequence[Mapping[str, Any]]) -> dict[str
         "statistics": stats,
         "note": note,
     }
+
+
+def _past_the_slo(tag: Mapping[str, Any], stats: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Which intervals reach past what the SLO allows (a latency's upper end above it, an attainment's
+    lower end below the share needed): the runs met it, but their mean is not sure to."""
+    out = []
+    attain = stats.get("slo_attainment") or {}
+    need = float(tag.get("attainment") or 0.9)
+    if attain.get("low") is not None and attain["low"] < need:
+        out.append(f"slo_attainment {attain['low']:.4g} < {need:g}")
+    for key, ceiling in (tag.get("slo") or {}).items():
+        st = stats.get(f"{tag.get('criterion')}_{LATENCY_KIND.get(key, key)}_ms") or {}
+        if st.get("high") is not None and st["high"] > float(ceiling):
+            out.append(f"{key} {st['high']:.4g} > {float(ceiling):g}")
+    return out
 
 
 def confirm_id(probe: str) -> str:
