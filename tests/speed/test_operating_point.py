@@ -19,6 +19,7 @@ from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.rundir import read_jsonl
 from kimi_runbooks.speed import operating_point as op
+from kimi_runbooks.speed.knee import sweep_values
 from kimi_runbooks.target.locate import RunHandle
 from tests.support import FAKE_BENCH, tiny_scenario
 
@@ -257,10 +258,14 @@ def _plateau_runner(limit: float, knee: float, calls: list[tuple[float, str]]) -
 
 def test_the_knee_sweep_doubles_from_one_stream_and_stops_where_throughput_stops_growing() -> None:
     calls: list[tuple[float, str]] = []
-    found = op.search(_searched(1, 64, 1, knee_sweep=True), _plateau_runner(limit=40, knee=16, calls=calls))
+    rows: list[dict[str, Any]] = []
+    runner = _plateau_runner(limit=40, knee=16, calls=calls)
+    found = op.search(_searched(1, 64, 1, knee_sweep=True), lambda p, t: rows.append(runner(p, t)) or rows[-1])
     assert [v for v, phase in calls if phase == "sweep"] == [1, 2, 4, 8, 16, 32]  # +0% at 32: the knee is 16
     assert found.knee == 16 and found.best == 16 and "saturation knee at 16" in found.note
     assert [v for v, phase in calls if phase == "bisect"] == []  # nothing above the knee is searched
+    (again,) = op.summaries(rows)  # c32 met the SLO too, but the report holds the point at the knee as well
+    assert (again.best, again.knee, again.above, again.note) == (16, 16, None, found.note)
 
 
 def test_the_sweep_leaves_the_bisection_only_the_bracket_where_the_slo_is_first_missed() -> None:
@@ -270,7 +275,7 @@ def test_the_sweep_leaves_the_bisection_only_the_bracket_where_the_slo_is_first_
     assert found.best == 20 and found.above == 21 and found.knee is None
     assert all(16 < v < 32 for v, phase in calls if phase == "bisect")
     rate = {"over": "request_rate", "low": 0.25, "high": 4, "step": 0.25}
-    assert op.sweep_values(op.grid(SearchSpec(**rate))) == [0.25, 0.5, 1, 2, 4]
+    assert sweep_values(op.grid(SearchSpec(**rate))) == [0.25, 0.5, 1, 2, 4]
 
 
 def test_the_value_found_is_confirmed_by_fresh_runs_with_an_interval_or_stepped_down() -> None:

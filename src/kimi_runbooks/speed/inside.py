@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 
 from ..rundir import RunFolder, read_jsonl
 from .goodput import DEFAULT_ATTAINMENT
-from .operating_point import CONFIRM
+from .probe_verdict import CONFIRM
 from .references import family
 from .saturation import concurrency_label
 

@@ -12,7 +12,7 @@ recorded as it is and counts as not meeting it: the search goes on below it, and
 reports the failure like any other.
 
 Knee sweep (knee_sweep, on by default): from one stream up, as GuideLLM's sweep does, the values
-low, 2 low, 4 low, ... high are probed in turn until one misses the SLO or adds less than MIN_GAIN
+low, 2 low, 4 low, ... high are probed in turn until one misses the SLO or adds less than knee.MIN_GAIN
 output throughput over the one before (the saturation knee: past it more load only queues). The
 bisection then searches only the bracket the sweep left (the last value that met, the first that
 missed), and never above the knee.
@@ -54,34 +54,14 @@ from ..catalog import Scenario
 from ..catalog.scenario_models import SLO_KEYS, SearchSpec
 from ..progress import report_progress
 from ..rundir import RunFolder, read_jsonl
+from .knee import knee_from_rows, knee_sweep
 from .observe import ObserveConfig
+from .probe_verdict import confirm_id, confirmation_of, judge, min_requests
 from .results import FINISHED
 from .tokens import TokenCheck
 
-LATENCY_KIND = {"ttft_ms": "ttft", "tpot_ms": "tpot", "e2e_ms": "e2e_latency"}
-"""Our SLO names -> bench_serving's metric names ({stat}_{kind}_ms)."""
-CONFIDENCE = 0.95
-QUANTILE = {"median": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
-MEAN_MIN_REQUESTS = 30
-"""A mean has no order-statistic bound: the usual floor for the normal approximation of a sample mean."""
-MAX_QUANTILE = 0.99
-"""attainment 1.0 (every request) has no finite bound: it is sized as the 99th percentile."""
-MIN_GAIN = 0.05
-"""The knee sweep stops once a value adds less than this share of output throughput (saturation.MIN_GAIN)."""
 MAX_CONFIRM_STEPS = 3
-CONFIRM = "~confirm"
-
-
-def min_requests(criterion: str, attainment: float = 0.9, confidence: float = CONFIDENCE) -> int:
-    """The fewest requests that can show the criterion's percentile at `confidence`: n >= ln(1-c)/ln(p)."""
-    if criterion == "mean":
-        return MEAN_MIN_REQUESTS
-    p = min(attainment if criterion == "attainment" else QUANTILE[criterion], MAX_QUANTILE)
-    return math.ceil(math.log(1.0 - confidence) / math.log(p) - 1e-9)
-
-
-def _what_is_judged(criterion: str, attainment: float) -> str:
-    return f"{attainment:.0%} attainment" if criterion == "attainment" else f"the {criterion}"
+"""Values a confirmation tries (the value found, then a step below each time) before it gives up."""
 
 
 @dataclass(frozen=True)
@@ -190,42 +170,6 @@ def search_tag(scenario: Scenario, time_scale: float = 1.0) -> dict[str, Any]:
     return tag
 
 
-def judge(row: Mapping[str, Any]) -> tuple[bool, str]:
-    """(met, why) for one probe row, from its own search tag."""
-    tag = row.get("search") or {}
-    status = row.get("status")
-    if status != "ok":
-        return False, f"{status}: {row.get('error') or 'no result'}"
-    slo = {k: float(v) for k, v in (tag.get("slo") or {}).items()}
-    scale = float(tag.get("time_scale") or 1.0)
-    criterion, need = str(tag.get("criterion", "attainment")), float(tag.get("attainment") or 0.9)
-    fewest = int(tag.get("min_requests") or min_requests(criterion, need))
-    good = row.get("goodput") or {}
-    count = good.get("requests") if criterion == "attainment" else (row.get("metrics") or {}).get("completed")
-    if isinstance(count, (int, float)) and count < fewest:
-        what = _what_is_judged(criterion, need)
-        return False, (
-            f"{count:g} requests: too few to judge {what} at {CONFIDENCE:.0%} confidence "
-            f"(rule: n >= ln(1 - c) / ln(p) = {fewest})"
-        )
-    if criterion == "attainment":
-        share = good.get("slo_attainment")
-        if not isinstance(share, (int, float)):
-            return False, "no per-request timings to judge the SLO by (goodput missing)"
-        verb = "met" if share >= need else "missed"
-        return share >= need, f"{share:.0%} of requests met the SLO ({verb}: {need:.0%} needed)"
-    stat, metrics = tag["criterion"], row.get("metrics") or {}
-    parts, met = [], True
-    for key, ceiling in slo.items():
-        observed = metrics.get(f"{stat}_{LATENCY_KIND[key]}_ms")
-        if not isinstance(observed, (int, float)):
-            return False, f"bench_serving reported no {stat}_{LATENCY_KIND[key]}_ms"
-        fits = observed <= ceiling * scale
-        met &= fits
-        parts.append(f"{stat} {key} {observed / scale:.1f} {'<=' if fits else '>'} {ceiling:g}")
-    return met, "; ".join(parts)
-
-
 def bisect(values: Sequence[float], met: Callable[[float], bool]) -> tuple[float | None, float | None, str]:
     """(best, above, note): low first, then high, then halves until the bracket is one step wide."""
     lo, hi = 0, len(values) - 1
@@ -240,116 +184,6 @@ def bisect(values: Sequence[float], met: Callable[[float], bool]) -> tuple[float
         else:
             hi = mid
     return values[lo], values[hi], f"bracket [{values[lo]:g}, {values[hi]:g}] is one step wide"
-
-
-def sweep_values(values: Sequence[float]) -> list[float]:
-    """low, 2 low, 4 low, ... (each the grid value at or below it), then high: the knee sweep's values."""
-    out: list[float] = []
-    target = values[0]
-    while target < values[-1]:
-        below = max(v for v in values if v <= target + 1e-9)
-        if not out or below > out[-1]:
-            out.append(below)
-        target *= 2
-    return [*out, values[-1]] if out[-1] != values[-1] else out
-
-
-def _throughput(row: Mapping[str, Any]) -> float | None:
-    value = (row.get("metrics") or {}).get("output_throughput")
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
-
-
-def knee_sweep(
-    values: Sequence[float], row_at: Callable[[float], Mapping[str, Any]]
-) -> tuple[list[float], float | None, str]:
-    """(the grid values left to bisect, the knee or None, what the sweep found), the sweep's rows
-    from `row_at`: it stops at the first value that misses the SLO or adds < MIN_GAIN throughput."""
-    previous: tuple[float, float | None] | None = None
-    for value in sweep_values(values):
-        row = row_at(value)
-        if not judge(row)[0]:
-            low = previous[0] if previous else value
-            return [v for v in values if low <= v <= value], None, f"the sweep first missed the SLO at {value:g}"
-        now = _throughput(row)
-        if previous is not None and previous[1] and now is not None and (now - previous[1]) / previous[1] < MIN_GAIN:
-            gain = (now - previous[1]) / previous[1]
-            note = (
-                f"saturation knee at {previous[0]:g}: output throughput {previous[1]:.0f} tok/s, {gain:+.0%} at "
-                f"{value:g} (less than {MIN_GAIN:.0%}): the search stays at or below the knee"
-            )
-            return [v for v in values if previous[0] <= v <= previous[0]], previous[0], note
-        previous = (value, now)
-    return [values[-1]], None, f"throughput still grew up to {values[-1]:g}, which met the SLO"
-
-
-def _judged_numbers(row: Mapping[str, Any]) -> dict[str, float]:
-    """What judge() compared with the SLO, as numbers: the attainment share, or each SLO'd statistic (ms,
-    on the model's clock)."""
-    tag = row.get("search") or {}
-    if tag.get("criterion", "attainment") == "attainment":
-        share = (row.get("goodput") or {}).get("slo_attainment")
-        return {"slo_attainment": float(share)} if isinstance(share, (int, float)) else {}
-    scale = float(tag.get("time_scale") or 1.0)
-    out = {}
-    for key in tag.get("slo") or {}:
-        name = f"{tag['criterion']}_{LATENCY_KIND[key]}_ms"
-        observed = (row.get("metrics") or {}).get(name)
-        if isinstance(observed, (int, float)):
-            out[name] = float(observed) / scale
-    return out
-
-
-def confirmation_of(value: float, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The confirmation runs at one value: how many met the SLO, and each judged statistic's mean and
-    95% interval over them (Student t, repeats.interval)."""
-    from .repeats import interval
-
-    met = [judge(r)[0] for r in rows]
-    stats: dict[str, Any] = {}
-    for name in sorted({k for r in rows for k in _judged_numbers(r)}):
-        iv = interval(_judged_numbers(r).get(name) for r in rows)
-        if iv is not None:
-            low, high = iv.low, iv.high
-            if name == "slo_attainment" and low is not None and high is not None:  # a share: within [0, 1]
-                low, high = max(low, 0.0), min(high, 1.0)
-            stats[name] = {"mean": iv.mean, "low": low, "high": high, "n": iv.n}
-    parts = [
-        f"{name} {st['mean']:.4g}" + (f" [{st['low']:.4g}, {st['high']:.4g}]" if st["low"] is not None else "")
-        for name, st in stats.items()
-    ]
-    note = f"{sum(met)} of {len(rows)} fresh runs at {value:g} met the SLO"
-    note += (": " + ", ".join(parts) + " (mean [95% interval over the runs])") if parts else ""
-    past = _past_the_slo(rows[0].get("search") or {} if rows else {}, stats)
-    if past:
-        note += f"; the interval reaches past the SLO ({', '.join(past)}): more confirm_repeats narrow it"
-    confirmed = bool(rows) and all(met)
-    return {
-        "value": value,
-        "runs": len(rows),
-        "met": sum(met),
-        "confirmed": confirmed,
-        "statistics": stats,
-        "note": note,
-    }
-
-
-def _past_the_slo(tag: Mapping[str, Any], stats: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Which intervals reach past what the SLO allows (a latency's upper end above it, an attainment's
-    lower end below the share needed): the runs met it, but their mean is not sure to."""
-    out = []
-    attain = stats.get("slo_attainment") or {}
-    need = float(tag.get("attainment") or 0.9)
-    if attain.get("low") is not None and attain["low"] < need:
-        out.append(f"slo_attainment {attain['low']:.4g} < {need:g}")
-    for key, ceiling in (tag.get("slo") or {}).items():
-        st = stats.get(f"{tag.get('criterion')}_{LATENCY_KIND.get(key, key)}_ms") or {}
-        if st.get("high") is not None and st["high"] > float(ceiling):
-            out.append(f"{key} {st['high']:.4g} > {float(ceiling):g}")
-    return out
-
-
-def confirm_id(probe: str) -> str:
-    return probe + CONFIRM
 
 
 def search(
@@ -488,8 +322,10 @@ def summaries(rows: Sequence[Mapping[str, Any]]) -> list[SearchResult]:
             result.probes.append(Probe(value, str(row.get("scenario")), str(row.get("status")), ok, why, phase=phase))
             if row_tag.get("confirm"):
                 confirms.setdefault(value, []).append(row)
+        sweep = [r for r in probes.values() if (r.get("search") or {}).get("phase") == "sweep"]
+        result.knee, result.knee_note = knee_from_rows(sweep)
         searched = [p for p in result.probes if p.phase != "confirm"]
-        met = [p.value for p in searched if p.met]
+        met = [p.value for p in searched if p.met and (result.knee is None or p.value <= result.knee)]
         missed = [p.value for p in searched if not p.met]
         result.best = max(met) if met else None
         above = [v for v in missed if result.best is None or v > result.best]
@@ -498,32 +334,20 @@ def summaries(rows: Sequence[Mapping[str, Any]]) -> list[SearchResult]:
             result.note = f"not monotone: {min(missed):g} missed the SLO below {max(met):g}, which met it"
         elif result.best is None:
             result.note = "no probe met the SLO"
+        elif result.knee is not None:  # held at the knee, as search() holds it
+            result.note = result.knee_note
         elif result.above is None:
             result.note = "the highest probe met the SLO: the limit may be higher"
-        _knee_from_rows(result, [r for r in probes.values() if (r.get("search") or {}).get("phase") == "sweep"])
-        missed: list[float] = []
+        tried: list[float] = []
         for value in sorted(confirms, reverse=True):  # the highest value all of whose runs met, as confirm()
             result.confirmation = confirmation_of(value, confirms[value])
             if result.confirmation["confirmed"]:
                 result.confirmed = value
                 break
-            missed.append(value)
-            result.confirmation["note"] += f" (fresh runs missed at {', '.join(f'{v:g}' for v in missed)})"
+            tried.append(value)
+            result.confirmation["note"] += f" (fresh runs missed at {', '.join(f'{v:g}' for v in tried)})"
         out.append(result)
     return out
-
-
-def _knee_from_rows(result: SearchResult, sweep: Sequence[Mapping[str, Any]]) -> None:
-    """The knee the sweep's rows show (the same rule as knee_sweep), for a result rebuilt from rows."""
-    ordered = sorted(sweep, key=lambda r: float((r.get("search") or {}).get("value") or 0.0))
-    for before, now in zip(ordered, ordered[1:]):
-        a, b = _throughput(before), _throughput(now)
-        if a and b is not None and judge(now)[0] and (b - a) / a < MIN_GAIN:
-            knee, value = float(before["search"]["value"]), float(now["search"]["value"])
-            result.knee = knee
-            gain = (b - a) / a
-            result.knee_note = f"saturation knee at {knee:g}: output throughput {a:.0f} tok/s, {gain:+.0%} at {value:g}"
-            return
 
 
 def _spec(scenario: Scenario) -> SearchSpec:
