@@ -13,7 +13,9 @@ from kimi_runbooks import speed
 from kimi_runbooks.emulator.latency import LatencyProfile
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
+from kimi_runbooks.report.frontier import operating_point_lines
 from kimi_runbooks.rundir import read_jsonl
+from kimi_runbooks.speed import operating_point as op
 from kimi_runbooks.speed.freshness import BENCH_DEFAULT_SEED, plan_prompts, seed_of, used_seeds
 from kimi_runbooks.target.locate import RunHandle
 from tests.support import FAKE_BENCH, tiny_scenario
@@ -70,3 +72,9 @@ def test_probes_sweep_steps_and_repeats_each_send_new_prompts_and_flush(server: 
     assert {r["prompts"]["kind"] for r in rows} == {"fresh"}
     df = speed.load_results(tmp_path / "run")
     assert set(df["prompts"]) == {"fresh"} and df["prompts_note"].str.contains("seed").all()
+    # the point the report states is the one fresh runs replayed: median TPOT 10 + 0.5 c <= 13 up to c6
+    (found,) = op.summaries(rows)
+    confirming = [r for r in rows if str(r["scenario"]).endswith("~confirm")]
+    assert found.confirmed == 6 and [r["search"]["value"] for r in confirming] == [6, 6, 6]
+    (line,) = operating_point_lines(tmp_path / "run", df, True, None)
+    assert "operating point max_concurrency 6, confirmed: 3 of 3 fresh runs at 6 met the SLO" in line
