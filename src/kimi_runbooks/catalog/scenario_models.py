@@ -61,8 +61,16 @@ class SearchSpec(Strict):
     metrics: list[Literal["ttft_ms", "tpot_ms", "e2e_ms"]] | None = None
     """Which of the scenario's SLOs the search holds the probes to (None: all of them)."""
     prompts_per_value: float | None = Field(default=None, gt=0)
-    """A probe's num_prompts = max(num_prompts, ceil(this x value)): prompts per concurrent request
-    over max_concurrency, seconds of arrivals over request_rate; None: num_prompts as given."""
+    """A probe's num_prompts = max(num_prompts, ceil(this x value), the fewest requests that can judge
+    the criterion's percentile): prompts per concurrent request over max_concurrency, seconds of
+    arrivals over request_rate; None: num_prompts (or that fewest) as given."""
+    knee_sweep: bool = True
+    """Before bisecting, double from low (low, 2 low, 4 low, ... high) until the SLO is missed or output
+    throughput stops growing (the saturation knee, as GuideLLM's sweep finds it); the bisection then
+    searches only the bracket the sweep left, and never above the knee."""
+    confirm_repeats: int = Field(default=3, ge=0, le=10)
+    """Fresh runs at the value found that must each meet the SLO before it is the operating point
+    (their spread gives its 95% interval); 0: no confirmation."""
 
 
 class Scenario(Strict):

@@ -44,6 +44,7 @@ SPEED_COLUMNS = [
         render=lambda v, r: esc(concurrency_label(v, r.get("effective_concurrency"))),
     ),
     Column("completed", "done", "int"),
+    Column("prompts", "prompts (fresh / shared-prefix)", render=lambda v, r: _prompts_cell(v, r)),
     Column("output_throughput", "output tok/s", "num"),
     Column("output_tok_s_per_gpu", "tok/s/device", "num"),
     Column("tok_s_per_user", "tok/s/user", "num"),
@@ -72,6 +73,13 @@ ACCURACY_COLUMNS = [
     Column("source", "source"),
     Column("settings", "settings", "raw", render=lambda v, r: v or DASH),
 ]
+
+
+def _prompts_cell(value: Any, row: Any) -> str:
+    """fresh / shared-prefix, with why (seed, flush) on hover (speed/freshness.py)."""
+    if missing(value):
+        return DASH
+    return f'<span title="{esc(row.get("prompts_note") or "")}">{esc(value)}</span>'
 
 
 def _n_cell(value: Any, row: Any) -> str:

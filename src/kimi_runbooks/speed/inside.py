@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 
 from ..rundir import RunFolder, read_jsonl
 from .goodput import DEFAULT_ATTAINMENT
+from .probe_verdict import CONFIRM
 from .references import family
 from .saturation import concurrency_label
 
@@ -60,6 +61,7 @@ def sweep_goodput(results: pd.DataFrame, attainment: float = DEFAULT_ATTAINMENT)
     if "max_concurrency" not in results.columns:
         return pd.DataFrame(columns=columns)
     done = results[results["slo_attainment"].notna() & results["max_concurrency"].notna()]  # not rate-paced runs
+    done = done[~done["scenario"].astype(str).str.endswith(CONFIRM)]  # an operating point's re-runs, not a step
     for name, part in done.groupby(done["scenario"].map(family), sort=False):
         part = part.sort_values("max_concurrency")
         met = part[part["slo_attainment"] >= attainment]

@@ -114,6 +114,7 @@ RUNNER_NESTED = (
     "saturation",
     "goodput",
     "efficiency",
+    "prompts",
 )
 
 
@@ -157,6 +158,8 @@ def _flatten_runner_rows(rows: list[dict[str, Any]], per_repeat: bool = False) -
         rec["server_output_tokens"] = tokens.get("server_output")
         rec["requests_failed"] = details.get("failed")
         rec["label"] = run_label(bool(row.get("emulated")), bool(row.get("rehearsal")))
+        prompts = row.get("prompts") or {}  # freshness.py: fresh or shared-prefix, and why
+        rec["prompts"], rec["prompts_note"] = prompts.get("kind"), prompts.get("note")
         for key, value in (row.get("capacity") or {}).items():
             rec[f"capacity_{key}"] = value
         rec.update(observed_columns(row))

@@ -38,6 +38,7 @@ from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget
 from .bench_failure import classify, details_of, raw_result
 from .benchenv import default_bench_python
 from .capacity import capacity_plan, cell_fit, live_server_info
+from .freshness import plan_prompts, used_seeds
 from .goodput import goodput_argv
 from .native import NATIVE_BACKENDS, missing_native_api
 from .observe import ObserveConfig, ScenarioObserver, observe_for_run, sweep_key
@@ -116,6 +117,8 @@ class SpeedRun:
     observe: ObserveConfig | None = None
     """/metrics and device telemetry sampled beside each scenario (observe.py); None: neither."""
     extra: dict[str, Any] = field(default_factory=dict)
+    flush_offered: bool = False
+    """The server answers SGLang's /server_info, so it has /flush_cache (freshness.py)."""
 
     def record(self, row: dict[str, Any]) -> dict[str, Any]:
         self.folder.append_jsonl(self.folder.bench, row)
@@ -155,11 +158,13 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
             return run.record(row)
     output_file = folder.bench_output(repeat_key(scenario.id, repeat, repeats))
     log_path = folder.bench_log(repeat_key(scenario.id, repeat, repeats))
+    # freshness.py: a seed no earlier run of this folder used, and a flush where the server has one
+    prompts = plan_prompts(scenario, run.options.seed, used_seeds(read_jsonl(folder.bench)), run.flush_offered)
     try:
         # agentic-trace / mooncake: the file replayed, grown toward the served context length
         trace = prepare_trace(scenario, folder, run.options.dataset_path, run.extra.get("context_length"))
         argv = build_argv(
-            scenario,
+            scenario.model_copy(update={"seed": prompts.seed}),
             run.target,
             output_file=output_file,
             tokenizer=run.options.tokenizer,
@@ -173,8 +178,8 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
         row.update(status="skipped", metrics={}, argv=[], log=None, error=str(exc))
         return run.record(row)
     argv += goodput_argv(run.observe.scaled_slo(scenario.id) if run.observe else {})  # SGLang's own goodput
-    argv += ["--flush-cache"] if repeats > 1 and "--flush-cache" not in argv else []  # repeats.py: same prompts
-    row.update(argv=argv, log=str(log_path), output_file=str(output_file))
+    argv += ["--flush-cache"] if prompts.flush_cache and "--flush-cache" not in argv else []
+    row.update(argv=argv, log=str(log_path), output_file=str(output_file), prompts=prompts.as_dict())
     down = server_problem(run) if run.options.health_check else None
     if down:
         folder.save_text(log_path, down + "\n")
@@ -315,6 +320,7 @@ def run_scenarios(
         },
         options=o,
         extra={"answer_probe": o.answer_probe},
+        flush_offered=live is not None,
     )
     if any(s.trace is not None and s.trace.context_length is None for s in scenarios):
         run.extra["context_length"] = served_context_length(tgt.url, api_key)
