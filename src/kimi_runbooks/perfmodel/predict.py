@@ -16,6 +16,7 @@ from typing import Any
 
 from ._deps import LaunchPlan, Model, load_catalog
 from .attribution import Attribution, add, with_remainder
+from .bands import apply_band
 from .comm import kv_transfer_s
 from .factors import LINK_EFFICIENCY, Factors, borrowed_from
 from .hardware import dense_dtype, expert_dtype, hardware_spec
@@ -390,42 +391,11 @@ class Predictor:
         )
         p.pages = 0 if self.first_principles else self.calibration.pages(self.family, self.stack)
         p.band_basis = support_text(p.pages)
-        _apply_band(p, self.calibration, self._shape.band_widening)
+        apply_band(p, self.calibration, self._shape.band_widening)
         return p
 
     def _borrowed(self, term: str) -> list[str]:
         return borrowed_from(self.calibration.values, term, self.calibration.lenders)
-
-
-LATENCY_BAND = {
-    "median_ttft_ms": "median_ttft_ms",
-    "median_tpot_ms": "median_tpot_ms",
-    "median_itl_ms": "median_tpot_ms",
-}
-RATE_BAND = {
-    "output_throughput": "output_throughput",
-    "total_throughput": "output_throughput",
-    "output_tok_s_per_device": "output_throughput",
-    "tok_s_per_user": "median_tpot_ms",
-}
-
-
-def _apply_band(p: Prediction, cal: Calibration, shape_widening: float = 1.0) -> None:
-    """Published = predicted / exp(err): the err quantiles give where a measurement should
-    fall, from the page-out errors of results predicted with as many pages behind them (the support
-    tier, store.SUPPORT_TIERS). The band is widened to hold the estimate itself when validation found the model
-    biased one way (TTFT of a never-calibrated family lands above it), and for a shape no
-    published measurement checks (shape_basis.UNVALIDATED_SHAPE_BAND_WIDENING)."""
-    for name, metric in {**LATENCY_BAND, **RATE_BAND}.items():
-        value = getattr(p, name)
-        sized = cal.support_band(metric, p.pages, p.calibration_basis)
-        if sized is None:  # a calibration written before bands were sized by support
-            sized = cal.band_for(metric, p.calibration_basis, p.family)
-        lo_err, hi_err = (e * shape_widening for e in sized)
-        if name == "tok_s_per_user":  # inverse of TPOT: the TPOT band flips
-            lo_err, hi_err = -hi_err, -lo_err
-        p.low[name] = min(value * math.exp(-hi_err), value)
-        p.high[name] = max(value * math.exp(-lo_err), value)
 
 
 def architecture_kind(model: Model) -> str:

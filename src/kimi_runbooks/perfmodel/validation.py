@@ -216,7 +216,7 @@ def honest_band(c: Check, page_out: list[Check], run_out: list[Check] | None = N
 
 
 def sharpness(lo: float, hi: float) -> float:
-    """high / low of the band a user is shown (it always holds the estimate itself: predict._apply_band)."""
+    """high / low of the band a user is shown (it always holds the estimate itself: bands.apply_band)."""
     return math.exp(max(hi, 0.0) - min(lo, 0.0))
 
 
