@@ -8,6 +8,7 @@ import httpx
 import pandas as pd
 
 from kimi_runbooks import speed
+from kimi_runbooks.emulator.lag import FAMILIES
 from kimi_runbooks.emulator.prometheus import Metrics
 from kimi_runbooks.report.html_parts import table
 from kimi_runbooks.report.sections import SPEED_COLUMNS
@@ -23,6 +24,10 @@ def _scrape(steps: int, late: int, lag_s: float, step_s: float, running: float =
     m = Metrics(model_name="m")
     m.lag.steps, m.lag.late_steps, m.lag.lag_seconds, m.lag.step_seconds = steps, late, lag_s, step_s
     return {"t": 0.0, **parse_metrics(m.render(int(running), 0, 0.1, 10))}
+
+
+def test_the_stage_reads_the_families_the_emulator_prints():
+    assert set(emulator_lag.KEYS) == set(FAMILIES)
 
 
 def test_the_lag_over_a_scenario_is_the_counters_change():

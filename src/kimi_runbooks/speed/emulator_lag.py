@@ -17,10 +17,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..emulator.lag import LAG_SECONDS, LATE_STEPS, STEP_SECONDS, STEPS
-
-KEYS = {STEPS: "lag_steps", LATE_STEPS: "lag_late_steps", LAG_SECONDS: "lag_seconds", STEP_SECONDS: "lag_step_seconds"}
-"""/metrics family -> the key a metrics sample keeps its counter under."""
+KEYS = {
+    "emulator:schedule_steps": "lag_steps",
+    "emulator:schedule_late_steps": "lag_late_steps",
+    "emulator:schedule_lag_seconds": "lag_seconds",
+    "emulator:schedule_step_seconds": "lag_step_seconds",
+}
+"""/metrics family (emulator/lag.py's FAMILIES: a stage reads the emulator's /metrics, never imports
+it) -> the key a metrics sample keeps its counter under."""
 BEHIND_SHARE = 0.1
 """More than this share of a scenario's steps late: the emulator did not keep up (not representative)."""
 
@@ -43,10 +47,10 @@ def lag_change(samples: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
     return change if change["lag_steps"] > 0 else None
 
 
-def judge(change: Mapping[str, float] | None, time_scale: float | None) -> dict[str, Any] | None:
-    """The scenario's lag verdict: steps, late share, mean lag and step (ms on the emulator's clock),
-    `behind` and, when behind, `reason` (what a report prints) with the fix."""
-    if not change:
+def judge(change: Any, time_scale: float | None) -> dict[str, Any] | None:
+    """The scenario's lag verdict from a lag_change (anything else: None): steps, late share, mean lag
+    and step (ms on the emulator's clock), `behind` and, when behind, `reason` with the fix."""
+    if not isinstance(change, Mapping) or not change.get("lag_steps"):
         return None
     steps = change["lag_steps"]
     late_share = change["lag_late_steps"] / steps
