@@ -41,7 +41,7 @@ SPEED_COLUMNS = [
     Column(
         "max_concurrency",
         "concurrency (effective)",
-        render=lambda v, r: esc(concurrency_label(v, r.get("effective_concurrency"))),
+        render=lambda v, r: esc(concurrency_label(v, r.get("effective_concurrency"), r.get("emulator_behind"))),
     ),
     Column("completed", "done", "int"),
     Column("prompts", "prompts (fresh / shared-prefix)", render=lambda v, r: _prompts_cell(v, r)),
@@ -58,6 +58,7 @@ SPEED_COLUMNS = [
     Column("joules_per_output_token", "J/token", "num"),
     Column("usd_per_million_output_tokens", "$/M tokens", "num"),
     Column("saturation_reasons", "saturated because"),
+    Column("not_representative", "not representative because"),
     Column("error", "error"),
 ]
 

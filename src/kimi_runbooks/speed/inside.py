@@ -26,6 +26,7 @@ INSIDE_COLUMNS = {
     "label": "origin",
     "concurrency": "concurrency (effective)",
     "saturation_reasons": "saturated because",
+    "not_representative": "not representative because",
     "server_peak_queued": "peak queued",
     "server_peak_token_usage": "peak KV usage",
     "slo": "SLO (ms)",
@@ -45,7 +46,8 @@ def inside_table(results: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=list(INSIDE_COLUMNS.values()))
     df = results.copy()
     df["concurrency"] = [
-        concurrency_label(r.get("max_concurrency"), r.get("effective_concurrency")) for _, r in df.iterrows()
+        concurrency_label(r.get("max_concurrency"), r.get("effective_concurrency"), r.get("emulator_behind"))
+        for _, r in df.iterrows()
     ]
     keep = [c for c in INSIDE_COLUMNS if c in df.columns]
     return df[keep].rename(columns=INSIDE_COLUMNS)

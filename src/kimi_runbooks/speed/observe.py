@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from ..catalog import Scenario
 from ..rundir import RunFolder
-from . import efficiency, goodput, saturation
+from . import efficiency, emulator_lag, goodput, saturation
 from .argv import BenchTarget
 from .scrape_schedule import BENCH_SERVING_WARMUP_REQUESTS, SAMPLE_INTERVAL_S
 from .server_metrics import MetricsSampler
@@ -165,6 +165,9 @@ class ScenarioObserver:
         out["saturation"] = saturation.saturation(
             scenario.max_concurrency, scenario.num_prompts, server, _number(bench.get("concurrency"))
         )
+        lag = emulator_lag.judge(server.get("emulator_lag"), cfg.time_scale)
+        if lag is not None:
+            out["emulator_lag"] = lag
         slo = cfg.slos.get(scenario.id)
         duration = _number(bench.get("duration"))
         if slo and duration:

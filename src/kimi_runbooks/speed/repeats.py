@@ -264,6 +264,10 @@ def _mean_row(ok: list[dict[str, Any]]) -> dict[str, Any]:
         if key != "repeat" and all(_number(v) for v in values) and len(set(values)) > 1:
             xs = _finite(values)
             new[key] = sum(xs) / len(xs) if xs else math.nan
+    behind = [r for r in ok if r.get("emulator_behind") is True]
+    if behind:  # one repeat the emulator could not keep up with makes the mean not representative
+        new["emulator_behind"] = True
+        new["not_representative"] = f"{len(behind)} of {len(ok)} repeats: {behind[-1].get('not_representative')}"
     return new
 
 

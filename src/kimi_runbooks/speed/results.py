@@ -115,6 +115,7 @@ RUNNER_NESTED = (
     "goodput",
     "efficiency",
     "prompts",
+    "emulator_lag",
 )
 
 
@@ -123,6 +124,7 @@ def observed_columns(row: dict[str, Any]) -> dict[str, Any]:
     server, tele = row.get("server") or {}, row.get("telemetry") or {}
     sat, good, eff = row.get("saturation") or {}, row.get("goodput") or {}, row.get("efficiency") or {}
     reasons = sat.get("reasons") or []
+    lag = row.get("emulator_lag") or {}
     return {
         "metrics_samples": server.get("samples"),
         "metrics_note": server.get("note"),
@@ -133,6 +135,9 @@ def observed_columns(row: dict[str, Any]) -> dict[str, Any]:
         "effective_concurrency": sat.get("effective_concurrency"),
         "saturated": sat.get("saturated") if sat else None,
         "saturation_reasons": "; ".join(reasons) if reasons else None,
+        "emulator_late_share": lag.get("late_share"),
+        "emulator_behind": lag.get("behind") if lag else None,
+        "not_representative": lag.get("reason"),
         "slo": ", ".join(f"{k} {v:g}" for k, v in (good.get("slo") or {}).items()) or None,
         "slo_attainment": good.get("slo_attainment"),
         "goodput_req_s": good.get("goodput_req_s"),

@@ -32,6 +32,7 @@ from ..rundir import RunFolder, now_iso, read_jsonl
 from ..target.health import check_server
 from ..target.locate import RunHandle
 from ..tools.envs import OFFLINE_ENV
+from ..tools.scripts import script
 from . import shared_worker
 from .answer_probe import answer_results
 from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
@@ -48,6 +49,7 @@ from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .repeats import pending, repeat_key, repeats_for, run_repeats
 from .results import FINISHED, load_results
 from .saturation import should_stop
+from .sessions import SessionError, applied, timed
 from .tokens import TokenCheck, probe_scenarios, unchecked
 from .traces import TraceError, prepare_trace, served_context_length, trace_results
 from .worker import BenchWorker, WorkerUnavailable
@@ -162,7 +164,8 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     prompts = plan_prompts(scenario, run.options.seed, used_seeds(read_jsonl(folder.bench)), run.flush_offered)
     try:
         # agentic-trace / mooncake: the file replayed, grown toward the served context length
-        trace = prepare_trace(scenario, folder, run.options.dataset_path, run.extra.get("context_length"))
+        scale = run.observe.time_scale if run.observe is not None else 1.0  # think time on the emulator's clock
+        trace = prepare_trace(scenario, folder, run.options.dataset_path, run.extra.get("context_length"), scale)
         argv = build_argv(
             scenario.model_copy(update={"seed": prompts.seed}),
             run.target,
@@ -174,7 +177,7 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
             python=run.python,
             dataset_path=trace[0] if trace else run.options.dataset_path,
         )
-    except (BenchConfigError, TraceError) as exc:
+    except (BenchConfigError, TraceError, SessionError) as exc:
         row.update(status="skipped", metrics={}, argv=[], log=None, error=str(exc))
         return run.record(row)
     argv += goodput_argv(run.observe.scaled_slo(scenario.id) if run.observe else {})  # SGLang's own goodput
@@ -193,11 +196,12 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     output_file.unlink(missing_ok=True)  # bench_serving appends; one attempt per file
     t0 = time.monotonic()
     timeout = _timeout_for(scenario, run.options.timeout_s)
+    sessions = isinstance(trace, tuple) and timed(trace[1])
     if run.observe is None:
-        code, timed_out = _execute(run, argv, log_path, timeout, scenario.id)
+        code, timed_out = _execute(run, argv, log_path, timeout, scenario.id, sessions)
     else:
         with ScenarioObserver(run.observe, run.target.url, folder, scenario) as observer:
-            code, timed_out = _execute(run, argv, log_path, timeout, scenario.id)
+            code, timed_out = _execute(run, argv, log_path, timeout, scenario.id, sessions)
     folder.redact_file(output_file)  # bench_serving embeds /server_info, which can carry the api_key
     metrics, parsed_from = _parse_outputs(output_file, log_path)
     raw = raw_result(output_file)  # read once: per-request arrays for the details and goodput
@@ -215,6 +219,8 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
         **trace_results(scenario, trace, raw),
     )
     log_text = _tail(log_path, chars=200_000)
+    if sessions:  # what session_replay.py says it applied (None: nothing)
+        row["session_replay"] = applied(log_text)
     row.update(classify(scenario, code, timed_out, timeout, metrics, details, log_text))
     if row["status"] == "ok":
         check = run.token_checks.get(scenario.id)
@@ -227,15 +233,22 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     return run.record(row)
 
 
-def _execute(run: SpeedRun, argv: list[str], log_path: Path, timeout: float, label: str) -> tuple[int | None, bool]:
+def _execute(
+    run: SpeedRun, argv: list[str], log_path: Path, timeout: float, label: str, sessions: bool = False
+) -> tuple[int | None, bool]:
     """The scenario through the stage's worker when it can take it (the bench env's own python,
-    no command prefix), else as its own process; the same arguments either way."""
+    no command prefix), else as its own process; the same arguments either way. A timed session
+    replay (`sessions`) run as its own process goes through session_replay.py, which the worker
+    applies itself (speed/sessions.py)."""
     worker = run.worker
-    if worker is not None and worker.unavailable is None and argv[:3] == [run.python, "-m", BENCH_MODULE]:
+    local = argv[:3] == [run.python, "-m", BENCH_MODULE]
+    if worker is not None and worker.unavailable is None and local:
         try:
             return worker.run(argv[3:], log_path, timeout, poll=lambda: _report_requests(run.folder, log_path, label))
         except WorkerUnavailable as exc:
             log.warning("bench worker unavailable (%s): one process per scenario", exc)
+    if sessions and local:
+        argv = [run.python, str(script("session_replay.py")), *argv[3:]]
     return _run_child(run.folder, argv, log_path, run.child_env, timeout, label=label)
 
 

@@ -26,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ..procs import BackgroundLoop
 from ..rundir import RunFolder
 from ..target.tls import verified_tls
+from .emulator_lag import lag_change, parse_lag
 from .scrape_schedule import BENCH_SERVING_WARMUP_REQUESTS, FIRST_INTERVAL_S, SAMPLE_INTERVAL_S, ScrapeSchedule
 
 GAUGES_SUMMED = (
@@ -52,6 +53,9 @@ def parse_metrics(text: str) -> dict[str, float]:
     hist: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         if not family.name.startswith(PREFIX):
+            for sample in family.samples:  # the emulator's own lag counters (speed/emulator_lag.py)
+                if sample.name == family.name + "_total":
+                    parse_lag(family.name, sample.value, hist)
             continue
         for sample in family.samples:
             short = sample.name.removeprefix(PREFIX)
@@ -219,6 +223,9 @@ def summarise(samples: list[dict[str, Any]], note: str | None = None) -> dict[st
         "server_mean_ttft_ms": _histogram_mean_ms(good, "time_to_first_token_seconds"),
         "server_mean_itl_ms": _histogram_mean_ms(good, "inter_token_latency_seconds"),
     }
+    lag = lag_change(good)
+    if lag is not None:
+        out["emulator_lag"] = lag
     if note:
         out["note"] = note
     return out

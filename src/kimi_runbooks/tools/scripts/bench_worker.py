@@ -12,6 +12,8 @@ with its traceback in the log. A request may carry `env` (set before it runs: th
 key). Both the probe and bench_serving load their tokenizer through SGLang's
 `sglang.benchmark.utils.get_tokenizer`; in this process one loaded tokenizer per name (and its
 files' modification time) serves the probe and every benchmark after it, instead of a load each.
+A benchmark whose trace times its turns (think time, per-turn output lengths, timed session starts)
+runs with session_replay.py's patches installed for that run only.
 speed/worker.py drives it over its stdin/stdout, or, started with `--listen PATH` by a runbook
 before its stages (or a speed notebook's first cell), over a Unix socket (speed/shared_worker.py).
 """
@@ -24,6 +26,9 @@ import sys
 import time
 import traceback
 from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # session_replay.py sits beside this script
+import session_replay  # type: ignore[import-not-found]  # noqa: E402
 
 READY_CPU_S: list[float] = []
 """The CPU seconds this process had used when it was ready (start-up and imports): with import_s,
@@ -85,7 +90,8 @@ def _run(serving: Any, args: list[str], log: str) -> int:
     os.close(fd)
     sys.argv = ["bench_serving", *args]
     try:
-        serving.cli_main()
+        with session_replay.installed(serving, args):  # think time, per-turn lengths, timed starts
+            serving.cli_main()
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
