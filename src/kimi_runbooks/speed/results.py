@@ -114,6 +114,7 @@ RUNNER_NESTED = (
     "saturation",
     "goodput",
     "efficiency",
+    "replicas",
 )
 
 

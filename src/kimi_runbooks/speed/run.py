@@ -45,6 +45,7 @@ from .operating_point import base_of, run_search
 from .options import SpeedOptions
 from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .repeats import pending, repeat_key, repeats_for, run_repeats
+from .replicas import behind_router
 from .results import FINISHED, load_results
 from .saturation import should_stop
 from .tokens import TokenCheck, probe_scenarios, unchecked
@@ -209,6 +210,7 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
         finished_at=now_iso(),
         **trace_results(scenario, trace, raw),
     )
+    row.update(behind_router(row))  # the servers' own cache hit rate, not bench_serving's 0% through a router
     log_text = _tail(log_path, chars=200_000)
     row.update(classify(scenario, code, timed_out, timeout, metrics, details, log_text))
     if row["status"] == "ok":
