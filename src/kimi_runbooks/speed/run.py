@@ -33,6 +33,7 @@ from ..target.health import check_server
 from ..target.locate import RunHandle
 from ..tools.envs import OFFLINE_ENV
 from . import shared_worker
+from .answer_latency import answer_latency, merge_turns, read_timings, timings_path
 from .answer_probe import answer_results
 from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
 from .bench_failure import classify, details_of, raw_result
@@ -189,11 +190,13 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     output_file.unlink(missing_ok=True)  # bench_serving appends; one attempt per file
     t0 = time.monotonic()
     timeout = _timeout_for(scenario, run.options.timeout_s)
+    timings = timings_path(output_file)
+    timings.unlink(missing_ok=True)
     if run.observe is None:
-        code, timed_out = _execute(run, argv, log_path, timeout, scenario.id)
+        code, timed_out = _execute(run, argv, log_path, timeout, scenario.id, timings)
     else:
         with ScenarioObserver(run.observe, run.target.url, folder, scenario) as observer:
-            code, timed_out = _execute(run, argv, log_path, timeout, scenario.id)
+            code, timed_out = _execute(run, argv, log_path, timeout, scenario.id, timings)
     folder.redact_file(output_file)  # bench_serving embeds /server_info, which can carry the api_key
     metrics, parsed_from = _parse_outputs(output_file, log_path)
     raw = raw_result(output_file)  # read once: per-request arrays for the details and goodput
@@ -211,6 +214,9 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
         **trace_results(scenario, trace, raw),
     )
     row.update(behind_router(row))  # the servers' own cache hit rate, not bench_serving's 0% through a router
+    answers = answer_latency(_flag(argv, "--backend"), raw, read_timings(timings), trace[1] if trace else None)
+    if answers:
+        row.update(answers, turns=merge_turns(row.get("turns"), answers))
     log_text = _tail(log_path, chars=200_000)
     row.update(classify(scenario, code, timed_out, timeout, metrics, details, log_text))
     if row["status"] == "ok":
@@ -219,18 +225,23 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
             row["tokens"] = check.as_dict()
             if check.verified is False:
                 row.update(status="not comparable", error=check.reason)
-        probes = int(run.extra.get("answer_probe") or 0)  # time to first answer token (every ok scenario)
+        # time to first answer token: per request under load when the worker timed them, else the probe
+        probes = 0 if row.get("median_first_answer_ms") is not None else int(run.extra.get("answer_probe") or 0)
         row.update(answer_results(scenario, run.target.url, run.target.model, run.api_key, probes))
     return run.record(row)
 
 
-def _execute(run: SpeedRun, argv: list[str], log_path: Path, timeout: float, label: str) -> tuple[int | None, bool]:
+def _execute(
+    run: SpeedRun, argv: list[str], log_path: Path, timeout: float, label: str, timings: Path | None = None
+) -> tuple[int | None, bool]:
     """The scenario through the stage's worker when it can take it (the bench env's own python,
-    no command prefix), else as its own process; the same arguments either way."""
+    no command prefix), else as its own process; the same arguments either way. Only the worker
+    times each request's first answer token (`timings`, speed/answer_latency.py)."""
     worker = run.worker
     if worker is not None and worker.unavailable is None and argv[:3] == [run.python, "-m", BENCH_MODULE]:
         try:
-            return worker.run(argv[3:], log_path, timeout, poll=lambda: _report_requests(run.folder, log_path, label))
+            poll = lambda: _report_requests(run.folder, log_path, label)  # noqa: E731
+            return worker.run(argv[3:], log_path, timeout, poll=poll, timings=timings)
         except WorkerUnavailable as exc:
             log.warning("bench worker unavailable (%s): one process per scenario", exc)
     return _run_child(run.folder, argv, log_path, run.child_env, timeout, label=label)
@@ -257,6 +268,11 @@ def _run_child(
         except BaseException:
             stop_group(proc, grace_s=0)
             raise
+
+
+def _flag(argv: list[str], flag: str) -> str | None:
+    """The value after `flag` in bench_serving's argv (None when absent)."""
+    return argv[argv.index(flag) + 1] if flag in argv[:-1] else None
 
 
 PROGRESS_POLL_S = 1.0
