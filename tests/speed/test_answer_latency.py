@@ -96,3 +96,17 @@ def test_emulated_answer_times_are_rescaled_with_the_rest_of_the_row():
         nested["turns"][0]["median_first_answer_ms"]
         == out["answer_latency"]["turns"][0]["median_first_answer_ms"] / 0.05
     )
+
+
+def test_the_per_turn_figure_draws_the_first_answer_token_beside_ttft():
+    from kimi_runbooks.report.turns import turns_figure
+
+    raw, records = _load()
+    out = answer_latency("sglang-oai-chat", raw, records, TRACE)
+    turns = [
+        {"turn": k, "requests": 4, "mean_context_tokens": 1000.0 + 400 * k, "median_ttft_ms": 10.0} for k in range(3)
+    ]
+    fig = turns_figure("agentic", merge_turns(turns, out), "EMULATED")
+    assert [t.name for t in fig.data][:2] == ["TTFT, EMULATED", "first answer token, EMULATED"]
+    assert list(fig.data[1].y) == [t["median_first_answer_ms"] for t in out["answer_latency"]["turns"]]
+    assert "first answer token 201 ms at the last turn" in fig.layout.title.text
