@@ -81,7 +81,8 @@ def test_a_backend_that_cannot_tell_reasoning_from_answer_keeps_end_to_end_and_s
 
 def test_without_the_workers_timings_the_row_gains_nothing_and_the_probe_stands_in():
     raw, _ = _load()
-    assert answer_latency("sglang-oai-chat", raw, None) == {}
+    out = answer_latency("sglang-oai-chat", raw, None)
+    assert list(out) == ["answer_latency"] and "only the bench worker" in out["answer_latency"]["note"]
 
 
 def test_emulated_answer_times_are_rescaled_with_the_rest_of_the_row():

@@ -29,6 +29,10 @@ import numpy as np
 CHAT_BACKENDS = ("sglang-oai-chat", "vllm-chat", "lmdeploy-chat")
 PERCENTILES = (50, 90, 99)
 SOURCE = "per request under the scenario's load (bench worker)"
+NOT_TIMED = (
+    "not timed per request: bench_serving ran as its own process (a command prefix, or no bench worker), "
+    "and only the bench worker times each request's first answer token"
+)
 
 
 def timings_path(output_file: Path) -> Path:
@@ -92,11 +96,11 @@ def answer_latency(
     backend: str | None, raw: dict[str, Any], records: list[dict[str, Any]] | None, trace: Any = None
 ) -> dict[str, Any]:
     """What a scenario's row gains: `answer_latency` (figures, counts, source), the p50/p90/p99 time
-    to first answer token as columns, and per-turn figures merged into `turns` for a trace. {} when the
-    worker wrote no timings (the streaming probe then stands in, speed/answer_probe.py). `backend` is
+    to first answer token as columns, and per-turn figures merged into `turns` for a trace. Only a note
+    when the worker wrote no timings (the streaming probe then stands in, speed/answer_probe.py). `backend` is
     the one bench_serving ran with (its --backend)."""
     if records is None:
-        return {}
+        return {"answer_latency": {"note": NOT_TIMED}}
     ordered = in_output_order(raw, records)
     matched = [r for r in ordered if r is not None]
     summary = {**_figures(matched), "source": SOURCE, "unmatched": len(ordered) - len(matched)}

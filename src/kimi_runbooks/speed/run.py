@@ -215,8 +215,9 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     )
     row.update(behind_router(row))  # the servers' own cache hit rate, not bench_serving's 0% through a router
     answers = answer_latency(_flag(argv, "--backend"), raw, read_timings(timings), trace[1] if trace else None)
-    if answers:
-        row.update(answers, turns=merge_turns(row.get("turns"), answers))
+    row.update(answers)
+    if isinstance(row.get("turns"), list):
+        row["turns"] = merge_turns(row["turns"], answers)
     log_text = _tail(log_path, chars=200_000)
     row.update(classify(scenario, code, timed_out, timeout, metrics, details, log_text))
     if row["status"] == "ok":
