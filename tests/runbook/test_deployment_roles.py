@@ -40,6 +40,7 @@ def test_the_1p1d_in128k_rehearsal_keeps_each_roles_fraction_and_holds_a_128k_re
         params["mem_fraction_static"] = cell_value
     config, _ = runbook.split_params(params)
     launch = plan(PlanConfig.model_validate(config))
+    print(f"\n{cell_value}: fractions {_fractions(launch)}, decode KV pool {launch.memory.kv_pool_tokens} tokens")
     assert _fractions(launch) == {"prefill": 0.78, "decode": 0.82}
     assert launch.memory.kv_pool_tokens >= REQUEST_TOKENS, launch.memory.kv_pool_tokens
 
