@@ -153,3 +153,25 @@ def test_behind_the_router_the_report_shows_the_servers_hit_rate_and_warns_of_th
 def test_a_single_server_row_is_left_as_bench_serving_measured_it():
     row = {"scenario": "s", "cache_hit_rate": 0.42, "turns": [{"turn": 0, "cache_hit_rate": 0.4}]}
     assert replicas.behind_router(row) == row
+
+
+def test_behind_the_router_the_sampler_reads_the_replicas_gauges_as_one_server(two_replicas, tmp_path):
+    """sglang-router answers /metrics on its own port with 404: the replicas are scraped instead."""
+    backends = (*two_replicas, replicas.Backend("prefill-0", "http://127.0.0.1:9", "prefill"))
+    config = ObserveConfig(metrics=True, backends=backends)
+    observer = ScenarioObserver(config, "http://127.0.0.1:9", RunFolder.create(tmp_path / "run"), _scenario())
+    assert observer.metrics is not None and observer.metrics.servers == tuple(b.url for b in two_replicas)
+    with observer:
+        _conversation(two_replicas[1].url, rounds=2)
+    server = observer.derive({}, None, emulated=True)["server"]
+    assert server["samples"] >= 2 and "note" not in server
+    single = replicas.parse_counters(httpx.get(f"{two_replicas[0].url}/metrics").text)
+    assert single is not None  # each replica's page is read, the unreachable prefill address never is
+
+
+def test_servers_read_as_one_sum_their_counts_and_keep_the_largest_fraction():
+    from kimi_runbooks.speed.server_metrics import merge
+
+    a = {"num_running_reqs": 3.0, "token_usage": 0.2, "time_to_first_token_seconds_count": 5.0}
+    b = {"num_running_reqs": 1.0, "token_usage": 0.7, "time_to_first_token_seconds_count": 2.0}
+    assert merge([a, b]) == {"num_running_reqs": 4.0, "token_usage": 0.7, "time_to_first_token_seconds_count": 7.0}

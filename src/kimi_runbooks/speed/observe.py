@@ -140,6 +140,7 @@ class ScenarioObserver:
                 scenario=scenario.id,
                 interval_s=config.interval_s,
                 warmup_requests=_warmup_requests(scenario),
+                servers=sampled_servers(config.backends),
             )
             if config.metrics
             else None
@@ -207,6 +208,13 @@ class ScenarioObserver:
             eff["throughput_origin"] = origin
             out["efficiency"] = eff
         return out
+
+
+def sampled_servers(backends: tuple[replicas.Backend, ...]) -> tuple[str, ...]:
+    """Behind a router, the servers whose gauges are read as the fleet's: the replicas, or a PD
+    deployment's decode servers (each request runs on a prefill server and then a decode server, so
+    summing both would count it twice; decode holds it for its whole generation)."""
+    return tuple(b.url for b in backends if b.role != "prefill")
 
 
 def _warmup_requests(scenario: Scenario) -> int:
