@@ -18,7 +18,7 @@ from ..speed.saturation import concurrency_label
 from .causes import cause_key
 from .collect import RunData
 from .frontier import operating_point_lines
-from .html_parts import DASH, Column, details, esc, fmt_number, missing, pre, table, text_cell
+from .html_parts import DASH, Column, details, esc, fmt_number, fmt_percent, missing, pre, table, text_cell
 from .intervals import NOTE as REPEATS_NOTE
 from .intervals import repeated, with_intervals
 from .tables import external_table, stages_table
@@ -50,10 +50,17 @@ SPEED_COLUMNS = [
     Column("tok_s_per_user", "tok/s/user", "num"),
     Column("median_ttft_ms", "TTFT p50 (ms)", "num"),
     Column("p99_ttft_ms", "TTFT p99 (ms)", "num"),
-    Column("median_first_reasoning_ms", "first reasoning token p50 (ms, probe)", "num"),
-    Column("median_first_answer_ms", "first answer token p50 (ms, probe)", "num"),
+    Column("median_first_reasoning_ms", "first reasoning token p50 (ms)", "num"),
+    Column("median_first_answer_ms", "first answer token p50 (ms)", "num"),
+    Column("p90_first_answer_ms", "first answer token p90 (ms)", "num"),
+    Column("p99_first_answer_ms", "first answer token p99 (ms)", "num"),
+    Column("first_answer_from", "first answer token from"),
+    Column("median_e2e_latency_ms", "end-to-end p50 (ms)", "num"),
+    Column("p99_e2e_latency_ms", "end-to-end p99 (ms)", "num"),
     Column("median_tpot_ms", "TPOT p50 (ms)", "num"),
     Column("p99_tpot_ms", "TPOT p99 (ms)", "num"),
+    Column("cache_hit_rate", "prefix cache hit rate", "pct", render=lambda v, r: _hit_rate(v, r)),
+    Column("requests_per_server", "requests per server (behind the router)"),
     Column("goodput_tok_s", "goodput tok/s (SLO)", "num"),
     Column("joules_per_output_token", "J/token", "num"),
     Column("usd_per_million_output_tokens", "$/M tokens", "num"),
@@ -100,6 +107,14 @@ def _primary_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             rec["metric"] = f"{rec['metric']} (primary)"
     order = {suite: i for i, suite in enumerate(dict.fromkeys(str(r.get("suite")) for r in rows))}
     return sorted(rows, key=lambda r: (order[str(r.get("suite"))], not r["primary"]))
+
+
+def _hit_rate(value: Any, row: Any) -> str:
+    """The hit rate, and where it was read when that was not the client (behind a router: the servers')."""
+    if missing(value):
+        return DASH
+    where = " (servers' /metrics)" if not missing(row.get("cache_hit_rate_source")) else ""
+    return esc(fmt_percent(value) + where)
 
 
 def _status(value: Any) -> str:

@@ -116,6 +116,7 @@ RUNNER_NESTED = (
     "efficiency",
     "prompts",
     "emulator_lag",
+    "replicas",
 )
 
 

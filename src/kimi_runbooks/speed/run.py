@@ -34,6 +34,7 @@ from ..target.locate import RunHandle
 from ..tools.envs import OFFLINE_ENV
 from ..tools.scripts import script
 from . import shared_worker
+from .answer_latency import answer_latency, merge_turns, read_timings, timings_path
 from .answer_probe import answer_results
 from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchConfigError, BenchTarget, build_argv
 from .bench_failure import classify, details_of, raw_result
@@ -47,6 +48,7 @@ from .operating_point import base_of, run_search
 from .options import SpeedOptions
 from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .repeats import pending, repeat_key, repeats_for, run_repeats
+from .replicas import behind_router
 from .results import FINISHED, load_results
 from .saturation import should_stop
 from .sessions import SessionError, applied, timed
@@ -197,11 +199,13 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     t0 = time.monotonic()
     timeout = _timeout_for(scenario, run.options.timeout_s)
     sessions = isinstance(trace, tuple) and timed(trace[1])
+    timings = timings_path(output_file)
+    timings.unlink(missing_ok=True)
     if run.observe is None:
-        code, timed_out = _execute(run, argv, log_path, timeout, scenario.id, sessions)
+        code, timed_out = _execute(run, argv, log_path, timeout, scenario.id, sessions, timings)
     else:
         with ScenarioObserver(run.observe, run.target.url, folder, scenario) as observer:
-            code, timed_out = _execute(run, argv, log_path, timeout, scenario.id, sessions)
+            code, timed_out = _execute(run, argv, log_path, timeout, scenario.id, sessions, timings)
     folder.redact_file(output_file)  # bench_serving embeds /server_info, which can carry the api_key
     metrics, parsed_from = _parse_outputs(output_file, log_path)
     raw = raw_result(output_file)  # read once: per-request arrays for the details and goodput
@@ -218,6 +222,11 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
         finished_at=now_iso(),
         **trace_results(scenario, trace, raw),
     )
+    row.update(behind_router(row))  # the servers' own cache hit rate, not bench_serving's 0% through a router
+    answers = answer_latency(_flag(argv, "--backend"), raw, read_timings(timings), trace[1] if trace else None)
+    row.update(answers)
+    if isinstance(row.get("turns"), list):
+        row["turns"] = merge_turns(row["turns"], answers)
     log_text = _tail(log_path, chars=200_000)
     if sessions:  # what session_replay.py says it applied (None: nothing)
         row["session_replay"] = applied(log_text)
@@ -228,23 +237,32 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
             row["tokens"] = check.as_dict()
             if check.verified is False:
                 row.update(status="not comparable", error=check.reason)
-        probes = int(run.extra.get("answer_probe") or 0)  # time to first answer token (every ok scenario)
+        # time to first answer token: per request under load when the worker timed them, else the probe
+        probes = 0 if row.get("median_first_answer_ms") is not None else int(run.extra.get("answer_probe") or 0)
         row.update(answer_results(scenario, run.target.url, run.target.model, run.api_key, probes))
     return run.record(row)
 
 
 def _execute(
-    run: SpeedRun, argv: list[str], log_path: Path, timeout: float, label: str, sessions: bool = False
+    run: SpeedRun,
+    argv: list[str],
+    log_path: Path,
+    timeout: float,
+    label: str,
+    sessions: bool = False,
+    timings: Path | None = None,
 ) -> tuple[int | None, bool]:
     """The scenario through the stage's worker when it can take it (the bench env's own python,
     no command prefix), else as its own process; the same arguments either way. A timed session
     replay (`sessions`) run as its own process goes through session_replay.py, which the worker
-    applies itself (speed/sessions.py)."""
+    applies itself (speed/sessions.py). Only the worker times each request's first answer token
+    (`timings`, speed/answer_latency.py)."""
     worker = run.worker
     local = argv[:3] == [run.python, "-m", BENCH_MODULE]
     if worker is not None and worker.unavailable is None and local:
         try:
-            return worker.run(argv[3:], log_path, timeout, poll=lambda: _report_requests(run.folder, log_path, label))
+            poll = lambda: _report_requests(run.folder, log_path, label)  # noqa: E731
+            return worker.run(argv[3:], log_path, timeout, poll=poll, timings=timings)
         except WorkerUnavailable as exc:
             log.warning("bench worker unavailable (%s): one process per scenario", exc)
     if sessions and local:
@@ -273,6 +291,11 @@ def _run_child(
         except BaseException:
             stop_group(proc, grace_s=0)
             raise
+
+
+def _flag(argv: list[str], flag: str) -> str | None:
+    """The value after `flag` in bench_serving's argv (None when absent)."""
+    return argv[argv.index(flag) + 1] if flag in argv[:-1] else None
 
 
 PROGRESS_POLL_S = 1.0
