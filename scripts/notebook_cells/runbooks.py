@@ -64,6 +64,11 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
             recipe.context_length,
             "recipe" if recipe.context_length else f"None: the model's ({model.max_context_length})",
         ),
+    }
+    if recipe.deployment:  # each role's memory and cache flags are its deployment's, as its parallelism is
+        own = "None: each role's own (params/deployments/<deployment>.yaml); a value overrides every role"
+        recipe_values |= {name: (None, own) for name in ("kv_cache_dtype", "mem_fraction_static", "context_length")}
+    recipe_values |= {
         "env": ({}, f"added to the recipe's env {dict(recipe.env)}" if recipe.env else "added to the recipe's env"),
         "extra_args": (
             [],

@@ -59,7 +59,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         try:
             scenarios = parse_predict_spec(args.predict)
-            base = plan_stack(launch.argv, launch.docker_image, launch.model.weight_format)
+            base = plan_stack(launch)
             stack = parse_stack_spec(args.stack, base) if args.stack else base
         except (PredictSpecError, StackError) as exc:
             print(f"error: {exc}", file=sys.stderr)

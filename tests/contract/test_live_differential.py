@@ -59,6 +59,7 @@ from live_diff import (
 )
 
 from kimi_runbooks.emulator import EmulatorSettings
+from kimi_runbooks.emulator.lag import FAMILIES as LAG_FAMILIES
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.kimi import k2_format as k2
 from kimi_runbooks.kimi.chat_template import render
@@ -85,6 +86,9 @@ DECLARED: tuple[Declared, ...] = (
              "on purpose: deploy, bench and report label every number EMULATED from it (deviations.py)"),
     Declared("metrics", "names", "sglang:is_emulated", "emulator-only gauge",
              "on purpose: a Prometheus scrape of the emulator cannot pass for a real server (deviations.py)"),
+    *(Declared("metrics", "names", f"{family}_total", "emulator-only counter",
+               "on purpose: how far the emulator fell behind its latency model; the speed stage marks such a "
+               "scenario not representative (emulator/lag.py, deviations.py)") for family in LAG_FAMILIES),
     Declared("info", "model_info", "$.embedding", "SGLang adds its resolved embedding plan (an object); the "
              "emulator has no such key",
              "a generation model's plan says family none and nothing in the project reads it; the one-way contract "

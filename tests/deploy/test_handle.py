@@ -26,6 +26,8 @@ def test_the_run_handle_carries_every_field_the_server_handle_knows(tmp_path):
         log_path=Path("/runs/server.log"),
         readiness={"health_method": "/health"},
         server_info={"max_total_num_tokens": 1000},
+        backends=[{"name": "replica-0", "url": "http://127.0.0.1:30001", "role": "replica"}],
+        router_policy="round_robin",
     )
     assert handle.to_run_handle().model_dump(mode="json") == {
         "base_url": "http://127.0.0.1:30000",
@@ -40,6 +42,8 @@ def test_the_run_handle_carries_every_field_the_server_handle_knows(tmp_path):
         "time_scale": 0.5,
         "readiness": {"health_method": "/health"},
         "tokenizer": None,
+        "backends": [{"name": "replica-0", "url": "http://127.0.0.1:30001", "role": "replica"}],
+        "router_policy": "round_robin",
         "pid": 12,
         "pgid": 12,
         "container": "sglang-1",

@@ -35,4 +35,9 @@ def test_two_replicas_behind_the_router_pass_the_runbook(require_tool_env, tmp_p
         for log in (run.server_log, run.member_log("replica-1"))
     ]
     assert all(count > 0 for count in served), served  # both replicas answered requests the router sent
+    # the speed stage read each replica's own counters (issue 42 item 2): the deploy handle names them
+    row = [json.loads(line) for line in run.file(RunFolder.BENCH).read_text().splitlines()][-1]
+    split = row["replicas"]
+    assert [s["name"] for s in split["servers"]] == ["replica-0", "replica-1"] and split["policy"] == "cache_aware"
+    assert sum(s["requests"] for s in split["servers"]) >= row["metrics"]["completed"]
     assert_fleet_stopped(run, groups=3)

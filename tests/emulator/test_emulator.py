@@ -581,7 +581,7 @@ def test_api_key_required_when_configured():
 
 # ---------------------------------------------------------------- metrics
 
-_SAMPLE = re.compile(r"^(sglang:[a-zA-Z0-9_]+)(\{[^}]*\})? (-?[0-9.]+(?:e[+-]?[0-9]+)?|NaN|\+Inf)$")
+_SAMPLE = re.compile(r"^((?:sglang|emulator):[a-zA-Z0-9_]+)(\{[^}]*\})? (-?[0-9.]+(?:e[+-]?[0-9]+)?|NaN|\+Inf)$")
 
 
 def parse_metrics(text: str) -> dict[str, float]:

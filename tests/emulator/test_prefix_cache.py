@@ -218,3 +218,26 @@ def test_profile_prefill_after_a_prefix_is_the_prediction(input_len: int, hit: f
     predicted = predictor.prefill_seconds(predictor.serving.prefill_pool, input_len, cached / input_len) * 1000
     assert profile.prefill_ms(input_len, cached) == pytest.approx(predicted, rel=0.05)
     assert profile.prefill_ms(input_len, cached) < profile.prefill_ms(input_len, 0)
+
+
+def test_flush_cache_waits_for_idle_as_sglang_does_with_a_timeout() -> None:
+    """SGLang 0.5.23's /flush_cache takes `timeout` (bench_serving --flush-cache sends 60): a busy
+    engine is flushed once idle, not refused; without a timeout it is refused (http_server.py,
+    scheduler_components/flush_wrapper.py); a negative timeout is FastAPI's 422."""
+    import threading
+
+    slow = LatencyProfile(ttft_base_ms=1.0, ttft_per_1k_input_ms=0.0, itl_base_ms=20.0, itl_per_running_ms=0.0)
+    ids = list(range(500, 700))
+    with emulator_server(EmulatorSettings(profile=slow, log_startup=False)) as url:
+        _generate(url, ids)
+        running = threading.Thread(target=_generate, args=(url, [1, 2, 3], 40))  # ~0.8 s of decoding
+        running.start()
+        time.sleep(0.2)
+        refused = httpx.post(url + "/flush_cache", timeout=10)
+        assert (refused.status_code, refused.text) == (400, "Flush cache failed.\n")
+        waited = httpx.post(url + "/flush_cache", params={"timeout": 30}, timeout=40)
+        assert waited.status_code == 200 and waited.text.startswith("Cache flushed.")
+        running.join()
+        assert _generate(url, ids)["cached_tokens"] == 0  # flushed once the running request finished
+        bad = httpx.post(url + "/flush_cache", params={"timeout": -1}, timeout=10)
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "timeout"]

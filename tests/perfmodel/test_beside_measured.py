@@ -46,7 +46,7 @@ def test_in_band_is_not_flagged_and_out_of_band_names_the_metric(launch):
     rows = pd.DataFrame(
         [
             _row("as-predicted", 4, p),
-            _row("slow-decode", 4, p, {"median_tpot_ms": 3.0}),
+            _row("slow-decode", 4, p, {"median_tpot_ms": 6.0}),
             _row("fast", 4, p, {"output_throughput": 5.0, "median_ttft_ms": 0.1}),
             {"scenario": "broken", "status": "failed"},
         ]

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from kimi_runbooks.catalog import load_catalog
-from kimi_runbooks.perfmodel.calibration import Evaluator, fit_all
+from kimi_runbooks.perfmodel.calibration import Evaluator, fit_all, pages_by_family_stack
 from kimi_runbooks.perfmodel.observations import observations
-from kimi_runbooks.perfmodel.predict import predict
+from kimi_runbooks.perfmodel.predict import Predictor, Scenario, predict
 from kimi_runbooks.perfmodel.shape_basis import UNVALIDATED_SHAPE_BAND_WIDENING
 from kimi_runbooks.perfmodel.spec import format_predictions, parse_predict_spec
 from kimi_runbooks.perfmodel.store import calibration_path, load_calibration
@@ -143,7 +143,8 @@ def test_a_family_fitted_only_to_slo_ceilings_is_not_called_validated():
     launch = plan({"platform": "ascend-a3"}, CATALOG)
     (p,) = predict(launch, parse_predict_spec("in=3500,out=1500,c=16"), cal)
     assert (p.calibrated_family, p.calibration_basis) == (False, "slo-targets-only")
-    lo, hi = cal.band["median_tpot_ms"]  # the leave-one-page-out band
+    assert (p.pages, p.band_basis) == (0, "first principles")  # no measurement stands behind it
+    lo, hi = cal.band_by_support["first principles"]["median_tpot_ms"]  # the widest tier's page-out band
     # the default Ascend plan spans two nodes and only SLO ceilings check that shape: widened again
     assert "Nothing measured validates this shape" in p.shape_basis
     lo, hi = lo * UNVALIDATED_SHAPE_BAND_WIDENING, hi * UNVALIDATED_SHAPE_BAND_WIDENING
@@ -151,3 +152,31 @@ def test_a_family_fitted_only_to_slo_ceilings_is_not_called_validated():
     assert p.high["median_tpot_ms"] == pytest.approx(max(p.median_tpot_ms, p.median_tpot_ms * math.exp(-lo)))
     assert "fitted only to published SLO ceilings" in format_predictions([p])
     assert p.as_dict()["calibration_basis"] == "slo-targets-only"
+
+
+def test_a_prediction_says_how_many_pages_stand_behind_its_band():
+    cal = load_calibration(CATALOG.root)
+    # pages per family and stack: the fitted measured rows' distinct pages
+    obs = [o for o in observations(CATALOG) if o.fit and o.kind != "targets"]
+    assert cal.pages_by_family_stack == pages_by_family_stack(obs)
+    assert cal.pages_by_family_stack["amd-cdna flydsl:W4A16:tuned"] == 2  # the ROCm MI300X and W4A8 blogs
+    h200 = Predictor(plan({"platform": "h200", "model": "kimi-k2.6"}, CATALOG), cal)
+    one = h200.predict(Scenario(1000, 1000, concurrency=16))
+    assert (one.pages, one.band_basis) == (1, "one page")
+    # the same plan with a second page behind it takes the narrower tier's band, and says so
+    lo, hi = cal.band_by_support["first principles"]["median_tpot_ms"]
+    narrow = {m: (lo / 4, hi / 4) for m in cal.band_by_support["pages"]}
+    two_pages = dataclasses.replace(
+        cal,
+        pages_by_family_stack={**cal.pages_by_family_stack, "nvidia-hopper default:W4A16": 2},
+        band_by_support={**cal.band_by_support, "pages": narrow},
+    )
+    two = Predictor(h200.plan, two_pages).predict(Scenario(1000, 1000, concurrency=16))
+    assert (two.pages, two.band_basis) == (2, "2 pages, same stack")
+    tpot = "median_tpot_ms"
+    assert two.high[tpot] / two.low[tpot] < one.high[tpot] / one.low[tpot]
+    text = format_predictions([two])
+    assert "band basis: 2 pages, same stack" in text
+    k3 = plan({"platform": "b300", "model": "kimi-k3"}, CATALOG)
+    p = Predictor(k3, cal).predict(Scenario(8192, 1024, concurrency=16))
+    assert (p.pages, p.band_basis, p.calibration_basis) == (0, "first principles", "first-principles")

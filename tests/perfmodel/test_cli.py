@@ -22,7 +22,7 @@ def test_predict_prints_the_table_with_its_band():
     assert "## verdict: VALID" in out  # the plan is still printed first
     table = out.split("## predicted speed", 1)[1]
     assert "PREDICTED" in table and "not measured" in table
-    assert "nvidia-hopper, 8 devices" in table and "leave-one-run-out band" in table
+    assert "nvidia-hopper, 8 devices" in table and "band basis: one page" in table
     rows = [line for line in table.splitlines() if line.strip().startswith("1000")]
     assert [r.split()[2] for r in rows] == ["c=1", "c=16", "c=64"]
     assert all("[" in r and "-" in r for r in rows)
@@ -38,7 +38,7 @@ def test_a_family_without_results_says_so():
     assert "no published results of this family on this MoE path" in proc.stdout
     assert "precision=W4A16" in proc.stdout
     proc = run("plan", "--platform", "b300", "--model", "kimi-k2.6-nvfp4", "--predict", "in=2000,out=500,c=8")
-    assert "leave-one-run-out band of a calibrated family" in proc.stdout
+    assert "a calibrated family" in proc.stdout and "band basis: one page" in proc.stdout
 
 
 def test_predict_json_rows_have_the_documented_keys():
@@ -91,3 +91,14 @@ def test_invalid_plan_is_not_predicted():
     proc = run("plan", "--platform", "mi350x", "--tp", "8", "--predict", SPEC)
     assert proc.returncode == 2
     assert "not predicted, the plan is invalid" in proc.stdout
+
+
+def test_predict_labels_the_stack_with_the_plans_sglang_version_not_the_image_tag():
+    # h200's image is lmsysorg/sglang:v0.5.9; --sglang-version decides which rules apply, so it is the stack's
+    args = ("plan", "--platform", "h200", "--sglang-version", "0.5.11", "--predict", "in=1000,out=1000,c=1")
+    proc = run(*args)
+    assert proc.returncode == 0, proc.stderr
+    stack_line = next(line for line in proc.stdout.splitlines() if line.startswith("# stack:"))
+    assert "sglang_version=0.5.11" in stack_line and "0.5.9" not in stack_line
+    proc = run(*args, "--json")
+    assert json.loads(proc.stdout)["prediction"][0]["stack"]["sglang_version"] == "0.5.11"

@@ -15,6 +15,7 @@ from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.perfmodel import Predictor, Scenario
 from kimi_runbooks.perfmodel.beside_measured import (
     format_reference_checks,
+    out_of_sample_summary,
     predicted_beside_references,
     published_for_plan_text,
 )
@@ -105,7 +106,8 @@ def test_every_k3_figure_is_first_principles_with_the_widened_band() -> None:
     launch = plan(GB300_HT)
     p = Predictor(launch, cal).predict(Scenario(8192, 1024, concurrency=32, fixed_lengths=True))
     assert p.calibration_basis == "first-principles" and not p.calibrated_family
-    lo, hi = cal.band_for("output_throughput", "borrowed", p.family)  # the page-out band
+    assert (p.pages, p.band_basis) == (0, "first principles")
+    lo, hi = cal.band_by_support["first principles"]["output_throughput"]  # the widest tier's page-out band
     widened = max(p.output_throughput * math.exp(-FIRST_PRINCIPLES_BAND_WIDENING * lo), p.output_throughput)
     assert p.high["output_throughput"] == pytest.approx(widened)
     unwidened = max(p.output_throughput * math.exp(-lo), p.output_throughput)
@@ -118,10 +120,17 @@ def test_every_k3_figure_is_first_principles_with_the_widened_band() -> None:
 
 
 def test_the_published_k3_figure_is_compared_never_fitted() -> None:
-    k3_refs = {"cookbook-k3-gb300", "sglang-pr37878-k3-b300"}
+    k3_refs = {"cookbook-k3-gb300", "sglang-pr37878-k3-b300", "bunya-k3-mi355x", "sglang-issue32548-k3-mi355x"}
     assert all(o.reference_id not in k3_refs for o in observations(CATALOG))
     table = predicted_beside_references(CATALOG, "kimi-k3")
     assert set(table["reference_id"]) == k3_refs
+    # the MI355X DSPARK rows are predicted at their published accept length (an input, not a fit)
+    bunya = table[(table["reference_id"] == "bunya-k3-mi355x") & (table["metric"] == "median_tpot_ms")]
+    by_scenario = dict(zip(bunya["scenario"], bunya["predicted"], strict=True))
+    assert by_scenario["k3-mi355x-dspark-1k512-c2"] < by_scenario["k3-mi355x-1k512-c2"] / 3  # 7.29 tokens a step
+    summary = out_of_sample_summary(table)
+    assert all(ref in summary for ref in k3_refs) and "TPOT/throughput |err|" in summary and "high/low x" in summary
+    assert summary.splitlines()[-1].lstrip().startswith("all") and f"{len(table):2d} figures" in summary
     # the B300 sweep (PR 37878): three rows, TTFT, TPOT and total tok/s per GPU each
     assert len(table[table["reference_id"] == "sglang-pr37878-k3-b300"]) == 9
     gb300 = table[table["reference_id"] == "cookbook-k3-gb300"]

@@ -137,13 +137,13 @@ def test_a_shape_nothing_measured_validates_gets_a_wider_band():
     p = pr.predict(Scenario(1000, 1000, concurrency=512))
     widen = shape_basis_module.UNVALIDATED_SHAPE_BAND_WIDENING
     assert widen > 1 and f"band widened x{widen:g}" in p.shape_basis
-    lo_err, hi_err = pr.calibration.band_for("median_tpot_ms", p.calibration_basis, p.family)
+    lo_err, hi_err = pr.calibration.support_band("median_tpot_ms", p.pages, p.calibration_basis) or (0, 0)
     value = p.median_tpot_ms
     assert p.high["median_tpot_ms"] == pytest.approx(max(value * math.exp(-lo_err * widen), value))
     assert p.low["median_tpot_ms"] == pytest.approx(min(value * math.exp(-hi_err * widen), value))
     single = _pr(TP8).predict(Scenario(1000, 1000, concurrency=512))
     assert single.shape_basis == "" and "band widened" not in single.shape_basis
-    lo1, hi1 = pr.calibration.band_for("median_tpot_ms", single.calibration_basis, single.family)
+    lo1, hi1 = pr.calibration.support_band("median_tpot_ms", single.pages, single.calibration_basis) or (0, 0)
     assert single.high["median_tpot_ms"] == pytest.approx(
         max(single.median_tpot_ms * math.exp(-lo1), single.median_tpot_ms)
     )

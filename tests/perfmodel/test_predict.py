@@ -143,10 +143,11 @@ def test_compare_to_prediction_flags_results_outside_the_band():
     assert row.measured == 9.32 and row.input_len == 610 and row.output_len == 422
     assert row.low <= row.predicted <= row.high
     assert row.outside_band == (not row.low <= row.measured <= row.high)
-    # a server 4x slower than the page is flagged (3x was the floor before the bounded fit, which
-    # over-predicts H200's concurrency-1 TPOT 2.4x: 22 ms against 9.3, said in the README)
+    # a server 8x slower than the page is flagged: the band, sized by the page-out errors of results with
+    # as little behind them (one page: issue 43), reaches about 3.5x above the estimate, and the estimate
+    # of H200's concurrency-1 TPOT is 1.7x above the page's (16 ms against 9.3)
     slow = refs.copy()
-    slow["median_tpot_ms"] = slow["median_tpot_ms"] * 4
+    slow["median_tpot_ms"] = slow["median_tpot_ms"] * 8
     flagged = compare_to_prediction(slow, launch)
     assert flagged[flagged.metric == "median_tpot_ms"]["outside_band"].all()
     # a run with --random-range-ratio 1.0 is predicted as lock-step waves

@@ -90,6 +90,7 @@ SCENARIO_KEYS = SCENARIO_FIELDS - {
     "repeats",
     "arrival",
     "search",
+    "think_time",
 }  # a deployment's benchmark: every other field
 # scenario field -> bench_serving flag
 SCENARIO_FLAGS = {

@@ -32,6 +32,8 @@ def _run(tmp_path: Path, high: int = 32, fail: int | None = None, time_scale: fl
             "max_concurrency": c,
             "emulated": True,
             "devices": 8,
+            "repeat": tag.get("confirm") or 1,  # a confirmation run is repeat k, as run_one writes it
+            "repeats": tag.get("confirms") or 1,
         }
         if c == fail:
             row |= {"status": "failed", "error": "ConnectionError (fake)", "metrics": {}}
@@ -54,7 +56,8 @@ def test_every_probe_is_a_point_and_the_operating_point_is_marked(tmp_path: Path
     names = [t.name for t in fig.data]
     assert "operating point: max_concurrency 15" in names  # 10 + 2 x 15 = 40 ms, the last meeting 40
     probes = sum(len(t.x) for t in fig.data if t.name.startswith("probe"))
-    assert probes == len(op.summaries(read_jsonl(run / "bench.jsonl"))[0].probes)
+    searched = op.summaries(read_jsonl(run / "bench.jsonl"))[0].probes
+    assert probes == len([p for p in searched if p.phase != "confirm"]) and len(searched) - probes == 3
     star = next(t for t in fig.data if t.name.startswith("operating point"))
     assert star.x[0] == 1000 / 40  # rescaled to time scale 1: 25 tok/s per user
     title = fig.layout.title.text
@@ -62,6 +65,8 @@ def test_every_probe_is_a_point_and_the_operating_point_is_marked(tmp_path: Path
     assert "rescaled to time scale 1" in title
     (line,) = operating_point_lines(run, speed, emulated=True, run_id="r1")
     assert "highest max_concurrency meeting it: 15 (next probe above, 16, missed)" in line
+    confirmed = "operating point max_concurrency 15, confirmed: 3 of 3 fresh runs at 15 met the SLO: slo_attainment 1"
+    assert confirmed in line
     assert "25.0 tok/s per user" in line and line.endswith("[EMULATED (run r1), rescaled to time scale 1]")
 
 

@@ -101,11 +101,11 @@ def test_parameters_cell_names_every_plan_knob_with_the_recipe_values(platform):
         "time_scale",
     } <= set(params)
     recipe = load_catalog().platform(platform).recipe
-    # with a deployment, each role's parallelism is the deployment's: the recipe's tp would override every role
+    # with a deployment, each role's parallelism and memory are the deployment's: the recipe's would override every role
     assert (params["tp"], params["model"], params["mem_fraction_static"]) == (
         None if recipe.deployment else recipe.tp,
         recipe.model,
-        recipe.mem_fraction_static,
+        None if recipe.deployment else recipe.mem_fraction_static,
     )
     assert params["launcher"] == "emulator"
     config, options = runbook.split_params(params)

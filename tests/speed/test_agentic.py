@@ -105,7 +105,9 @@ def test_not_json_and_missing_files() -> None:
 
 
 def test_mooncake_rows_share_leading_hash_ids() -> None:
-    rows = mooncake_trace(DESIGN)
+    rows = mooncake_trace(
+        DESIGN.model_copy(update={"turns": 1})
+    )  # one round per session (tests/speed/test_sessions.py: more)
     assert len(rows) == 3 and rows[0]["timestamp"] < rows[1]["timestamp"] < rows[2]["timestamp"]
     shared = DESIGN.system_tokens // 130
     assert all(r["hash_ids"][:shared] == list(range(shared)) for r in rows)
@@ -141,7 +143,9 @@ def test_agentic_set_through_the_real_client_hits_the_designed_rate(require_tool
     scenarios = speed.select_scenarios("agentic")
     handle_args = ["--profile", "h200", "--time-scale", "0.02", "--enable-metrics"]
     with start_subprocess(handle_args) as emu:
-        handle = RunHandle(base_url=emu.base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200")
+        handle = RunHandle(
+            base_url=emu.base_url, model="moonshotai/Kimi-K2.6", launcher="emulator", platform="h200", time_scale=0.02
+        )
         speed.run_scenarios(
             scenarios,
             handle,
@@ -173,3 +177,11 @@ def test_agentic_set_through_the_real_client_hits_the_designed_rate(require_tool
     moon = rows["agentic-mooncake-c2"]
     assert moon["status"] == "ok", moon.get("error")
     assert moon["cache_hit_rate"] > 0.3  # the shared hash-id prefix is served from the cache
+    # multi-round sessions (issue 42 item 5): 4 sessions x 3 rounds in order, think time waited
+    assert moon["metrics"]["completed"] == 4 * 3 and [t["turn"] for t in moon["turns"]] == [0, 1, 2]
+    assert moon["turns"][2]["mean_context_tokens"] > moon["turns"][0]["mean_context_tokens"]
+    assert moon["turns"][0]["cache_hit_rate"] > 0.3  # sessions after the first find the shared prefix
+    replayed, think = moon["session_replay"], moon["think_time"]
+    assert replayed["waits"] == think["drawn_turns"] == 4 * 2
+    assert replayed["waited_s"] == pytest.approx(think["planned_delay_s"], rel=0.01)
+    print(json.dumps({k: moon.get(k) for k in ("session_replay", "think_time", "turns")}))

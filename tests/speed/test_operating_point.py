@@ -13,17 +13,21 @@ from pydantic import ValidationError
 
 from kimi_runbooks import speed
 from kimi_runbooks.catalog import Scenario
+from kimi_runbooks.catalog.scenario_models import SearchSpec
 from kimi_runbooks.emulator.latency import LatencyProfile
 from kimi_runbooks.emulator.settings import EmulatorSettings
 from kimi_runbooks.emulator.testing import run_in_thread
 from kimi_runbooks.rundir import RunFolder, read_jsonl
 from kimi_runbooks.speed import operating_point as op
+from kimi_runbooks.speed.knee import sweep_values
 from kimi_runbooks.target.locate import RunHandle
 from tests.support import FAKE_BENCH, tiny_scenario
 
 
 def _searched(low: float = 1, high: float = 64, step: float = 1, **search: Any) -> Scenario:
-    spec = {"over": "max_concurrency", "low": low, "high": high, "step": step, **search}
+    """A search block; the bisection alone (no knee sweep, no confirmation) unless `search` asks."""
+    spec = {"over": "max_concurrency", "low": low, "high": high, "step": step}
+    spec |= {"knee_sweep": False, "confirm_repeats": 0, **search}
     return tiny_scenario("op", slo={"tpot_ms": 40.0}, max_concurrency=None, search=spec)
 
 
@@ -109,7 +113,7 @@ def test_a_statistic_criterion_reads_bench_servings_metric_on_the_models_clock()
 def test_probes_carry_the_value_and_enough_prompts() -> None:
     scenario = _searched(prompts_per_value=3)
     probe = op.probe_scenario(scenario, 8)
-    assert (probe.id, probe.max_concurrency, probe.num_prompts, probe.search) == ("op@c8", 8, 24, None)
+    assert (probe.id, probe.max_concurrency, probe.num_prompts, probe.search) == ("op@c8", 8, 29, None)  # >= 29
     rate = tiny_scenario(
         "r", slo={"ttft_ms": 500.0}, search={"over": "request_rate", "low": 0.5, "high": 4, "step": 0.5}
     )
@@ -165,7 +169,8 @@ def test_the_stage_runs_each_probe_as_a_row_and_resumes(server: str, tmp_path: P
         "opt",
         slo={"tpot_ms": 20.0},
         max_concurrency=None,
-        search={"over": "max_concurrency", "low": 1, "high": 48, "step": 1, "criterion": "median"},
+        search={"over": "max_concurrency", "low": 1, "high": 48, "step": 1, "criterion": "median"}
+        | {"knee_sweep": False, "confirm_repeats": 0},
     )
     settings: dict[str, Any] = {"offline": True, "command_prefix": FAKE_BENCH, "progress": False, "devices": 8}
     settings |= {"verify_tokens": False, "answer_probe": 0, "timeout_s": 60}
@@ -196,7 +201,9 @@ def test_the_stage_runs_each_probe_as_a_row_and_resumes(server: str, tmp_path: P
 
 def test_a_searched_rate_is_on_the_models_clock() -> None:
     rate = tiny_scenario(
-        "r", slo={"ttft_ms": 500.0}, search={"over": "request_rate", "low": 0.5, "high": 4, "step": 0.5}
+        "r",
+        slo={"ttft_ms": 500.0},
+        search={"over": "request_rate", "low": 0.5, "high": 4, "step": 0.5, "knee_sweep": False, "confirm_repeats": 0},
     )
     calls: list[float] = []
     sent: list[float] = []
@@ -223,3 +230,98 @@ def test_rate_probes_without_a_concurrency_stay_out_of_the_per_sweep_goodput() -
     )
     table = speed.sweep_goodput(rows)
     assert table["best concurrency meeting the SLO"].tolist() == [4]
+
+
+# ------------------------------------------------------------------ issue 42: sizes, knee, confirmation
+
+
+def test_probe_sizes_follow_the_order_statistic_rule_and_a_small_probe_is_not_met() -> None:
+    """n >= ln(1 - 0.95) / ln(p): 5 for the median, 29 for 90% attainment, 59 for p95, 299 for p99."""
+    assert [op.min_requests(c) for c in ("median", "p90", "p95", "p99", "mean")] == [5, 29, 59, 299, 30]
+    assert op.min_requests("attainment", 0.9) == 29 and op.min_requests("attainment", 1.0) == 299
+    scenario = _searched(prompts_per_value=2)
+    assert op.probe_scenario(scenario, 6).num_prompts == 29  # not 12: 2 per unit of concurrency
+    tag = op.search_tag(scenario)
+    c6 = {"scenario": "op@c6", "status": "ok", "search": tag, "goodput": {"requests": 12, "slo_attainment": 11 / 12}}
+    met, why = op.judge(c6)
+    assert not met and "12 requests: too few to judge 90% attainment" in why and "= 29" in why
+    assert op.judge({**c6, "goodput": {"requests": 29, "slo_attainment": 27 / 29}})[0]
+
+
+def _plateau_runner(limit: float, knee: float, calls: list[tuple[float, str]]) -> Any:
+    """Attainment 1.0 up to `limit` (else 0.5); output throughput 100 x value up to `knee`, flat above."""
+
+    def run_probe(probe: Scenario, tag: dict[str, Any]) -> dict[str, Any]:
+        value = tag["value"]
+        calls.append((value, tag.get("phase", "")))
+        metrics = {"output_throughput": 100.0 * min(value, knee), "completed": 64}
+        good = {"requests": 64, "slo_attainment": 1.0 if value <= limit else 0.5}
+        repeat = {"repeat": tag.get("confirm") or 1, "repeats": tag.get("confirms") or 1}
+        return {"scenario": probe.id, "search": tag, "status": "ok", "metrics": metrics, "goodput": good} | repeat
+
+    return run_probe
+
+
+def test_the_knee_sweep_doubles_from_one_stream_and_stops_where_throughput_stops_growing() -> None:
+    calls: list[tuple[float, str]] = []
+    rows: list[dict[str, Any]] = []
+    runner = _plateau_runner(limit=40, knee=16, calls=calls)
+    found = op.search(_searched(1, 64, 1, knee_sweep=True), lambda p, t: rows.append(runner(p, t)) or rows[-1])
+    assert [v for v, phase in calls if phase == "sweep"] == [1, 2, 4, 8, 16, 32]  # +0% at 32: the knee is 16
+    assert found.knee == 16 and found.best == 16 and "saturation knee at 16" in found.note
+    assert [v for v, phase in calls if phase == "bisect"] == []  # nothing above the knee is searched
+    (again,) = op.summaries(rows)  # c32 met the SLO too, but the report holds the point at the knee as well
+    assert (again.best, again.knee, again.above, again.note) == (16, 16, None, found.note)
+
+
+def test_the_sweep_leaves_the_bisection_only_the_bracket_where_the_slo_is_first_missed() -> None:
+    calls: list[tuple[float, str]] = []
+    found = op.search(_searched(1, 64, 1, knee_sweep=True), _plateau_runner(limit=20, knee=64, calls=calls))
+    assert [v for v, phase in calls if phase == "sweep"] == [1, 2, 4, 8, 16, 32]
+    assert found.best == 20 and found.above == 21 and found.knee is None
+    assert all(16 < v < 32 for v, phase in calls if phase == "bisect")
+    rate = {"over": "request_rate", "low": 0.25, "high": 4, "step": 0.25}
+    assert sweep_values(op.grid(SearchSpec(**rate))) == [0.25, 0.5, 1, 2, 4]
+
+
+def test_the_value_found_is_confirmed_by_fresh_runs_with_an_interval_or_stepped_down() -> None:
+    """The bisection saw c20 meet the SLO; fresh runs there miss it (a cached bisection would not
+    show this): the point steps down until three fresh runs all meet it, and says so."""
+    calls: list[tuple[float, str]] = []
+    plateau = _plateau_runner(limit=20, knee=64, calls=calls)
+
+    def fresh_misses_above_18(probe: Scenario, tag: dict[str, Any]) -> dict[str, Any]:
+        row: dict[str, Any] = plateau(probe, tag)
+        if tag.get("confirm"):
+            share = 0.5 if tag["value"] > 18 else [0.95, 0.97, 0.96][tag["confirm"] - 1]
+            row["goodput"] = {"requests": 64, "slo_attainment": share}
+        return row
+
+    rows: list[dict[str, Any]] = []
+    found = op.search(_searched(confirm_repeats=3), lambda p, t: rows.append(fresh_misses_above_18(p, t)) or rows[-1])
+    assert found.best == 20 and found.confirmed == 18
+    confirms = [(v, phase) for v, phase in calls if phase == "confirm"]
+    assert confirms == [(20, "confirm"), (19, "confirm"), (18, "confirm"), (18, "confirm"), (18, "confirm")]
+    stats = found.confirmation["statistics"]["slo_attainment"]
+    assert stats["mean"] == pytest.approx(0.96) and stats["low"] < 0.96 < stats["high"] and stats["n"] == 3
+    assert found.confirmation["note"].startswith("3 of 3 fresh runs at 18 met the SLO: slo_attainment 0.96 [")
+    assert "reaches past the SLO" not in found.confirmation["note"]  # 0.96 +- 0.025 stays above 0.9
+    wide = op.confirmation_of(18, [{**row, "goodput": {"slo_attainment": s}} for row, s in zip(rows[-3:], (0.9, 1, 1))])
+    assert wide["confirmed"] and "the interval reaches past the SLO (slo_attainment 0.8232 < 0.9)" in wide["note"]
+    (again,) = op.summaries(rows)  # the report rebuilds the same point from the rows
+    assert again.confirmed == 18 and again.confirmation == found.confirmation
+    assert op.base_of("op@c18~confirm") == "op"
+    missing: list[dict[str, Any]] = []
+
+    def fresh_always_miss(probe: Scenario, tag: dict[str, Any]) -> dict[str, Any]:
+        row: dict[str, Any] = plateau(probe, tag)
+        row["goodput"] = {"requests": 64, "slo_attainment": 0.5 if tag.get("confirm") else 1.0}
+        missing.append(row)
+        return row
+
+    unconfirmed = op.search(_searched(1, 24, 1, confirm_repeats=3), fresh_always_miss)
+    assert unconfirmed.best == 24 and unconfirmed.confirmed is None
+    assert unconfirmed.confirmation["note"].endswith("(fresh runs missed at 24, 23, 22)")
+    assert op.summaries(missing)[0].confirmation == unconfirmed.confirmation
+    never = op.search(_searched(confirm_repeats=2), _plateau_runner(limit=0.5, knee=64, calls=[]))
+    assert never.best is None and never.confirmed is None and never.confirmation == {}

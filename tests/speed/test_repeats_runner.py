@@ -56,7 +56,9 @@ def test_stage_repeats_each_scenario_and_a_scenario_sets_its_own(server, tmp_pat
     df = speed.run_scenarios(scenarios, handle, RunFolder.create(tmp_path), _options(argv_log), repeats=3)
     assert _ran(argv_log) == ["a-c1.r1", "a-c1.r2", "a-c1.r3", "b-c1.r1", "b-c1.r2", "c-c1"]
     seen = [json.loads(line)["argv"] for line in argv_log.read_text().splitlines()]
-    assert all("--flush-cache" in argv for argv in seen[:5]) and "--flush-cache" not in seen[5]
+    assert all("--flush-cache" in argv for argv in seen)  # every run flushes (speed/freshness.py)
+    seeds = [argv[argv.index("--seed") + 1] for argv in seen]
+    assert len(set(seeds)) == 6  # and sends new prompts: each repeat its own seed
     rows = read_jsonl(tmp_path / "bench.jsonl")
     assert [(r["scenario"], r["repeat"], r["repeats"]) for r in rows] == [
         ("a-c1", 1, 3),

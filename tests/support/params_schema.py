@@ -23,6 +23,7 @@ SCENARIO_FIELDS = {
     "arrival",
     "search",
     "repeats",
+    "think_time",
 }
 DATASETS = {"random", "random-ids", "sharegpt", "generated-shared-prefix", "image", "agentic-trace", "mooncake"}
 """bench_serving's --dataset-name values the scenarios use."""

@@ -27,7 +27,7 @@ from .params_models import (
     RuleFile,
     RuleScope,
 )
-from .scenario_models import Scenario, ScenarioSet, TraceDesign
+from .scenario_models import Scenario, ScenarioSet, ThinkTime, TraceDesign
 from .values import ArgValue, ParamsError
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "RuleScope",
     "Scenario",
     "ScenarioSet",
+    "ThinkTime",
     "TraceDesign",
     "UnknownIdError",
     "default_params_dir",

@@ -41,6 +41,19 @@ class TraceDesign(Strict):
     """Turns stop before the context passes this (None: the served model's, /v1/models max_model_len)."""
 
 
+class ThinkTime(Strict):
+    """The pause between a reply and the next turn of a session (a user reading, an agent's tools
+    running), as AIPerf's --conversation-turn-delay-mean/-stddev: drawn per turn after the first from
+    `distribution` with the scenario's seed, in ms of the model's clock (an emulator at time scale s
+    waits s x as long, as it answers s x as fast). A trace's own delays and timestamps win."""
+
+    distribution: Literal["constant", "normal", "exponential"]
+    """constant: mean_ms every turn; normal: mean_ms +- stddev_ms, negative draws clipped to 0
+    (AIPerf's); exponential: mean mean_ms (a memoryless user)."""
+    mean_ms: float = Field(ge=0)
+    stddev_ms: float = Field(default=0.0, ge=0)
+
+
 SLO_KEYS = ("ttft_ms", "tpot_ms", "e2e_ms")
 
 
@@ -61,8 +74,16 @@ class SearchSpec(Strict):
     metrics: list[Literal["ttft_ms", "tpot_ms", "e2e_ms"]] | None = None
     """Which of the scenario's SLOs the search holds the probes to (None: all of them)."""
     prompts_per_value: float | None = Field(default=None, gt=0)
-    """A probe's num_prompts = max(num_prompts, ceil(this x value)): prompts per concurrent request
-    over max_concurrency, seconds of arrivals over request_rate; None: num_prompts as given."""
+    """A probe's num_prompts = max(num_prompts, ceil(this x value), the fewest requests that can judge
+    the criterion's percentile): prompts per concurrent request over max_concurrency, seconds of
+    arrivals over request_rate; None: num_prompts (or that fewest) as given."""
+    knee_sweep: bool = True
+    """Before bisecting, double from low (low, 2 low, 4 low, ... high) until the SLO is missed or output
+    throughput stops growing (the saturation knee, as GuideLLM's sweep finds it); the bisection then
+    searches only the bracket the sweep left, and never above the knee."""
+    confirm_repeats: int = Field(default=3, ge=0, le=10)
+    """Fresh runs at the value found that must each meet the SLO before it is the operating point
+    (their spread gives its 95% interval); 0: no confirmation."""
 
 
 class Scenario(Strict):
@@ -91,6 +112,9 @@ class Scenario(Strict):
     """How requests arrive at request_rate: poisson (bench_serving's own --request-rate: exponential
     gaps), constant (evenly spaced: replayed as a generated mooncake trace, speed/arrivals.py);
     None: bench_serving's default (all at once unless request_rate is set, then Poisson)."""
+    think_time: ThinkTime | None = None
+    """agentic-trace / mooncake sessions: the pause before each turn after the first (speed/sessions.py);
+    None: the trace's own delays, else none."""
     search: SearchSpec | None = None
     """Search for the operating point instead of running the scenario once (speed/operating_point.py)."""
 
@@ -107,7 +131,7 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _search_and_arrival(self) -> Scenario:
-        problems = [p for p in (*_search_problems(self), *_arrival_problems(self)) if p]
+        problems = [p for p in (*_search_problems(self), *_arrival_problems(self), *_session_problems(self)) if p]
         if problems:
             raise ValueError(f"scenario {self.id}: " + "; ".join(problems))
         return self
@@ -154,6 +178,27 @@ def _search_problems(s: Scenario) -> list[str]:
         out.append(
             "a search runs each probe once (rule: search-probes-run-once). "
             "Fix: remove repeats from the scenario, or run the found point as its own scenario with repeats"
+        )
+    return out
+
+
+def _session_problems(s: Scenario) -> list[str]:
+    out = []
+    if s.think_time is not None and s.dataset not in ("agentic-trace", "mooncake"):
+        out.append(
+            f"think_time pauses between the turns of a session; dataset {s.dataset} has none. "
+            "Fix: dataset agentic-trace or mooncake, or remove think_time"
+        )
+    if (
+        s.dataset == "mooncake"
+        and s.backend != "sglang-oai-chat"
+        and (s.think_time is not None or (s.trace is not None and s.trace.turns > 1))
+    ):
+        out.append(
+            "multi-round mooncake sessions (trace.turns > 1) and think time are replayed round by round with "
+            "the server's replies as history, which needs a chat backend (rule: mooncake-sessions-need-chat; "
+            "bench_serving's own --mooncake-num-rounds sends a session's rounds at once with placeholder "
+            "replies). Fix: backend: sglang-oai-chat"
         )
     return out
 

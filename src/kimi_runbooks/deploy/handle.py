@@ -45,6 +45,10 @@ class ServerHandle:
     pgid: int | None = None
     extra_pgids: list[int] = field(default_factory=list)
     """More process groups this server is made of (the emulated PD pools behind a router)."""
+    backends: list[dict[str, str]] = field(default_factory=list)
+    """The servers behind a router (name, url, role): the speed stage reads each one's /metrics."""
+    router_policy: str | None = None
+    """The router's --policy, with `backends`."""
     container: str | None = None
     slurm_job_id: str | None = None
     rehearsal: str | None = None

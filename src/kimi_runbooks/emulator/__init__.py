@@ -22,7 +22,8 @@ whose ``DEVIATIONS`` the suite reads; ``strict_sglang=True`` / ``--strict-sglang
 1. response header ``X-Emulated: kimi-runbooks`` on every response;
 2. ``emulated: true`` in /server_info (and its ``version`` ends in ``-emulated``);
 3. ``api_key`` in /server_info is ``"***"`` when a key is set (SGLang prints the key);
-4. metric ``sglang:is_emulated`` (gauge, 1).
+4. metric ``sglang:is_emulated`` (gauge, 1);
+5. counters ``emulator:schedule_*_total``: how far it fell behind its own latency model (lag.py).
 """
 
 from .app import create_app

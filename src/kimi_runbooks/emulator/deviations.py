@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from .lag import FAMILIES as LAG_FAMILIES
+
 
 @dataclass(frozen=True)
 class Deviation:
@@ -52,5 +54,15 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "metric", EMULATED_METRIC, "gauge 1", "so a Prometheus scrape of the emulator cannot pass for a real server"
+    ),
+    *(
+        Deviation(
+            "metric",
+            family,
+            "counter",
+            "how far the emulator fell behind its own latency model (emulator/lag.py): the speed stage marks "
+            "a scenario the host could not keep up with as not representative",
+        )
+        for family in LAG_FAMILIES
     ),
 )

@@ -101,16 +101,20 @@ class Engine:
             self.kv_tokens += job.prompt_tokens
             held += job.prompt_tokens
             prefill = 0.0 if job.kv_transferred else self.profile.prefill_ms(job.prompt_tokens, job.cached_tokens)
-            deadline = self.prefill.book(start, self._scaled(prefill, job))
+            prefill_s = self._scaled(prefill, job)
+            deadline = self.prefill.book(start, prefill_s)
             previous = None
             for index in range(job.output_tokens):
                 if index == 0:
                     await sleep_until(deadline)
+                    self.metrics.lag.observe(deadline, time.monotonic(), prefill_s)
                     node = self._cache_prompt(job, node, ticket)
                     self.on_prefilled(job.room)
                 else:
                     itl = self.profile.itl_ms(self.scheduler.running, self.kv_tokens)
-                    deadline = await self._decode_turn(deadline, self._scaled(itl, job))
+                    step_s = self._scaled(itl, job)
+                    deadline = await self._decode_turn(deadline, step_s)
+                    self.metrics.lag.observe(deadline, time.monotonic(), step_s)
                 if crash_at is not None and index == crash_at:
                     self.faults.crash_now()
                 now = time.monotonic()

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from .deviations import EMULATED_METRIC
+from .lag import ScheduleLag
 
 TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0, 400.0)
 ITL_BUCKETS = (
@@ -168,6 +169,8 @@ class Metrics:
     cache_hit_rate: float = 0.0
     prefill_effective: dict[str, int] = field(default_factory=dict)  # mode (input, device_hit) -> tokens
     cached_tokens_total: int = 0
+    lag: ScheduleLag = field(default_factory=ScheduleLag)
+    """How late the engine's steps woke against its latency model (lag.py); printed when marked."""
 
     # ---- updates (the engine calls these)
     def count_prompt(self, tokens: int, streaming: bool) -> None:
@@ -250,6 +253,7 @@ class Metrics:
                 f"# TYPE {EMULATED_METRIC} gauge",
                 f"{EMULATED_METRIC} 1.0",
             ]
+            lines += self.lag.lines(tokenizer)
         split = [
             ("sglang:prompt_tokens", "Number of prefill tokens processed.", self.prompt_tokens_total),
             ("sglang:generation_tokens", "Number of generation tokens processed.", self.generation_tokens_total),

@@ -9,6 +9,7 @@ SGLang's 404 body (http_server.py ``retrieve_model``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from starlette.requests import Request
@@ -84,11 +85,61 @@ async def get_server_info(request: Request) -> Response:
     return JSONResponse(server_info(state.settings, state.engine.metrics.last_gen_throughput, state.startup.duration))
 
 
+FLUSH_POLL_S = 0.01
+"""How often a flush waiting for the engine to go idle looks again (SGLang checks once per scheduler step)."""
+
+
+def _flush_timeout(request: Request) -> float:
+    """The `timeout` query parameter as SGLang's FastAPI route reads it (float, ge=0, default 0)."""
+    raw = request.query_params.get("timeout")
+    if raw is None:
+        return 0.0
+    try:
+        value = float(raw)
+    except ValueError:
+        msg = "Input should be a valid number, unable to parse string as a number"
+        raise RawError(
+            422, {"detail": [{"type": "float_parsing", "loc": ["query", "timeout"], "msg": msg, "input": raw}]}
+        ) from None
+    if not value >= 0.0:
+        msg = "Input should be greater than or equal to 0"
+        detail = {
+            "type": "greater_than_equal",
+            "loc": ["query", "timeout"],
+            "msg": msg,
+            "input": raw,
+            "ctx": {"ge": 0.0},
+        }
+        raise RawError(422, {"detail": [detail]})
+    return value
+
+
 async def flush_cache(request: Request) -> Response:
-    engine = _state(request).engine
-    scheduler = engine.scheduler
-    if scheduler.running or scheduler.queued:  # SGLang: Response without a media type
-        return Response("Cache not flushed: there are running or waiting requests.\n", status_code=400)
+    """SGLang 0.5.23's /flush_cache (http_server.py, scheduler_components/flush_wrapper.py): with
+    `timeout` > 0 a busy engine is waited for until idle (bench_serving --flush-cache sends 60 s right
+    after its warm-up, whose request may still be finishing), then flushed; one flush at a time; a
+    busy engine with no timeout, or still busy at the deadline, is not flushed (400)."""
+    state = _state(request)
+    engine, scheduler = state.engine, state.engine.scheduler
+    timeout = _flush_timeout(request)
+    if state.flush_waiting:
+        return Response("Another flush_cache is already in progress.", status_code=400)
+
+    def busy() -> bool:
+        return bool(scheduler.running or scheduler.queued)
+
+    if busy() and timeout > 0:
+        state.flush_waiting = True
+        try:
+            deadline = time.monotonic() + timeout
+            while busy() and time.monotonic() < deadline:
+                await asyncio.sleep(FLUSH_POLL_S)
+        finally:
+            state.flush_waiting = False
+        if busy():  # SGLang: Response without a media type
+            return Response("Timed out waiting for idle state.", status_code=400)
+    if busy():
+        return Response("Flush cache failed.\n", status_code=400)
     engine.cache.reset()  # the radix tree (radix.py), as SGLang's flush_cache resets its tree cache
     return Response(
         "Cache flushed.\nPlease check backend logs for more details. "

@@ -37,6 +37,8 @@ class AppState:
         self.engine.on_prefilled = self.disagg.kv_sent
         self.startup = StartupClock(settings)
         self._ids = 0
+        self.flush_waiting = False
+        """A /flush_cache is waiting for the engine to go idle (SGLang runs one at a time)."""
 
     def next_id(self, prefix: str) -> str:
         self._ids += 1

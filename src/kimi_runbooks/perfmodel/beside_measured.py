@@ -265,6 +265,7 @@ def predicted_beside_references(
                 concurrency=int(row["concurrency"]),
                 num_prompts=row.get("num_prompts"),
                 fixed_lengths=bool(row.get("fixed_lengths")),
+                accept_length=row.get("accept_length"),  # a speculative row's published accept length
             )
             p = Predictor(launch).predict(scenario)
             for metric, published in (row.get("metrics") or {}).items():
@@ -295,6 +296,29 @@ def predicted_beside_references(
                     }
                 )
     return pd.DataFrame.from_records(records, columns=REFERENCE_COLUMNS)
+
+
+def out_of_sample_summary(table: pd.DataFrame) -> str:
+    """The compare-only figures as validation reads them: per reference and over all, the median
+    |error| (predicted / published - 1) of TPOT and throughput and of TTFT, results inside the band
+    shown and the band's median high/low. These figures were never fitted: an out-of-sample check."""
+    if table.empty:
+        return "(no compare-only published references)"
+
+    def line(name: str, rows: pd.DataFrame) -> str:
+        err = (1.0 / rows["ratio"] - 1.0).abs()
+        speed = ~rows["metric"].str.contains("ttft")
+        parts = [
+            f"{name[:36]:36} {len(rows):2d} figures",
+            f"TPOT/throughput |err| {err[speed].median():.0%}" if speed.any() else "TPOT/throughput -",
+            f"TTFT |err| {err[~speed].median():.0%}" if (~speed).any() else "TTFT -",
+            f"in band {int((~rows['outside_band']).sum())}/{len(rows)}",
+            f"high/low x{(rows['high'] / rows['low']).median():.1f}",
+        ]
+        return "  " + ", ".join(parts)
+
+    lines = [line(str(ref), rows) for ref, rows in table.groupby("reference_id", sort=True)]
+    return "\n".join([*lines, line("all", table)])
 
 
 def _server_flags(launch: LaunchPlan) -> list[str]:

@@ -229,12 +229,23 @@ def calibration_of(ev: Evaluator, values: dict[str, float], rows: Iterable[Obser
         measured_families=tuple(f for f in families if any(o.kind != "targets" for o in rows if o.family == f)),
         targets_only=tuple(f for f in families if all(o.kind == "targets" for o in rows if o.family == f)),
         family_stacks=tuple(sorted({family_stack(o.family, o.stack) for o in rows if o.kind != "targets"})),
+        pages_by_family_stack=pages_by_family_stack(rows),
         lenders=tuple(sorted(measured_terms(ev, rows))),
         # every term a fitted row reads, fitted or held at its prior by the budget: validation covers both
         fitted_stack_keys=tuple(
             sorted({n for o in rows for n in ev.names(o)} | {pipeline_key(o.stack.pp) for o in rows if o.stack.pp > 1})
         ),
     )
+
+
+def pages_by_family_stack(rows: Iterable[Observation]) -> dict[str, int]:
+    """ "<family> <moe key>" -> how many public pages carry measured fitted rows of it: what stands
+    behind a prediction on that family and stack (store.support_tier)."""
+    pages: dict[str, set[str]] = {}
+    for o in rows:
+        if o.fit and o.kind != "targets":
+            pages.setdefault(family_stack(o.family, o.stack), set()).add(o.document or o.reference_id)
+    return {k: len(v) for k, v in sorted(pages.items())}
 
 
 def fit_all(ev: Evaluator, rows: Iterable[Observation]) -> tuple[Calibration, Budget]:

@@ -213,7 +213,7 @@ def _targets(ref: Any, family: str, catalog: Catalog) -> list[Observation]:
         sc = deployment_scenario(catalog, dep.benchmark or "")
         config = {"platform": ref.platform, "deployment": dep.id}
         launch = plan(config, catalog)  # the published deployment's own flags are its stack
-        stack = plan_stack(launch.argv, launch.docker_image, launch.model.weight_format)
+        stack = plan_stack(launch)
         tight = (sc.concurrency or 1) >= TIGHT_TARGET_CONCURRENCY
         for metric, key in (("median_tpot_ms", "tpot_ms"), ("median_ttft_ms", "ttft_ms")):
             if row.get(key) is None:

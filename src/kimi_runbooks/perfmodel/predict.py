@@ -16,6 +16,7 @@ from typing import Any
 
 from ._deps import LaunchPlan, Model, load_catalog
 from .attribution import Attribution, add, with_remainder
+from .bands import apply_band
 from .comm import kv_transfer_s
 from .factors import LINK_EFFICIENCY, Factors, borrowed_from
 from .hardware import dense_dtype, expert_dtype, hardware_spec
@@ -25,7 +26,7 @@ from .serving import Pool, Serving, serving_from_plan
 from .shape_basis import ShapeBasis, shape_basis
 from .stack import PRECISION_OF_FORMAT, Stack, plan_stack
 from .step import Dtypes, PoolShape, decode_step, prefill_chunks
-from .store import FIRST_PRINCIPLES_BAND_WIDENING, Calibration, load_calibration
+from .store import FIRST_PRINCIPLES_BAND_WIDENING, Calibration, load_calibration, support_text
 
 DEFAULT_ACCEPT_LENGTH = 2.5
 """Tokens per speculative (EAGLE3 or DSPARK) iteration when the scenario gives none: an assumption,
@@ -129,6 +130,10 @@ class Prediction:
     low: dict[str, float] = field(default_factory=dict)
     high: dict[str, float] = field(default_factory=dict)
     label: str = "predicted"
+    pages: int = 0
+    """Public pages of this family and stack the calibration was fitted on (store.Calibration.pages)."""
+    band_basis: str = "first principles"
+    """What sizes the band: "2 pages, same stack" / "one page" / "first principles" (store.support_text)."""
     tpot_why: Attribution | None = None
     """Median TPOT split into the model's terms (attribution.CATEGORIES); `bound` is its largest."""
     ttft_why: Attribution | None = None
@@ -179,7 +184,7 @@ class Predictor:
         if calibration is None:
             calibration = load_calibration(load_catalog().root)
         self.calibration = calibration
-        self.stack = stack or plan_stack(plan.argv, plan.docker_image, plan.model.weight_format)
+        self.stack = stack or plan_stack(plan)
         self.factors = factors or calibration.factors(self.family, self.stack)
         expert = "bf16" if self.serving.decode_pool.weight_only_experts else expert_dtype(plan.model, plan.platform)
         if self.stack.precision and self.stack.precision != PRECISION_OF_FORMAT.get(plan.model.weight_format):
@@ -384,38 +389,13 @@ class Predictor:
             unfitted_terms=unfitted,
             borrowed={t: src for t in unfitted if (src := self._borrowed(t))},
         )
-        _apply_band(p, self.calibration, self._shape.band_widening)
+        p.pages = 0 if self.first_principles else self.calibration.pages(self.family, self.stack)
+        p.band_basis = support_text(p.pages)
+        apply_band(p, self.calibration, self._shape.band_widening)
         return p
 
     def _borrowed(self, term: str) -> list[str]:
         return borrowed_from(self.calibration.values, term, self.calibration.lenders)
-
-
-LATENCY_BAND = {
-    "median_ttft_ms": "median_ttft_ms",
-    "median_tpot_ms": "median_tpot_ms",
-    "median_itl_ms": "median_tpot_ms",
-}
-RATE_BAND = {
-    "output_throughput": "output_throughput",
-    "total_throughput": "output_throughput",
-    "output_tok_s_per_device": "output_throughput",
-    "tok_s_per_user": "median_tpot_ms",
-}
-
-
-def _apply_band(p: Prediction, cal: Calibration, shape_widening: float = 1.0) -> None:
-    """Published = predicted / exp(err): the err quantiles give where a measurement should
-    fall. The band is widened to hold the estimate itself when validation found the model
-    biased one way (TTFT of a never-calibrated family lands above it), and for a shape no
-    published measurement checks (shape_basis.UNVALIDATED_SHAPE_BAND_WIDENING)."""
-    for name, metric in {**LATENCY_BAND, **RATE_BAND}.items():
-        value = getattr(p, name)
-        lo_err, hi_err = (e * shape_widening for e in cal.band_for(metric, p.calibration_basis, p.family))
-        if name == "tok_s_per_user":  # inverse of TPOT: the TPOT band flips
-            lo_err, hi_err = -hi_err, -lo_err
-        p.low[name] = min(value * math.exp(-hi_err), value)
-        p.high[name] = max(value * math.exp(-lo_err), value)
 
 
 def architecture_kind(model: Model) -> str:

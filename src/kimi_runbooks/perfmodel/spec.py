@@ -97,20 +97,16 @@ def _band(p: Prediction, name: str, digits: int = 0) -> str:
 
 
 BAND_TEXT = {
-    "measured": "leave-one-run-out band of a calibrated family",
-    "slo-targets-only": (
-        "leave-one-page-out band: this family is fitted only to published SLO ceilings, no measurement has validated it"
-    ),
-    "borrowed": "leave-one-page-out band: no published results of this family on this MoE path and precision",
+    "measured": "a calibrated family: fitted to measured results of this family on this stack",
+    "slo-targets-only": "this family is fitted only to published SLO ceilings, no measurement has validated it",
+    "borrowed": "no published results of this family on this MoE path and precision",
     "unfitted-stack": (
         "UNFITTED STACK: no fitted reference ran {terms}: an expert-kernel term borrows the MoE paths of its "
-        "weight format fitted to measured runs, the rest stay at their priors; band = the leave-one-page-out "
-        "band widened x1.5, a judgement"
+        "weight format fitted to measured runs, the rest stay at their priors"
     ),
     "first-principles": (
         "FIRST-PRINCIPLES estimate: no measured result of a model with this architecture was fitted or "
-        "validates it (efficiency factors borrowed from pure-MLA Kimi-K2 fits); band = the new-family "
-        "band widened x2, a judgement"
+        "validates it (efficiency factors borrowed from pure-MLA Kimi-K2 fits); band widened x2, a judgement"
     ),
 }
 
@@ -129,7 +125,9 @@ def format_predictions(preds: list[Prediction], source: str = "") -> str:
     shown = ", ".join(f"{k}={v}" for k, v in stack.items() if v is not None and k != "image") if stack else ""
     lines = [
         "## predicted speed (PREDICTED by kimi_runbooks.perfmodel, not measured)",
-        f"# family {first.family}, {first.devices} devices; [low-high] = 10th-90th percentile, {which}",
+        f"# family {first.family}, {first.devices} devices; {which}",
+        f"# band basis: {first.band_basis} ([low-high] = 10th-90th percentile of the leave-one-page-out "
+        "errors of published results predicted with as much behind them)",
         f"# stack: {shown or 'read from the plan (nothing shown)'} (set the rest with --stack key=value,...)",
         f"{'in':>7} {'out':>6} {'load':>9} {'TTFT ms':>24} {'TPOT ms':>22} {'out tok/s':>24} "
         f"{'tok/s/dev':>9} {'tok/s/user':>10} {'running':>7}  notes",

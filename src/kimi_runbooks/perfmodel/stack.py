@@ -17,7 +17,10 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._deps import LaunchPlan
 
 ATTENTION_BACKENDS = ("fa3", "flashinfer", "trtllm_mla", "flashmla", "cutlass_mla", "triton", "aiter", "ascend")
 MOE_PATHS = (
@@ -218,8 +221,10 @@ def reference_stack(ref: Any, weight_format: str | None, row_launch: dict[str, A
     return stack_from_launch(argv + extra, getattr(ref, "docker_image", None), weight_format, clean)
 
 
-def plan_stack(argv: list[str], image: str | None, weight_format: str | None) -> Stack:
-    return stack_from_launch(argv, image, weight_format)
+def plan_stack(plan: LaunchPlan) -> Stack:
+    """A plan's stack: its flags, image and checkpoint, at the SGLang version the plan decided
+    (PlanConfig.sglang_version, the one that selects its rules), not the image tag's."""
+    return stack_from_launch(plan.argv, plan.docker_image, plan.model.weight_format, plan.config.sglang_version)
 
 
 def parse_stack_spec(text: str, base: Stack | None = None) -> Stack:

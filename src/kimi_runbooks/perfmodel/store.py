@@ -45,6 +45,25 @@ widened this much in log space on top of the basis's widening: its first-princip
 compared with a result. A judgement too: nothing measured sizes it."""
 WIDENING = {"unfitted-stack": UNFITTED_STACK_BAND_WIDENING, "first-principles": FIRST_PRINCIPLES_BAND_WIDENING}
 
+SUPPORT_TIERS = ("pages", "one page", "first principles")
+"""What stands behind a prediction, narrowest band first: two or more public pages measured this
+family on this stack, one page did, or none (the model's physics and terms fitted elsewhere). Each
+tier's band is the 10th-90th percentile of the leave-one-page-out errors of the results that were
+predicted with that much behind them (validation.support_bands), never widened by hand."""
+MIN_TIER_ROWS = 6
+"""A tier with fewer page-out errors of a metric than this borrows the next wider tier's band: a
+quantile of five numbers sizes nothing."""
+
+
+def support_tier(pages: int) -> str:
+    """The tier of a prediction that `pages` public pages of its family and stack stand behind."""
+    return "pages" if pages >= 2 else "one page" if pages == 1 else "first principles"
+
+
+def support_text(pages: int) -> str:
+    """What the output says: "2 pages, same stack" / "one page" / "first principles"."""
+    return f"{pages} pages, same stack" if pages >= 2 else support_tier(pages)
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -66,6 +85,10 @@ class Calibration:
     band_calibrated: dict[str, tuple[float, float]] = field(default_factory=dict)
     band_by_family: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     """Per calibrated family: its own leave-one-run-out quantiles, never narrower than band_calibrated."""
+    pages_by_family_stack: dict[str, int] = field(default_factory=dict)
+    """"<family> <moe key>" -> public pages with measured fitted rows of it (calibration.pages_by_family_stack)."""
+    band_by_support: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    """SUPPORT_TIERS -> per metric, the page-out quantiles of results predicted with that support."""
 
     def factors(self, family: str, stack: Stack | None = None) -> Factors:
         return compose(self.values, term_keys(family, stack or Stack()), self.lenders)
@@ -92,6 +115,23 @@ class Calibration:
         if family in self.targets_only:
             return "slo-targets-only"
         return "borrowed"
+
+    def pages(self, family: str, stack: Stack | None = None) -> int:
+        """Public pages of this family on this stack the fit saw (0 unless the basis is measured:
+        an unfitted term or a family fitted only to SLO ceilings has nothing measured behind it)."""
+        if self.basis(family, stack) != "measured":
+            return 0
+        return self.pages_by_family_stack.get(family_stack(family, stack or Stack()), 0)
+
+    def support_band(self, metric: str, pages: int, basis: str = "borrowed") -> tuple[float, float] | None:
+        """The band of the support tier `pages` puts a prediction in (validation sized it from
+        other pages' errors), widened for an unfitted architecture; None before validation ran."""
+        tier = self.band_by_support.get(support_tier(pages), {})
+        if metric not in tier:
+            return None
+        lo, hi = tier[metric]
+        widen = FIRST_PRINCIPLES_BAND_WIDENING if basis == "first-principles" else 1.0
+        return lo * widen, hi * widen
 
     def band_for(self, metric: str, basis: str = "borrowed", family: str | None = None) -> tuple[float, float]:
         """(low, high) quantiles of log(predicted / published): leave-one-run-out for a calibrated
@@ -122,6 +162,8 @@ class Calibration:
             "band_new_family": _band_dict(self.band),
             "band_calibrated_family": _band_dict(self.band_calibrated),
             "band_by_family": {k: _band_dict(v) for k, v in sorted(self.band_by_family.items())},
+            "pages_by_family_stack": dict(sorted(self.pages_by_family_stack.items())),
+            "band_by_support": {k: _band_dict(v) for k, v in self.band_by_support.items()},
         }
 
 
@@ -155,6 +197,8 @@ def load_calibration(params_root: Path) -> Calibration:
         band=_band(data.get("band_new_family")),
         band_calibrated=_band(data.get("band_calibrated_family")),
         band_by_family={k: _band(v) for k, v in (data.get("band_by_family") or {}).items()},
+        pages_by_family_stack={k: int(v) for k, v in (data.get("pages_by_family_stack") or {}).items()},
+        band_by_support={k: _band(v) for k, v in (data.get("band_by_support") or {}).items()},
         source=f"{path.name} ({', '.join(data.get('references') or [])})",
     )
 

@@ -10,10 +10,12 @@
   on a scenario it has not seen.
 * held out: references with `held_out: true` are never fitted; predicted by the full calibration.
 
-The band a prediction carries is the 10th-90th percentile of these log errors (run-out for a
-calibrated family on a fitted stack, page-out otherwise: store.Calibration.band_for). Coverage
+The band a prediction carries is its support tier's (store.SUPPORT_TIERS: two or more pages of its
+family and stack behind it, one, or none): the 10th-90th percentile of the page-out log errors of
+results predicted with that much behind them, each page weighted once (`support_bands`). Coverage
 counts a held-out result inside when it lies in the band a user would have been shown for it,
-computed from the OTHER pages' errors only (`honest_band`), so a page never sizes its own band.
+computed from the OTHER pages' errors only (`honest_band`), so a page never sizes its own band; beside
+it, sharpness (median high/low) and median |error|, per family and per stack, each page weighted once.
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ import numpy as np
 
 from .calibration import Evaluator, calibration_of, fit, fit_all, free_parameters
 from .observations import Observation
-from .store import BAND_METRICS, WIDENING, Calibration
+from .store import (
+    BAND_METRICS,
+    DEFAULT_BAND,
+    FIRST_PRINCIPLES_BAND_WIDENING,
+    MIN_TIER_ROWS,
+    SUPPORT_TIERS,
+    Calibration,
+    support_tier,
+)
 
 BAND_QUANTILES = (0.1, 0.9)
 HEADLINE = ("median_tpot_ms", "output_throughput")
@@ -39,6 +49,7 @@ class Check:
     predicted: float
     method: str  # "page-out", "reference-out", "time-split", "run-out", "held-out"
     basis: str = "measured"  # what the predicting calibration said about this family and stack
+    pages: int = 0  # public pages of this family and stack the predicting calibration was fitted on
 
     @property
     def error(self) -> float:
@@ -69,6 +80,7 @@ def _checks(ev: Evaluator, cal: Calibration, rows: list[Observation], method: st
             ev.value(o, cal.values, cal.lenders),
             method,
             cal.basis(o.family, o.stack) if cal.references else "borrowed",
+            cal.pages(o.family, o.stack) if cal.references else 0,
         )
         for o in rows
     ]
@@ -143,57 +155,126 @@ def family_bands(checks: list[Check]) -> dict[str, dict[str, tuple[float, float]
     return out
 
 
-def honest_band(c: Check, page_out: list[Check], run_out: list[Check]) -> tuple[float, float]:
-    """The band `plan --predict` would show for this result, sized from the other pages' errors."""
+def page_weights(checks: list[Check]) -> list[float]:
+    """Each page weighs one in total (its rows share it): a dense matrix of one page counts as one
+    voice, not as fifteen."""
+    rows: dict[str, int] = {}
+    for c in checks:
+        rows[_page(c.obs)] = rows.get(_page(c.obs), 0) + 1
+    return [1.0 / rows[_page(c.obs)] for c in checks]
+
+
+def weighted_quantile(values: list[float], weights: list[float], q: float) -> float:
+    """The q-quantile of values with weights (the midpoint rule: equal weights give np.quantile's
+    'hazen' estimate)."""
+    order = np.argsort(values)
+    v, w = np.asarray(values, float)[order], np.asarray(weights, float)[order]
+    cum = (np.cumsum(w) - 0.5 * w) / w.sum()
+    return float(np.interp(q, cum, v))
+
+
+def page_weighted_band(checks: list[Check], metric: str) -> tuple[float, float] | None:
+    """The 10th-90th percentile of `metric`'s log errors, each page weighted once; None with fewer
+    than MIN_TIER_ROWS errors."""
+    sel = [c for c in measured(checks) if c.obs.metric == metric]
+    if len(sel) < MIN_TIER_ROWS:
+        return None
+    errs, weights = [c.log_error for c in sel], page_weights(sel)
+    lo, hi = (weighted_quantile(errs, weights, q) for q in BAND_QUANTILES)
+    return lo, hi
+
+
+def support_bands(page_out: list[Check]) -> dict[str, dict[str, tuple[float, float]]]:
+    """Per support tier (store.SUPPORT_TIERS) and metric: the page-weighted band of the page-out
+    errors of results predicted with that much behind them. A tier with too few errors takes the next
+    wider tier's band, and a wider tier always holds the narrower one's (less support never reads as
+    more certain); with no errors at all, DEFAULT_BAND."""
+    out: dict[str, dict[str, tuple[float, float]]] = {t: {} for t in SUPPORT_TIERS}
+    for metric in BAND_METRICS:
+        own = {
+            t: page_weighted_band([c for c in page_out if support_tier(c.pages) == t], metric) for t in SUPPORT_TIERS
+        }
+        widest = own[SUPPORT_TIERS[-1]] or DEFAULT_BAND
+        for i, tier in enumerate(SUPPORT_TIERS):
+            found = next((b for b in (own[t] for t in SUPPORT_TIERS[i:]) if b is not None), widest)
+            out[tier][metric] = found
+        for narrow, wide in zip(SUPPORT_TIERS, SUPPORT_TIERS[1:], strict=False):
+            (nlo, nhi), (wlo, whi) = out[narrow][metric], out[wide][metric]
+            out[wide][metric] = (min(nlo, wlo), max(nhi, whi))
+    return out
+
+
+def honest_band(c: Check, page_out: list[Check], run_out: list[Check] | None = None) -> tuple[float, float]:
+    """The band `plan --predict` would show for this result, sized from the OTHER pages' page-out
+    errors only (its own page never sizes its band): its support tier's band, widened for an
+    architecture no fitted result has (store.FIRST_PRINCIPLES_BAND_WIDENING, a judgement)."""
     page = _page(c.obs)
-    metric = c.obs.metric
-    if c.basis == "measured":
-        pool = [x for x in run_out if _page(x.obs) != page]
-        own = family_bands(pool).get(c.obs.family, {})
-        if metric in own:
-            return own[metric]
-    lo, hi = band([x for x in page_out if _page(x.obs) != page]).get(metric, (-0.7, 0.7))
-    widen = WIDENING.get(c.basis, 1.0)
+    bands = support_bands([x for x in page_out if _page(x.obs) != page])
+    lo, hi = bands[support_tier(c.pages)].get(c.obs.metric, DEFAULT_BAND)
+    widen = FIRST_PRINCIPLES_BAND_WIDENING if c.basis == "first-principles" else 1.0
     return lo * widen, hi * widen
 
 
-def coverage(checks: list[Check], page_out: list[Check], run_out: list[Check]) -> dict[str, dict[str, Any]]:
-    """Per group ("all", each family, each stack): per HEADLINE metric (inside, rows) and median |error|."""
-    groups: dict[str, list[tuple[Check, bool]]] = {}
+def sharpness(lo: float, hi: float) -> float:
+    """high / low of the band a user is shown (it always holds the estimate itself: bands.apply_band)."""
+    return math.exp(max(hi, 0.0) - min(lo, 0.0))
+
+
+def _weighted_median(values: list[float], weights: list[float]) -> float:
+    return weighted_quantile(values, weights, 0.5)
+
+
+def coverage(
+    checks: list[Check], page_out: list[Check], run_out: list[Check] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per group ("all", each family, each stack) and HEADLINE metric: results inside the band shown
+    for them, coverage, sharpness (median high/low) and median |error|, each page weighted once, and
+    how many pages the group has (one: "single source", judged against no limit)."""
+    groups: dict[str, list[tuple[Check, bool, float]]] = {}
     for c in measured(checks):
         if c.obs.metric not in HEADLINE:
             continue
-        lo, hi = honest_band(c, page_out, run_out)
+        lo, hi = honest_band(c, page_out)
         inside = lo <= c.log_error <= hi
         for g in ("all", f"family {c.obs.family}", f"stack {c.obs.stack.label()}"):
-            groups.setdefault(g, []).append((c, inside))
+            groups.setdefault(g, []).append((c, inside, sharpness(lo, hi)))
     out: dict[str, dict[str, Any]] = {}
     for g, items in groups.items():
-        row: dict[str, Any] = {}
+        row: dict[str, Any] = {"pages": len({_page(c.obs) for c, _, _ in items})}
         for m in HEADLINE:
-            sel = [(c, i) for c, i in items if c.obs.metric == m]
-            if sel:
-                row[m] = {
-                    "inside": sum(i for _, i in sel),
-                    "rows": len(sel),
-                    "coverage": round(sum(i for _, i in sel) / len(sel), 3),
-                    "median_abs_error": round(float(np.median([abs(c.error) for c, _ in sel])), 4),
-                }
+            sel = [(c, i, s) for c, i, s in items if c.obs.metric == m]
+            if not sel:
+                continue
+            w = page_weights([c for c, _, _ in sel])
+            row[m] = {
+                "inside": sum(i for _, i, _ in sel),
+                "rows": len(sel),
+                "coverage": round(float(np.dot(w, [i for _, i, _ in sel]) / sum(w)), 3),
+                "sharpness": round(_weighted_median([s for _, _, s in sel], w), 2),
+                "median_abs_error": round(_weighted_median([abs(c.error) for c, _, _ in sel], w), 4),
+            }
         out[g] = row
     return out
 
 
 def format_coverage(cov: dict[str, dict[str, Any]], title: str) -> str:
-    lines = [f"{title}: median |error| and results inside the 10th-90th band shown to users (holds: ~80%)"]
+    lines = [
+        f"{title}: per family and stack, each page weighted once: median |error|, coverage of the 10th-90th "
+        "band shown to users (holds: ~80%), sharpness = median high/low of that band"
+    ]
     if not cov:
         return lines[0] + "\n  (no results)"
     order = ["all"] + sorted(g for g in cov if g.startswith("family")) + sorted(g for g in cov if g.startswith("stack"))
     for g in order:
+        pages = cov[g].get("pages", 0)
         cells = [
-            f"{m} |err| {v['median_abs_error']:.0%} in-band {v['inside']}/{v['rows']} ({v['coverage']:.0%})"
+            f"{m} |err| {v['median_abs_error']:.0%} in-band {v['inside']}/{v['rows']} cov {v['coverage']:.0%} "
+            f"x{v['sharpness']:.1f}"
             for m, v in cov[g].items()
+            if isinstance(v, dict)
         ]
-        lines.append(f"  {g[:44]:44} " + "; ".join(cells))
+        source = "single source" if pages == 1 else f"{pages} pages"
+        lines.append(f"  {g[:40]:40} {source:13} " + "; ".join(cells))
     return "\n".join(lines)
 
 
@@ -241,7 +322,13 @@ def calibrate(ev: Evaluator) -> tuple[Calibration, Validation]:
     cal, _ = fit_all(ev, ev.obs)
     page_out = leave_one_document_out(ev, "page")
     run_out = leave_one_run_out(ev, cal.values)
-    cal = replace(cal, band=band(page_out), band_calibrated=band(run_out), band_by_family=family_bands(run_out))
+    cal = replace(
+        cal,
+        band=band(page_out),
+        band_calibrated=band(run_out),
+        band_by_family=family_bands(run_out),
+        band_by_support=support_bands(page_out),
+    )
     return cal, Validation(page_out, run_out, time_split(ev), held_out(ev, cal))
 
 

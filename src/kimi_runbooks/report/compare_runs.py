@@ -113,7 +113,9 @@ def scenario_sections(rows: pd.DataFrame, runs: list[RunData]) -> str:
         for _, row in group.iterrows():
             rec: dict[str, Any] = {
                 "origin": row["origin"],
-                "concurrency": concurrency_label(row.get("max_concurrency"), row.get("effective_concurrency")),
+                "concurrency": concurrency_label(
+                    row.get("max_concurrency"), row.get("effective_concurrency"), row.get("emulator_behind")
+                ),
                 "n_runs": runs_of(row),
             }
             for key, label, _better in SCENARIO_METRICS:

@@ -48,6 +48,8 @@ def probe_points(result: SearchResult, speed: pd.DataFrame | None) -> pd.DataFra
         by_id = {str(r["scenario"]): r for r in speed.to_dict(orient="records")}
     rows = []
     for probe in result.probes:
+        if probe.phase == "confirm":  # the confirmation runs are one collapsed row, said in the line
+            continue
         rec = by_id.get(probe.scenario, {})
         x, y = finite_number(rec.get(X)), finite_number(rec.get(Y))
         if x is None or y is None or probe.status != "ok":
@@ -114,7 +116,8 @@ def _title(result: SearchResult, chosen: pd.DataFrame) -> str:
 def summary_line(result: SearchResult, points: pd.DataFrame, origin: str) -> str:
     """The table line: the value found, the bracket, the probes (failed ones named) and the point."""
     failed = result.failed
-    probes = f"{len(result.probes)} probe(s)" + (
+    confirming = sum(p.phase == "confirm" for p in result.probes)
+    probes = f"{len(result.probes) - confirming} probe(s), {confirming} confirmation run(s)" + (
         f", failed: {', '.join(f'{p.scenario} ({p.why})' for p in failed)}" if failed else ""
     )
     if result.best is None:
@@ -130,7 +133,22 @@ def summary_line(result: SearchResult, points: pd.DataFrame, origin: str) -> str
         if not chosen.empty:
             found += f"; {chosen[X].iloc[0]:.1f} tok/s per user, {chosen[Y].iloc[0]:.0f} output tok/s per device"
     note = f"; {result.note}" if result.note else ""
-    return f"{result.scenario} (SLO {_slo_text(result)}, step {result.step:g}): {found}; {probes}{note} [{origin}]"
+    if result.knee_note and result.knee_note != result.note:
+        note += f"; {result.knee_note}"
+    return (
+        f"{result.scenario} (SLO {_slo_text(result)}, step {result.step:g}): {_confirmed_text(result)}{found}; "
+        f"{probes}{note} [{origin}]"
+    )
+
+
+def _confirmed_text(result: SearchResult) -> str:
+    """What the fresh confirmation runs showed: the operating point a planner can use, or why there is none."""
+    confirmation = result.confirmation
+    if not confirmation:
+        return "not confirmed by fresh runs (confirm_repeats 0); " if result.best is not None else ""
+    if result.confirmed is None:
+        return f"NOT CONFIRMED: {confirmation['note']}; "
+    return f"operating point {result.over} {result.confirmed:g}, confirmed: {confirmation['note']}; "
 
 
 def operating_point_lines(run_dir: Any, speed: pd.DataFrame | None, emulated: bool, run_id: str | None) -> list[str]:

@@ -13,7 +13,8 @@ from .html_parts import DASH, Column, esc, fmt_number, missing
 NOTE = (
     "Scenarios run more than once (repeats) show the mean of their N runs ± the half-width of a 95% "
     "interval for that mean (Student t, N-1 degrees of freedom); one run gives no interval and says so. "
-    "Each repeat sent the same prompts (same seed) and flushed the server's prefix cache after its warm-up."
+    "Each repeat sent new prompts (its own seed) and flushed the server's prefix cache after its warm-up, "
+    "where the server has /flush_cache."
 )
 
 

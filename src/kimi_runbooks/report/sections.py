@@ -18,7 +18,7 @@ from ..speed.saturation import concurrency_label
 from .causes import cause_key
 from .collect import RunData
 from .frontier import operating_point_lines
-from .html_parts import DASH, Column, details, esc, fmt_number, missing, pre, table, text_cell
+from .html_parts import DASH, Column, details, esc, fmt_number, fmt_percent, missing, pre, table, text_cell
 from .intervals import NOTE as REPEATS_NOTE
 from .intervals import repeated, with_intervals
 from .tables import external_table, stages_table
@@ -41,22 +41,31 @@ SPEED_COLUMNS = [
     Column(
         "max_concurrency",
         "concurrency (effective)",
-        render=lambda v, r: esc(concurrency_label(v, r.get("effective_concurrency"))),
+        render=lambda v, r: esc(concurrency_label(v, r.get("effective_concurrency"), r.get("emulator_behind"))),
     ),
     Column("completed", "done", "int"),
+    Column("prompts", "prompts (fresh / shared-prefix)", render=lambda v, r: _prompts_cell(v, r)),
     Column("output_throughput", "output tok/s", "num"),
     Column("output_tok_s_per_gpu", "tok/s/device", "num"),
     Column("tok_s_per_user", "tok/s/user", "num"),
     Column("median_ttft_ms", "TTFT p50 (ms)", "num"),
     Column("p99_ttft_ms", "TTFT p99 (ms)", "num"),
-    Column("median_first_reasoning_ms", "first reasoning token p50 (ms, probe)", "num"),
-    Column("median_first_answer_ms", "first answer token p50 (ms, probe)", "num"),
+    Column("median_first_reasoning_ms", "first reasoning token p50 (ms)", "num"),
+    Column("median_first_answer_ms", "first answer token p50 (ms)", "num"),
+    Column("p90_first_answer_ms", "first answer token p90 (ms)", "num"),
+    Column("p99_first_answer_ms", "first answer token p99 (ms)", "num"),
+    Column("first_answer_from", "first answer token from"),
+    Column("median_e2e_latency_ms", "end-to-end p50 (ms)", "num"),
+    Column("p99_e2e_latency_ms", "end-to-end p99 (ms)", "num"),
     Column("median_tpot_ms", "TPOT p50 (ms)", "num"),
     Column("p99_tpot_ms", "TPOT p99 (ms)", "num"),
+    Column("cache_hit_rate", "prefix cache hit rate", "pct", render=lambda v, r: _hit_rate(v, r)),
+    Column("requests_per_server", "requests per server (behind the router)"),
     Column("goodput_tok_s", "goodput tok/s (SLO)", "num"),
     Column("joules_per_output_token", "J/token", "num"),
     Column("usd_per_million_output_tokens", "$/M tokens", "num"),
     Column("saturation_reasons", "saturated because"),
+    Column("not_representative", "not representative because"),
     Column("error", "error"),
 ]
 
@@ -72,6 +81,13 @@ ACCURACY_COLUMNS = [
     Column("source", "source"),
     Column("settings", "settings", "raw", render=lambda v, r: v or DASH),
 ]
+
+
+def _prompts_cell(value: Any, row: Any) -> str:
+    """fresh / shared-prefix, with why (seed, flush) on hover (speed/freshness.py)."""
+    if missing(value):
+        return DASH
+    return f'<span title="{esc(row.get("prompts_note") or "")}">{esc(value)}</span>'
 
 
 def _n_cell(value: Any, row: Any) -> str:
@@ -91,6 +107,14 @@ def _primary_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             rec["metric"] = f"{rec['metric']} (primary)"
     order = {suite: i for i, suite in enumerate(dict.fromkeys(str(r.get("suite")) for r in rows))}
     return sorted(rows, key=lambda r: (order[str(r.get("suite"))], not r["primary"]))
+
+
+def _hit_rate(value: Any, row: Any) -> str:
+    """The hit rate, and where it was read when that was not the client (behind a router: the servers')."""
+    if missing(value):
+        return DASH
+    where = " (servers' /metrics)" if not missing(row.get("cache_hit_rate_source")) else ""
+    return esc(fmt_percent(value) + where)
 
 
 def _status(value: Any) -> str:

@@ -60,6 +60,9 @@ def _title(turns: list[dict[str, Any]]) -> str:
         f"{first.get('turn')}) to {last['median_ttft_ms']:.0f} ms at {last['mean_context_tokens']:.0f} (turn "
         f"{last.get('turn')})"
     )
+    answer = finite_number(last.get("median_first_answer_ms"))
+    if answer is not None:
+        text += f"; first answer token {answer:.0f} ms at the last turn"
     hits = [finite_number(t.get("cache_hit_rate")) for t in turns]
     if hits[-1] is not None:
         text += f"; cache hit rate {hits[-1]:.0%} at the last turn"
@@ -71,7 +74,9 @@ def turns_figure(scenario: str, turns: list[dict[str, Any]], origin: str) -> go.
     the label every figure carries (EMULATED, or measured with the run id)."""
     usable = _usable(turns)
     fig = make_subplots(
-        rows=1, cols=2, subplot_titles=("median TTFT (ms) against context (tokens)", "cache hit rate per turn")
+        rows=1,
+        cols=2,
+        subplot_titles=("median TTFT and first answer token (ms) against context (tokens)", "cache hit rate per turn"),
     )
     hover = [f"turn {t.get('turn')}: {t.get('requests')} requests" for t in usable]
     fig.add_trace(
@@ -86,6 +91,20 @@ def turns_figure(scenario: str, turns: list[dict[str, Any]], origin: str) -> go.
         row=1,
         col=1,
     )
+    answered = [t for t in usable if finite_number(t.get("median_first_answer_ms")) is not None]
+    if answered:  # per request under the scenario's load (speed.answer_latency)
+        fig.add_trace(
+            go.Scatter(
+                x=[t["mean_context_tokens"] for t in answered],
+                y=[t["median_first_answer_ms"] for t in answered],
+                mode="lines+markers",
+                name=f"first answer token, {origin}",
+                hovertext=[f"turn {t.get('turn')}: {t.get('answered')} answered" for t in answered],
+                line={"color": RUN, "dash": "dot"},
+            ),
+            row=1,
+            col=1,
+        )
     hits = [(t.get("turn"), finite_number(t.get("cache_hit_rate"))) for t in usable]
     shown = [(k, h) for k, h in hits if h is not None]
     if shown:
@@ -103,7 +122,7 @@ def turns_figure(scenario: str, turns: list[dict[str, Any]], origin: str) -> go.
         fig.update_yaxes(range=[0, 1], tickformat=".0%", row=1, col=2)
     else:
         fig.add_annotation(
-            text="no request reported cached_tokens: hit rate not drawn",
+            text="no per-turn cached_tokens (none reported, or read through a router): hit rate not drawn",
             xref="x2 domain",
             yref="y2 domain",
             x=0.5,

@@ -26,7 +26,8 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Warning_:
-    kind: str  # security, plan, failed, not comparable, skipped, regression, accuracy, prediction, emulated, report
+    kind: str
+    """security, plan, failed, not comparable, skipped, regression, accuracy, prediction, emulated, balance, report"""
     text: str
 
 
@@ -122,6 +123,9 @@ def warnings(data: RunData) -> list[Warning_]:
         if j.status == "below":  # an emulated suite is "not comparable: emulated", shown on its card
             out.append(Warning_("accuracy", j.text))
     out += prediction_warnings(data)
+    if data.speed is not None and "starved_servers" in data.speed.columns:
+        for _, row in data.speed[data.speed["starved_servers"].notna()].iterrows():
+            out.append(Warning_("balance", f"speed scenario {row['scenario']}: {row['starved_servers']}"))
     for text in data.problems:
         out.append(Warning_("report", text))
     return out
@@ -163,7 +167,8 @@ def prediction_warnings(data: RunData) -> list[Warning_]:
 def verdict(data: RunData) -> Verdict:
     """INVALID (plan refused), FAIL (a stage or any unit of its work failed), INCOMPLETE (a
     requested stage did not run), WARN (part of a stage's work failed, an accuracy suite below its
-    published figure beyond its interval, or regressions vs references on a measured run; an accuracy
+    published figure beyond its interval, a router that starved a server behind it (speed/replicas.py),
+    or regressions vs references on a measured run; an accuracy
     suite past its reference's fail_drop is a FAIL), else PASS: never PASS with a failure counted anywhere."""
     if data.plan_errors:
         return Verdict("INVALID", "the plan failed validation; no server was started", list(data.plan_errors))
@@ -209,6 +214,9 @@ def verdict(data: RunData) -> Verdict:
     below = [w.text for w in warnings(data) if w.kind == "accuracy"]
     if below:
         return Verdict("WARN", f"{len(below)} accuracy result(s) below the published figure", below)
+    starved = [w.text for w in warnings(data) if w.kind == "balance"]
+    if starved:
+        return Verdict("WARN", f"the router starved a server in {len(starved)} scenario(s)" + suffix, starved)
     regressions = [w.text for w in warnings(data) if w.kind == "regression"]
     if regressions and not data.emulated:
         return Verdict("WARN", f"{len(regressions)} regression(s) against published references", regressions)

@@ -166,6 +166,7 @@ def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], RunbookOptions
     config = cells_over_recipe(
         {k: v for k, v in params.items() if k in plan_fields}, params.get("platform"), params.get("model")
     )
+    config = deployment_over_recipe(config, params.get("platform"))
     try:
         options = RunbookOptions.model_validate({k: v for k, v in params.items() if k in option_fields})
     except ValidationError as exc:
@@ -194,6 +195,24 @@ def cells_over_recipe(config: dict[str, Any], platform_id: Any, model_id: Any) -
         return config
     recipe = platform.recipe.model_dump()
     return {k: (None if k in RECIPE_KNOBS and v == recipe.get(k) else v) for k, v in config.items()}
+
+
+def deployment_over_recipe(config: dict[str, Any], platform_id: Any) -> dict[str, Any]:
+    """With a published deployment, each role's own flags (params/deployments: prefill
+    --mem-fraction-static 0.78, decode 0.82) are the plan's; a knob still equal to the platform
+    recipe's value is the parameters cell's default (ascend-a3's mem_fraction_static 0.662, the
+    mixed deployment's), not a choice, so it is left unset instead of overriding every role. A
+    different value still overrides every role; to force the recipe's own value on every role, pass
+    it in extra_args (e.g. ["--mem-fraction-static", "0.662"])."""
+    from ..catalog import ParamsError, load_catalog
+
+    if not config.get("deployment"):
+        return config
+    try:
+        recipe = load_catalog().platform(str(platform_id)).recipe.model_dump()
+    except ParamsError:
+        return config  # plan() reports the unknown id with the valid ones
+    return {k: (None if k in RECIPE_KNOBS and v is not None and v == recipe.get(k) else v) for k, v in config.items()}
 
 
 def declared_parameters(notebook: Path) -> set[str]:

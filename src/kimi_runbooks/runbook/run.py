@@ -50,6 +50,7 @@ from .params import (
     cells_over_recipe,
     check_before_start,
     declared_parameters,
+    deployment_over_recipe,
     split_params,
     stage_parameters,
 )
@@ -347,7 +348,8 @@ def plan_text(params: dict[str, Any]) -> str:
     from ..plan import plan_text as text
 
     config = {k: v for k, v in params.items() if k in PlanConfig.model_fields}
-    return text(cells_over_recipe(config, params.get("platform"), params.get("model")))  # as split_params plans it
+    config = cells_over_recipe(config, params.get("platform"), params.get("model"))
+    return text(deployment_over_recipe(config, params.get("platform")))  # as split_params plans it
 
 
 def result_text(result: RunbookResult) -> str:

@@ -106,6 +106,7 @@ def answer_results(
     out: dict[str, Any] = {"first_answer": found}
     if found["median_first_answer_ms"] is not None:
         out["median_first_answer_ms"] = found["median_first_answer_ms"]
+        out["first_answer_from"] = f"probe: {n} single requests after the scenario, not under its load"
     if found["median_first_reasoning_ms"] is not None:
         out["median_first_reasoning_ms"] = found["median_first_reasoning_ms"]
     return out

@@ -17,6 +17,7 @@ from typing import Any
 from ..catalog import Scenario
 from ..plan.shell import args_to_argv
 from .arrivals import arrival_argv, is_constant
+from .sessions import session_replay
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,8 @@ def dataset_name(scenario: Scenario, offline: bool) -> str:
     constant arrival is replayed as a mooncake trace (speed/arrivals.py)."""
     if is_constant(scenario):
         return "mooncake"
+    if session_replay(scenario):
+        return "agentic-trace"  # mooncake sessions, converted by speed/sessions.py
     if offline and scenario.dataset == "random":
         message = (
             f"scenario {scenario.id}: offline run, so --dataset-name random-ids replaces random "
@@ -174,14 +177,15 @@ def build_argv(
 
 TRACE_BACKENDS = {"agentic-trace": "sglang-oai-chat", "mooncake": "sglang"}
 """bench_serving replays agentic-trace rounds only through a chat backend (MULTI_TURN_BACKENDS) and
-schedules mooncake sessions by their timestamps only with the native one (benchmark/serving.py)."""
+schedules mooncake sessions by their timestamps only with the native one (benchmark/serving.py);
+a mooncake scenario with the chat backend is replayed as sessions instead (speed/sessions.py)."""
 
 
 def _check_trace_backend(scenario: Scenario, extra: dict[str, Any], dataset_path: Any) -> None:
     need = TRACE_BACKENDS.get(scenario.dataset)
     if need is None:
         return
-    if scenario.backend != need:
+    if scenario.backend != need and not session_replay(scenario):
         raise BenchConfigError(
             f"scenario {scenario.id}: bench_serving replays {scenario.dataset} only with --backend {need}. "
             f"Fix: set backend: {need} in params/scenarios."
@@ -199,7 +203,8 @@ def trace_argv(scenario: Scenario, extra: dict[str, Any]) -> list[str]:
     if scenario.dataset not in TRACE_BACKENDS:
         return []
     argv = []
-    if scenario.dataset == "agentic-trace" and scenario.trace is not None and "--sharegpt-output-len" not in extra:
+    sessions = scenario.dataset == "agentic-trace" or session_replay(scenario)
+    if sessions and scenario.trace is not None and "--sharegpt-output-len" not in extra:
         argv += ["--sharegpt-output-len", str(scenario.trace.output_len)]
     argv += [flag for flag in ("--cache-report", "--flush-cache") if flag not in extra]
     return argv

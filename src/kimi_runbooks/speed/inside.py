@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 
 from ..rundir import RunFolder, read_jsonl
 from .goodput import DEFAULT_ATTAINMENT
+from .probe_verdict import CONFIRM
 from .references import family
 from .saturation import concurrency_label
 
@@ -25,6 +26,7 @@ INSIDE_COLUMNS = {
     "label": "origin",
     "concurrency": "concurrency (effective)",
     "saturation_reasons": "saturated because",
+    "not_representative": "not representative because",
     "server_peak_queued": "peak queued",
     "server_peak_token_usage": "peak KV usage",
     "slo": "SLO (ms)",
@@ -44,7 +46,8 @@ def inside_table(results: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=list(INSIDE_COLUMNS.values()))
     df = results.copy()
     df["concurrency"] = [
-        concurrency_label(r.get("max_concurrency"), r.get("effective_concurrency")) for _, r in df.iterrows()
+        concurrency_label(r.get("max_concurrency"), r.get("effective_concurrency"), r.get("emulator_behind"))
+        for _, r in df.iterrows()
     ]
     keep = [c for c in INSIDE_COLUMNS if c in df.columns]
     return df[keep].rename(columns=INSIDE_COLUMNS)
@@ -60,6 +63,7 @@ def sweep_goodput(results: pd.DataFrame, attainment: float = DEFAULT_ATTAINMENT)
     if "max_concurrency" not in results.columns:
         return pd.DataFrame(columns=columns)
     done = results[results["slo_attainment"].notna() & results["max_concurrency"].notna()]  # not rate-paced runs
+    done = done[~done["scenario"].astype(str).str.endswith(CONFIRM)]  # an operating point's re-runs, not a step
     for name, part in done.groupby(done["scenario"].map(family), sort=False):
         part = part.sort_values("max_concurrency")
         met = part[part["slo_attainment"] >= attainment]

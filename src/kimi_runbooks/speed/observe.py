@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from ..catalog import Scenario
 from ..rundir import RunFolder
-from . import efficiency, goodput, saturation
+from . import efficiency, emulator_lag, goodput, replicas, saturation
 from .argv import BenchTarget
 from .scrape_schedule import BENCH_SERVING_WARMUP_REQUESTS, SAMPLE_INTERVAL_S
 from .server_metrics import MetricsSampler
@@ -55,6 +55,9 @@ class ObserveConfig:
     """Emulator only: its timings are time_scale x the latency model's, so are the SLOs it is held to."""
     pinned_devices: frozenset[str] | None = None
     """The device indices the plan pins its server to (its *_VISIBLE_DEVICES): only they are sampled."""
+    backends: tuple[replicas.Backend, ...] = ()
+    """The servers behind a router: each one's /metrics counters are read before and after a scenario."""
+    router_policy: str | None = None
 
     def scaled_slo(self, scenario_id: str) -> dict[str, float]:
         """The SLOs the measured timings are compared with (x time_scale on a fast emulator)."""
@@ -89,6 +92,9 @@ class ObservedServer:
     smi: str | None = None
     time_scale: float | None = None
     pinned_devices: frozenset[str] | None = None
+    backends: tuple[replicas.Backend, ...] = ()
+    """The servers behind a router (deploy's handle `backends`); empty for one server."""
+    router_policy: str | None = None
 
 
 def observe_config(
@@ -116,6 +122,8 @@ def observe_config(
         slos=slos,
         time_scale=float(time_scale) if emulated and time_scale and time_scale > 0 else 1.0,
         pinned_devices=pinned_devices,
+        backends=server.backends,
+        router_policy=server.router_policy,
     )
 
 
@@ -132,6 +140,7 @@ class ScenarioObserver:
                 scenario=scenario.id,
                 interval_s=config.interval_s,
                 warmup_requests=_warmup_requests(scenario),
+                servers=sampled_servers(config.backends),
             )
             if config.metrics
             else None
@@ -144,8 +153,13 @@ class ScenarioObserver:
             note=None if config.telemetry_tool else config.telemetry_where,
             only=config.pinned_devices,
         )
+        self.backends = list(config.backends)
+        self.counts_before: dict[str, dict[str, float] | str] = {}
+        self.counts_after: dict[str, dict[str, float] | str] = {}
 
     def __enter__(self) -> ScenarioObserver:
+        if self.backends:
+            self.counts_before = replicas.read_counters(self.backends)
         if self.metrics is not None:
             self.metrics.__enter__()
         self.telemetry.__enter__()
@@ -155,6 +169,8 @@ class ScenarioObserver:
         self.telemetry.__exit__(*exc)
         if self.metrics is not None:
             self.metrics.__exit__(*exc)
+        if self.backends:
+            self.counts_after = replicas.read_counters(self.backends)
 
     def derive(self, bench: Mapping[str, Any], devices: Any, emulated: bool) -> dict[str, Any]:
         """The row fields: server, telemetry, saturation, goodput, efficiency (each labelled)."""
@@ -162,9 +178,14 @@ class ScenarioObserver:
         server = self.metrics.summary() if self.metrics else {"samples": 0, "note": "metrics sampling off"}
         tele = {**self.telemetry.summary(), "where": cfg.telemetry_where}
         out: dict[str, Any] = {"server": server, "telemetry": tele}
+        if self.backends:
+            out["replicas"] = replicas.split(self.backends, self.counts_before, self.counts_after, cfg.router_policy)
         out["saturation"] = saturation.saturation(
             scenario.max_concurrency, scenario.num_prompts, server, _number(bench.get("concurrency"))
         )
+        lag = emulator_lag.judge(server.get("emulator_lag"), cfg.time_scale)
+        if lag is not None:
+            out["emulator_lag"] = lag
         slo = cfg.slos.get(scenario.id)
         duration = _number(bench.get("duration"))
         if slo and duration:
@@ -190,6 +211,13 @@ class ScenarioObserver:
             eff["throughput_origin"] = origin
             out["efficiency"] = eff
         return out
+
+
+def sampled_servers(backends: tuple[replicas.Backend, ...]) -> tuple[str, ...]:
+    """Behind a router, the servers whose gauges are read as the fleet's: the replicas, or a PD
+    deployment's decode servers (each request runs on a prefill server and then a decode server, so
+    summing both would count it twice; decode holds it for its whole generation)."""
+    return tuple(b.url for b in backends if b.role != "prefill")
 
 
 def _warmup_requests(scenario: Scenario) -> int:
@@ -244,6 +272,8 @@ def observe_for_run(
         smi=smi or (known.smi if known else None),
         time_scale=getattr(target, "time_scale", None),
         pinned_devices=pinned_devices(run.folder),
+        backends=tuple(replicas.Backend.of(b) for b in getattr(target, "backends", None) or []),
+        router_policy=getattr(target, "router_policy", None),
     )
     return observe_config(
         server,

@@ -11,9 +11,28 @@ p99, ...) is at most the SLO. A probe that fails (an error, a dead server, over 
 recorded as it is and counts as not meeting it: the search goes on below it, and the stage
 reports the failure like any other.
 
+Knee sweep (knee_sweep, on by default): from one stream up, as GuideLLM's sweep does, the values
+low, 2 low, 4 low, ... high are probed in turn until one misses the SLO or adds less than knee.MIN_GAIN
+output throughput over the one before (the saturation knee: past it more load only queues). The
+bisection then searches only the bracket the sweep left (the last value that met, the first that
+missed), and never above the knee.
+
 Bisection: low is probed first (not met: nothing in the bracket meets the SLO), then high (met: the
 limit is at or above high), then the middle of the bracket until it is one step wide; the answer is
 its lower end, within one step of the true limit when attainment falls monotonically with load.
+
+Confirmation (confirm_repeats, 3 by default): the value found is run again that many times, each a
+fresh run (new prompts, cache flushed: freshness.py) kept as `<probe>~confirm` repeat k; it is the
+operating point only when every run meets the SLO, and the report gives the judged statistic's mean
+with its 95% interval over those runs (repeats.interval). A value that fails its confirmation is
+replaced by the one a step below (at most MAX_CONFIRM_STEPS values).
+
+Probe sizes: a probe judged on a p-th percentile (attainment a: the a-quantile of each latency is
+within the SLO; criterion median/p90/p95/p99) needs n >= ln(1 - c) / ln(p) requests at confidence
+c = 0.95 (`min_requests`): with fewer, even n requests all under the SLO would not show the
+percentile is (the largest of n requests is above the p-quantile with probability 1 - p^n, the
+order-statistic bound). That gives 5 for the median, 29 for 90%, 59 for p95 and 299 for p99; a mean
+takes 30. Probes are sized to it, and a probe that completed fewer requests does not meet the SLO.
 Resumable like the stage: a rerun reuses the finished probes of the same search (same scenario,
 SLO and clock: the tag's ``key``) instead of running them again, so the bisection replays to where
 it stopped. ``summaries`` rebuilds each search's outcome from the rows alone (the report uses it).
@@ -35,12 +54,14 @@ from ..catalog import Scenario
 from ..catalog.scenario_models import SLO_KEYS, SearchSpec
 from ..progress import report_progress
 from ..rundir import RunFolder, read_jsonl
+from .knee import knee_from_rows, knee_sweep
 from .observe import ObserveConfig
+from .probe_verdict import confirm_id, confirmation_of, judge, min_requests
 from .results import FINISHED
 from .tokens import TokenCheck
 
-LATENCY_KIND = {"ttft_ms": "ttft", "tpot_ms": "tpot", "e2e_ms": "e2e_latency"}
-"""Our SLO names -> bench_serving's metric names ({stat}_{kind}_ms)."""
+MAX_CONFIRM_STEPS = 3
+"""Values a confirmation tries (the value found, then a step below each time) before it gives up."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +72,8 @@ class Probe:
     met: bool
     why: str
     reused: bool = False
+    phase: str = "bisect"
+    """sweep (the knee sweep), bisect, or confirm (a fresh run at the value found)."""
 
 
 @dataclass
@@ -66,6 +89,13 @@ class SearchResult:
     above: float | None = None
     """The lowest probed value above `best` that did not meet the SLO (None: high met)."""
     note: str = ""
+    knee: float | None = None
+    """The last sweep value that still added output throughput, when the sweep found one."""
+    knee_note: str = ""
+    confirmed: float | None = None
+    """The operating point: the value whose confirmation runs all met the SLO (None: none did)."""
+    confirmation: dict[str, Any] = field(default_factory=dict)
+    """The judged statistic over the confirmation runs: runs, met, mean and 95% interval, a note."""
     probes: list[Probe] = field(default_factory=list)
     """Last, so the record (as_dict) lists the probes after the verdict."""
 
@@ -89,7 +119,7 @@ def probe_id(base: str, over: str, value: float) -> str:
     return f"{base}@c{int(value)}" if over == "max_concurrency" else f"{base}@r{value:g}"
 
 
-PROBE_ID = re.compile(r"^(?P<base>.+)@(c\d+|r[0-9.e+-]+)$")
+PROBE_ID = re.compile(r"^(?P<base>.+)@(c\d+|r[0-9.e+-]+)(~confirm)?$")
 
 
 def base_of(scenario_id: str) -> str:
@@ -105,8 +135,10 @@ def probe_scenario(scenario: Scenario, value: float, time_scale: float = 1.0) ->
     spec = _spec(scenario)
     update: dict[str, Any] = {"id": probe_id(scenario.id, spec.over, value), "search": None}
     update[spec.over] = int(value) if spec.over == "max_concurrency" else float(value) / time_scale
+    fewest = min_requests(spec.criterion, spec.attainment)
+    update["num_prompts"] = max(scenario.num_prompts, fewest)
     if spec.prompts_per_value:
-        update["num_prompts"] = max(scenario.num_prompts, math.ceil(spec.prompts_per_value * value))
+        update["num_prompts"] = max(update["num_prompts"], math.ceil(spec.prompts_per_value * value))
     title = scenario.title or scenario.id
     update["title"] = f"{title} ({spec.over} {value:g}, operating-point probe)"
     return scenario.model_copy(update=update)
@@ -131,38 +163,11 @@ def search_tag(scenario: Scenario, time_scale: float = 1.0) -> dict[str, Any]:
         "attainment": spec.attainment,
         "slo": search_slo(scenario),
         "time_scale": float(time_scale),
+        "min_requests": min_requests(spec.criterion, spec.attainment),
     }
     digest = json.dumps({"scenario": base, **tag}, sort_keys=True, default=str)
     tag["key"] = hashlib.sha256(digest.encode()).hexdigest()[:16]
     return tag
-
-
-def judge(row: Mapping[str, Any]) -> tuple[bool, str]:
-    """(met, why) for one probe row, from its own search tag."""
-    tag = row.get("search") or {}
-    status = row.get("status")
-    if status != "ok":
-        return False, f"{status}: {row.get('error') or 'no result'}"
-    slo = {k: float(v) for k, v in (tag.get("slo") or {}).items()}
-    scale = float(tag.get("time_scale") or 1.0)
-    if tag.get("criterion", "attainment") == "attainment":
-        good = row.get("goodput") or {}
-        share = good.get("slo_attainment")
-        if not isinstance(share, (int, float)):
-            return False, "no per-request timings to judge the SLO by (goodput missing)"
-        need = float(tag.get("attainment") or 0.9)
-        verb = "met" if share >= need else "missed"
-        return share >= need, f"{share:.0%} of requests met the SLO ({verb}: {need:.0%} needed)"
-    stat, metrics = tag["criterion"], row.get("metrics") or {}
-    parts, met = [], True
-    for key, ceiling in slo.items():
-        observed = metrics.get(f"{stat}_{LATENCY_KIND[key]}_ms")
-        if not isinstance(observed, (int, float)):
-            return False, f"bench_serving reported no {stat}_{LATENCY_KIND[key]}_ms"
-        fits = observed <= ceiling * scale
-        met &= fits
-        parts.append(f"{stat} {key} {observed / scale:.1f} {'<=' if fits else '>'} {ceiling:g}")
-    return met, "; ".join(parts)
 
 
 def bisect(values: Sequence[float], met: Callable[[float], bool]) -> tuple[float | None, float | None, str]:
@@ -187,28 +192,72 @@ def search(
     previous: Sequence[Mapping[str, Any]] = (),
     time_scale: float = 1.0,
 ) -> SearchResult:
-    """Bisect the scenario's search bracket; `run_probe(probe, tag)` runs one probe and returns its
-    row (the speed stage's run_one; a fake in tests); finished probes of the same search in
-    `previous` (bench.jsonl rows) are reused, not run again."""
+    """Sweep to the knee, bisect the bracket it leaves, confirm the value found with fresh runs;
+    `run_probe(probe, tag)` runs one probe and returns its row (the speed stage's run_one; a fake in
+    tests); finished probes of the same search in `previous` (bench.jsonl rows) are reused."""
     spec = _spec(scenario)
     tag = search_tag(scenario, time_scale)
-    reuse: dict[str, Mapping[str, Any]] = {}
+    reuse: dict[tuple[str, int], Mapping[str, Any]] = {}
     for row in previous:  # the latest attempt of each probe wins, as in load_results
         if (row.get("search") or {}).get("key") == tag["key"]:
-            reuse[str(row.get("scenario"))] = row
+            reuse[(str(row.get("scenario")), int(row.get("repeat") or 1))] = row
     result = SearchResult(scenario.id, spec.over, tag["slo"], spec.criterion, spec.step)
+    seen: dict[float, Mapping[str, Any]] = {}
+    phase = ["sweep" if spec.knee_sweep else "bisect"]
 
-    def met(value: float) -> bool:
-        probe = probe_scenario(scenario, value, time_scale)
-        old = reuse.get(probe.id)
+    def run(probe: Scenario, value: float, extra: dict[str, Any], repeat: int = 1) -> Mapping[str, Any]:
+        old = reuse.get((probe.id, repeat))
         reused = old is not None and old.get("status") in FINISHED
-        row = old if reused and old is not None else run_probe(probe, {**tag, "value": value})
+        row = old if reused and old is not None else run_probe(probe, {**tag, "value": value, **extra})
         ok, why = judge(row)
-        result.probes.append(Probe(value, probe.id, str(row.get("status")), ok, why, reused))
-        return ok
+        result.probes.append(Probe(value, probe.id, str(row.get("status")), ok, why, reused, extra.get("phase", "")))
+        return row
 
-    result.best, result.above, result.note = bisect(grid(spec), met)
+    def row_at(value: float) -> Mapping[str, Any]:
+        if value not in seen:
+            seen[value] = run(probe_scenario(scenario, value, time_scale), value, {"phase": phase[0]})
+        return seen[value]
+
+    values = grid(spec)
+    if spec.knee_sweep:
+        values, result.knee, result.knee_note = knee_sweep(values, row_at)
+        phase[0] = "bisect"
+    result.best, result.above, result.note = bisect(values, lambda v: judge(row_at(v))[0])
+    if result.knee is not None:
+        result.above, result.note = None, result.knee_note
+    if spec.confirm_repeats and result.best is not None:
+        confirm(scenario, spec, result, time_scale, run)
     return result
+
+
+def confirm(
+    scenario: Scenario,
+    spec: SearchSpec,
+    result: SearchResult,
+    time_scale: float,
+    run: Callable[[Scenario, float, dict[str, Any], int], Mapping[str, Any]],
+) -> None:
+    """Fresh runs at the value found (then a step below, up to MAX_CONFIRM_STEPS values) until every
+    run at one value meets the SLO; that value is `result.confirmed`."""
+    value, missed = result.best, []
+    for _ in range(MAX_CONFIRM_STEPS):
+        if value is None or value < spec.low - 1e-9:
+            break
+        probe = probe_scenario(scenario, value, time_scale)
+        probe = probe.model_copy(update={"id": confirm_id(probe.id), "title": f"{probe.title} (confirmation)"})
+        rows = []
+        for k in range(1, spec.confirm_repeats + 1):
+            extra = {"phase": "confirm", "confirm": k, "confirms": spec.confirm_repeats}
+            rows.append(run(probe, value, extra, k))
+            if not judge(rows[-1])[0]:
+                break  # one fresh run missed: this value is not confirmed
+        result.confirmation = confirmation_of(value, rows)
+        if result.confirmation["confirmed"]:
+            result.confirmed = value
+            return
+        missed.append(value)
+        result.confirmation["note"] += f" (fresh runs missed at {', '.join(f'{v:g}' for v in missed)})"
+        value = round(value - spec.step, 9)
 
 
 class ProbeRun(Protocol):
@@ -233,8 +282,10 @@ def run_search(scenario: Scenario, run: ProbeRun, run_one: Callable[[Scenario, A
             probe_run.observe = dataclasses.replace(run.observe, slos={**run.observe.slos, probe.id: slo})
         if scenario.id in run.token_checks:
             run.token_checks.setdefault(probe.id, run.token_checks[scenario.id])
-        report_progress(run.folder, "speed", f"{probe.id}: probing {tag['over']} {tag['value']:g}", milestone=True)
-        row = run_one(probe, probe_run)
+        what = f"confirming {tag['confirm']} of {tag['confirms']}" if tag.get("confirm") else "probing"
+        report_progress(run.folder, "speed", f"{probe.id}: {what} {tag['over']} {tag['value']:g}", milestone=True)
+        repeat = {"repeat": tag["confirm"], "repeats": tag["confirms"]} if tag.get("confirm") else {}
+        row = run_one(probe, probe_run, **repeat)
         report_progress(run.folder, "speed", f"{probe.id}: {row.get('status')}, {judge(row)[1]}", milestone=True)
         return row
 
@@ -250,23 +301,32 @@ def run_search(scenario: Scenario, run: ProbeRun, run_one: Callable[[Scenario, A
 def summaries(rows: Sequence[Mapping[str, Any]]) -> list[SearchResult]:
     """Each search's outcome rebuilt from its probe rows (the latest attempt of each probe), in the
     order the searches first appear: the highest value that met the SLO, the lowest above it that
-    did not, and a note when the probes are not monotone (a met value above a missed one)."""
-    latest: dict[str, dict[str, Mapping[str, Any]]] = {}
+    did not, a note when the probes are not monotone (a met value above a missed one), the knee the
+    sweep found, and the confirmation runs (the last value confirmed, with its interval)."""
+    latest: dict[str, dict[tuple[str, int], Mapping[str, Any]]] = {}
     for row in rows:
         tag = row.get("search") or {}
         if tag.get("of"):
-            latest.setdefault(str(tag["of"]), {})[str(row.get("scenario"))] = row
+            latest.setdefault(str(tag["of"]), {})[(str(row.get("scenario")), int(row.get("repeat") or 1))] = row
     out = []
     for base, probes in latest.items():
         tag = next(iter(probes.values()))["search"]
         step = float(tag.get("step") or 0.0)
         result = SearchResult(base, str(tag.get("over")), dict(tag.get("slo") or {}), str(tag.get("criterion")), step)
+        confirms: dict[float, list[Mapping[str, Any]]] = {}
         for row in probes.values():
             ok, why = judge(row)
-            value = float((row.get("search") or {}).get("value") or 0.0)
-            result.probes.append(Probe(value, str(row.get("scenario")), str(row.get("status")), ok, why))
-        met = [p.value for p in result.probes if p.met]
-        missed = [p.value for p in result.probes if not p.met]
+            row_tag = row.get("search") or {}
+            value = float(row_tag.get("value") or 0.0)
+            phase = str(row_tag.get("phase") or "bisect")
+            result.probes.append(Probe(value, str(row.get("scenario")), str(row.get("status")), ok, why, phase=phase))
+            if row_tag.get("confirm"):
+                confirms.setdefault(value, []).append(row)
+        sweep = [r for r in probes.values() if (r.get("search") or {}).get("phase") == "sweep"]
+        result.knee, result.knee_note = knee_from_rows(sweep)
+        searched = [p for p in result.probes if p.phase != "confirm"]
+        met = [p.value for p in searched if p.met and (result.knee is None or p.value <= result.knee)]
+        missed = [p.value for p in searched if not p.met]
         result.best = max(met) if met else None
         above = [v for v in missed if result.best is None or v > result.best]
         result.above = min(above) if above else None
@@ -274,8 +334,18 @@ def summaries(rows: Sequence[Mapping[str, Any]]) -> list[SearchResult]:
             result.note = f"not monotone: {min(missed):g} missed the SLO below {max(met):g}, which met it"
         elif result.best is None:
             result.note = "no probe met the SLO"
+        elif result.knee is not None:  # held at the knee, as search() holds it
+            result.note = result.knee_note
         elif result.above is None:
             result.note = "the highest probe met the SLO: the limit may be higher"
+        tried: list[float] = []
+        for value in sorted(confirms, reverse=True):  # the highest value all of whose runs met, as confirm()
+            result.confirmation = confirmation_of(value, confirms[value])
+            if result.confirmation["confirmed"]:
+                result.confirmed = value
+                break
+            tried.append(value)
+            result.confirmation["note"] += f" (fresh runs missed at {', '.join(f'{v:g}' for v in tried)})"
         out.append(result)
     return out
 

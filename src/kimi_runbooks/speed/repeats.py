@@ -3,9 +3,10 @@
 A scenario (`Scenario.repeats`) or the whole speed stage (`SpeedOptions.repeats`; a scenario's own
 value wins) can ask for N runs. Each run is its own row in bench.jsonl (`repeat` k of `repeats` N),
 appended as it finishes, so a killed stage resumes at the next missing repeat (`pending`). Every
-repeat sends the same workload (same seed, same prompts, as AIPerf's multi-run does), and with N > 1
-each flushes the server's prefix cache after its warm-up (bench_serving `--flush-cache`), so a repeat
-does not reuse the previous repeat's identical prompts.
+repeat sends the same kind of workload with new prompts (its own seed, speed/freshness.py) and
+flushes the server's prefix cache after its warm-up where the server has /flush_cache, so its
+interval covers the prompts drawn as well as the server, and no repeat is served from the cache of
+the one before.
 
 `collapse` turns a scenario's repeats into one row: every metric the repeats measured differently is
 their mean, and the main metrics (MAIN_METRICS) get a 95% interval for the mean, Student t with N-1
@@ -263,6 +264,10 @@ def _mean_row(ok: list[dict[str, Any]]) -> dict[str, Any]:
         if key != "repeat" and all(_number(v) for v in values) and len(set(values)) > 1:
             xs = _finite(values)
             new[key] = sum(xs) / len(xs) if xs else math.nan
+    behind = [r for r in ok if r.get("emulator_behind") is True]
+    if behind:  # one repeat the emulator could not keep up with makes the mean not representative
+        new["emulator_behind"] = True
+        new["not_representative"] = f"{len(behind)} of {len(ok)} repeats: {behind[-1].get('not_representative')}"
     return new
 
 

@@ -114,6 +114,9 @@ RUNNER_NESTED = (
     "saturation",
     "goodput",
     "efficiency",
+    "prompts",
+    "emulator_lag",
+    "replicas",
 )
 
 
@@ -122,6 +125,7 @@ def observed_columns(row: dict[str, Any]) -> dict[str, Any]:
     server, tele = row.get("server") or {}, row.get("telemetry") or {}
     sat, good, eff = row.get("saturation") or {}, row.get("goodput") or {}, row.get("efficiency") or {}
     reasons = sat.get("reasons") or []
+    lag = row.get("emulator_lag") or {}
     return {
         "metrics_samples": server.get("samples"),
         "metrics_note": server.get("note"),
@@ -132,6 +136,9 @@ def observed_columns(row: dict[str, Any]) -> dict[str, Any]:
         "effective_concurrency": sat.get("effective_concurrency"),
         "saturated": sat.get("saturated") if sat else None,
         "saturation_reasons": "; ".join(reasons) if reasons else None,
+        "emulator_late_share": lag.get("late_share"),
+        "emulator_behind": lag.get("behind") if lag else None,
+        "not_representative": lag.get("reason"),
         "slo": ", ".join(f"{k} {v:g}" for k, v in (good.get("slo") or {}).items()) or None,
         "slo_attainment": good.get("slo_attainment"),
         "goodput_req_s": good.get("goodput_req_s"),
@@ -157,6 +164,8 @@ def _flatten_runner_rows(rows: list[dict[str, Any]], per_repeat: bool = False) -
         rec["server_output_tokens"] = tokens.get("server_output")
         rec["requests_failed"] = details.get("failed")
         rec["label"] = run_label(bool(row.get("emulated")), bool(row.get("rehearsal")))
+        prompts = row.get("prompts") or {}  # freshness.py: fresh or shared-prefix, and why
+        rec["prompts"], rec["prompts_note"] = prompts.get("kind"), prompts.get("note")
         for key, value in (row.get("capacity") or {}).items():
             rec[f"capacity_{key}"] = value
         rec.update(observed_columns(row))

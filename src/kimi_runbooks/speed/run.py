@@ -32,12 +32,15 @@ from ..rundir import RunFolder, now_iso, read_jsonl
 from ..target.health import check_server
 from ..target.locate import RunHandle
 from ..tools.envs import OFFLINE_ENV
+from ..tools.scripts import script
 from . import shared_worker
+from .answer_latency import answer_latency, merge_turns, read_timings, timings_path
 from .answer_probe import answer_results
 from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchClient, BenchConfigError, BenchTarget, build_argv
 from .bench_failure import classify, details_of, raw_result
 from .benchenv import default_bench_python
 from .capacity import capacity_plan, cell_fit, live_server_info
+from .freshness import plan_prompts, used_seeds
 from .goodput import goodput_argv
 from .native import NATIVE_BACKENDS, missing_native_api
 from .observe import ObserveConfig, ScenarioObserver, observe_for_run, sweep_key
@@ -45,8 +48,10 @@ from .operating_point import base_of, run_search
 from .options import SpeedOptions
 from .parse import BenchParseError, parse_block, parse_jsonl_text
 from .repeats import pending, repeat_key, repeats_for, run_repeats
+from .replicas import behind_router
 from .results import FINISHED, load_results
 from .saturation import should_stop
+from .sessions import SessionError, applied, timed
 from .tokens import TokenCheck, probe_scenarios, unchecked
 from .traces import TraceError, prepare_trace, served_context_length, trace_results
 from .worker import BenchWorker, WorkerUnavailable
@@ -116,6 +121,8 @@ class SpeedRun:
     observe: ObserveConfig | None = None
     """/metrics and device telemetry sampled beside each scenario (observe.py); None: neither."""
     extra: dict[str, Any] = field(default_factory=dict)
+    flush_offered: bool = False
+    """The server answers SGLang's /server_info, so it has /flush_cache (freshness.py)."""
 
     def record(self, row: dict[str, Any]) -> dict[str, Any]:
         self.folder.append_jsonl(self.folder.bench, row)
@@ -155,9 +162,12 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
             return run.record(row)
     output_file = folder.bench_output(repeat_key(scenario.id, repeat, repeats))
     log_path = folder.bench_log(repeat_key(scenario.id, repeat, repeats))
+    # freshness.py: a seed no earlier run of this folder used, and a flush where the server has one
+    prompts = plan_prompts(scenario, run.options.seed, used_seeds(read_jsonl(folder.bench)), run.flush_offered)
     try:
         # agentic-trace / mooncake: the file replayed, grown toward the served context length
-        trace = prepare_trace(scenario, folder, run.options.dataset_path, run.extra.get("context_length"))
+        scale = run.observe.time_scale if run.observe is not None else 1.0  # think time on the emulator's clock
+        trace = prepare_trace(scenario, folder, run.options.dataset_path, run.extra.get("context_length"), scale)
         client = BenchClient(
             python=run.python,
             command_prefix=run.options.command_prefix,
@@ -166,13 +176,15 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
             seed=run.options.seed,
             dataset_path=trace[0] if trace else run.options.dataset_path,
         )
-        argv = build_argv(scenario, run.target, output_file=output_file, client=client)
-    except (BenchConfigError, TraceError) as exc:
+        argv = build_argv(
+            scenario.model_copy(update={"seed": prompts.seed}), run.target, output_file=output_file, client=client
+        )
+    except (BenchConfigError, TraceError, SessionError) as exc:
         row.update(status="skipped", metrics={}, argv=[], log=None, error=str(exc))
         return run.record(row)
     argv += goodput_argv(run.observe.scaled_slo(scenario.id) if run.observe else {})  # SGLang's own goodput
-    argv += ["--flush-cache"] if repeats > 1 and "--flush-cache" not in argv else []  # repeats.py: same prompts
-    row.update(argv=argv, log=str(log_path), output_file=str(output_file))
+    argv += ["--flush-cache"] if prompts.flush_cache and "--flush-cache" not in argv else []
+    row.update(argv=argv, log=str(log_path), output_file=str(output_file), prompts=prompts.as_dict())
     down = server_problem(run) if run.options.health_check else None
     if down:
         folder.save_text(log_path, down + "\n")
@@ -186,11 +198,14 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     output_file.unlink(missing_ok=True)  # bench_serving appends; one attempt per file
     t0 = time.monotonic()
     timeout = _timeout_for(scenario, run.options.timeout_s)
+    sessions = isinstance(trace, tuple) and timed(trace[1])
+    timings = timings_path(output_file)
+    timings.unlink(missing_ok=True)
     if run.observe is None:
-        code, timed_out = _execute(run, argv, log_path, timeout, scenario.id)
+        code, timed_out = _execute(run, argv, log_path, timeout, scenario.id, sessions, timings)
     else:
         with ScenarioObserver(run.observe, run.target.url, folder, scenario) as observer:
-            code, timed_out = _execute(run, argv, log_path, timeout, scenario.id)
+            code, timed_out = _execute(run, argv, log_path, timeout, scenario.id, sessions, timings)
     folder.redact_file(output_file)  # bench_serving embeds /server_info, which can carry the api_key
     metrics, parsed_from = _parse_outputs(output_file, log_path)
     raw = raw_result(output_file)  # read once: per-request arrays for the details and goodput
@@ -207,7 +222,14 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
         finished_at=now_iso(),
         **trace_results(scenario, trace, raw),
     )
+    row.update(behind_router(row))  # the servers' own cache hit rate, not bench_serving's 0% through a router
+    answers = answer_latency(_flag(argv, "--backend"), raw, read_timings(timings), trace[1] if trace else None)
+    row.update(answers)
+    if isinstance(row.get("turns"), list):
+        row["turns"] = merge_turns(row["turns"], answers)
     log_text = _tail(log_path, chars=200_000)
+    if sessions:  # what session_replay.py says it applied (None: nothing)
+        row["session_replay"] = applied(log_text)
     row.update(classify(scenario, code, timed_out, timeout, metrics, details, log_text))
     if row["status"] == "ok":
         check = run.token_checks.get(scenario.id)
@@ -215,20 +237,36 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
             row["tokens"] = check.as_dict()
             if check.verified is False:
                 row.update(status="not comparable", error=check.reason)
-        probes = int(run.extra.get("answer_probe") or 0)  # time to first answer token (every ok scenario)
+        # time to first answer token: per request under load when the worker timed them, else the probe
+        probes = 0 if row.get("median_first_answer_ms") is not None else int(run.extra.get("answer_probe") or 0)
         row.update(answer_results(scenario, run.target.url, run.target.model, run.api_key, probes))
     return run.record(row)
 
 
-def _execute(run: SpeedRun, argv: list[str], log_path: Path, timeout: float, label: str) -> tuple[int | None, bool]:
+def _execute(
+    run: SpeedRun,
+    argv: list[str],
+    log_path: Path,
+    timeout: float,
+    label: str,
+    sessions: bool = False,
+    timings: Path | None = None,
+) -> tuple[int | None, bool]:
     """The scenario through the stage's worker when it can take it (the bench env's own python,
-    no command prefix), else as its own process; the same arguments either way."""
+    no command prefix), else as its own process; the same arguments either way. A timed session
+    replay (`sessions`) run as its own process goes through session_replay.py, which the worker
+    applies itself (speed/sessions.py). Only the worker times each request's first answer token
+    (`timings`, speed/answer_latency.py)."""
     worker = run.worker
-    if worker is not None and worker.unavailable is None and argv[:3] == [run.python, "-m", BENCH_MODULE]:
+    local = argv[:3] == [run.python, "-m", BENCH_MODULE]
+    if worker is not None and worker.unavailable is None and local:
         try:
-            return worker.run(argv[3:], log_path, timeout, poll=lambda: _report_requests(run.folder, log_path, label))
+            poll = lambda: _report_requests(run.folder, log_path, label)  # noqa: E731
+            return worker.run(argv[3:], log_path, timeout, poll=poll, timings=timings)
         except WorkerUnavailable as exc:
             log.warning("bench worker unavailable (%s): one process per scenario", exc)
+    if sessions and local:
+        argv = [run.python, str(script("session_replay.py")), *argv[3:]]
     return _run_child(run.folder, argv, log_path, run.child_env, timeout, label=label)
 
 
@@ -253,6 +291,11 @@ def _run_child(
         except BaseException:
             stop_group(proc, grace_s=0)
             raise
+
+
+def _flag(argv: list[str], flag: str) -> str | None:
+    """The value after `flag` in bench_serving's argv (None when absent)."""
+    return argv[argv.index(flag) + 1] if flag in argv[:-1] else None
 
 
 PROGRESS_POLL_S = 1.0
@@ -313,6 +356,7 @@ def run_scenarios(
         },
         options=o,
         extra={"answer_probe": o.answer_probe},
+        flush_offered=live is not None,
     )
     if any(s.trace is not None and s.trace.context_length is None for s in scenarios):
         run.extra["context_length"] = served_context_length(tgt.url, api_key)

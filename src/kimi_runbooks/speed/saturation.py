@@ -52,13 +52,17 @@ def saturation(
     }
 
 
-def concurrency_label(requested: Any, effective: Any) -> str:
-    """`64 (41 effective)` when the server ran fewer than asked, else just the requested number."""
+def concurrency_label(requested: Any, effective: Any, emulator_behind: Any = None) -> str:
+    """`64 (41 effective)` when the server ran fewer than asked, else just the requested number;
+    `64 (1 effective: emulator behind its model)` when the emulator could not keep up
+    (speed/emulator_lag.py), so a low count is never read as the model's."""
     if requested in (None, "") or (isinstance(requested, float) and requested != requested):
         return "–"
+    behind = emulator_behind is True
     if isinstance(effective, (int, float)) and effective < EFFECTIVE_SHARE * float(requested):
-        return f"{int(requested)} ({effective:.0f} effective)"
-    return str(int(requested))
+        why = ": emulator behind its model" if behind else ""
+        return f"{int(requested)} ({effective:.0f} effective{why})"
+    return f"{int(requested)} (emulator behind its model)" if behind else str(int(requested))
 
 
 def should_stop(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> bool:

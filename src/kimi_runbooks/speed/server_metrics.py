@@ -7,6 +7,10 @@ while decode runs fast; that is enough to tell queueing, pool pressure and idle 
 Series carry labels (model_name, engine_type, tp_rank, ..., one series per dp_rank with DP
 attention); counts are summed across them, fractions take their maximum.
 
+Behind sglang-router (which answers /metrics on its main port with 404) the sampler scrapes each
+server behind it instead and reads them as one server: counts summed, fractions their maximum
+(`merge`), so a fleet's running requests are all of its servers'.
+
 The sampler runs in a thread during one scenario, appends every sample to the run folder
 (metrics/<scenario>.jsonl) as it goes, and summarises the scenario when it stops. When it scrapes
 (fast as the measured requests start, after bench_serving's warm-up) is scrape_schedule.py's.
@@ -26,6 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ..procs import BackgroundLoop
 from ..rundir import RunFolder
 from ..target.tls import verified_tls
+from .emulator_lag import lag_change, parse_lag
 from .scrape_schedule import BENCH_SERVING_WARMUP_REQUESTS, FIRST_INTERVAL_S, SAMPLE_INTERVAL_S, ScrapeSchedule
 
 GAUGES_SUMMED = (
@@ -52,6 +57,9 @@ def parse_metrics(text: str) -> dict[str, float]:
     hist: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         if not family.name.startswith(PREFIX):
+            for sample in family.samples:  # the emulator's own lag counters (speed/emulator_lag.py)
+                if sample.name == family.name + "_total":
+                    parse_lag(family.name, sample.value, hist)
             continue
         for sample in family.samples:
             short = sample.name.removeprefix(PREFIX)
@@ -62,6 +70,18 @@ def parse_metrics(text: str) -> dict[str, float]:
             elif short.endswith(("_sum", "_count")) and short.rsplit("_", 1)[0] in HISTOGRAMS:
                 hist[short] = hist.get(short, 0.0) + float(sample.value)
     return {**sums, **maxima, **hist}
+
+
+def merge(parts: list[dict[str, float]]) -> dict[str, float]:
+    """Several servers' parsed series as one server's: GAUGES_MAX by their maximum, the rest summed."""
+    out: dict[str, float] = {}
+    for part in parts:
+        for key, value in part.items():
+            if key in GAUGES_MAX:
+                out[key] = max(out.get(key, float("-inf")), value)
+            else:
+                out[key] = out.get(key, 0.0) + value
+    return out
 
 
 @dataclass
@@ -77,6 +97,8 @@ class MetricsSampler:
     first_interval_s: float = FIRST_INTERVAL_S
     warmup_requests: int = BENCH_SERVING_WARMUP_REQUESTS
     """The client's warm-up requests before the measured ones: the schedule's fast start waits for them."""
+    servers: tuple[str, ...] = ()
+    """The servers behind a router (their base URLs): scraped instead of base_url, read as one."""
     samples: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
     _loop: BackgroundLoop | None = field(default=None, repr=False)
@@ -125,27 +147,30 @@ class MetricsSampler:
         if self.note:
             return False
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        try:
-            resp = (
-                client.get(self.base_url.rstrip("/") + "/metrics")
-                if client
-                else httpx.get(self.base_url.rstrip("/") + "/metrics", headers=headers, timeout=5.0)
-            )
-        except httpx.HTTPError as exc:
-            self.samples.append({"t": round(time.monotonic() - self._t0, 3), "error": type(exc).__name__})
-            return True  # a busy server may miss one scrape; keep trying
-        if resp.status_code == 404:
-            self.note = METRICS_OFF
-            return False
-        if resp.status_code != 200:
-            self.note = f"metrics not readable: GET /metrics answered {resp.status_code}"
-            return False
-        try:
-            values = parse_metrics(resp.text)
-        except ValueError as exc:
-            self.note = f"metrics not readable: {exc}"
-            return False
-        row = {"t": round(time.monotonic() - self._t0, 3), **values}
+        parts = []
+        for url in self.servers or (self.base_url,):
+            try:
+                resp = (
+                    client.get(url.rstrip("/") + "/metrics")
+                    if client
+                    else httpx.get(url.rstrip("/") + "/metrics", headers=headers, timeout=5.0)
+                )
+            except httpx.HTTPError as exc:
+                self.samples.append({"t": round(time.monotonic() - self._t0, 3), "error": type(exc).__name__})
+                return True  # a busy server may miss one scrape; keep trying
+            where = f" at {url}" if self.servers else ""
+            if resp.status_code == 404:
+                self.note = METRICS_OFF + where
+                return False
+            if resp.status_code != 200:
+                self.note = f"metrics not readable: GET /metrics answered {resp.status_code}{where}"
+                return False
+            try:
+                parts.append(parse_metrics(resp.text))
+            except ValueError as exc:
+                self.note = f"metrics not readable{where}: {exc}"
+                return False
+        row = {"t": round(time.monotonic() - self._t0, 3), **merge(parts)}
         self.samples.append(row)
         if self.folder is not None:
             self.folder.append_jsonl(self.folder.metrics_series(self.scenario), row)
@@ -219,6 +244,9 @@ def summarise(samples: list[dict[str, Any]], note: str | None = None) -> dict[st
         "server_mean_ttft_ms": _histogram_mean_ms(good, "time_to_first_token_seconds"),
         "server_mean_itl_ms": _histogram_mean_ms(good, "inter_token_latency_seconds"),
     }
+    lag = lag_change(good)
+    if lag is not None:
+        out["emulator_lag"] = lag
     if note:
         out["note"] = note
     return out

@@ -39,8 +39,9 @@ DURATION_COLUMNS = ("duration", "usd_per_million_output_tokens")  # cost: price 
 DERIVED = ("output_tok_s_per_gpu", "total_tok_s_per_gpu", "tok_s_per_user")
 TURN_THROUGHPUTS = ("tok_s_per_user",)
 """In a row's per-turn figures (speed.traces.per_turn), what is multiplied; every `*_ms` key is divided."""
-NESTED_TIMES = ("turns", "first_answer")
-"""Columns holding records with times: per-turn figures and the streaming probe's (speed.answer_probe)."""
+NESTED_TIMES = ("turns", "first_answer", "answer_latency")
+"""Columns holding records with times: per-turn figures, the streaming probe's (speed.answer_probe) and
+the per-request answer figures under load (speed.answer_latency; its own per-turn list too)."""
 
 
 def rescale_turns(turns: Any, scale: float) -> Any:
@@ -53,6 +54,8 @@ def rescale_turns(turns: Any, scale: float) -> Any:
         return turns
     new = dict(turns)
     for key, value in turns.items():
+        if key == "turns":  # a record's own per-turn list
+            new[key] = rescale_turns(value, scale)
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             continue
         if key.endswith("_ms"):

@@ -35,6 +35,7 @@ import httpx
 from ..catalog import Scenario, TraceDesign
 from ..rundir import RunFolder
 from .arrivals import is_constant, prepare_constant
+from .sessions import mooncake_sessions, planned_think_s, read_mooncake, session_replay, with_think_time
 
 WORDS = (
     "the code file test function class value error return import module change line patch build run check "
@@ -177,21 +178,32 @@ def mooncake_trace(
 ) -> list[dict[str, Any]]:
     """``mooncake`` JSONL rows: one session per conversation, ``shared`` leading hash ids common to all
     (the shared system prompt), then ids of its own; bench_serving makes ~``block_tokens`` tokens
-    of prompt per hash id ("<id>" + 128 x " hi")."""
+    of prompt per hash id ("<id>" + 128 x " hi"). With ``design.turns`` > 1 a session is that many
+    rows sharing a ``session_id`` (AIPerf's multi-turn mooncake format), each round's hash ids the
+    previous round's plus its own, its first round timestamped (speed/sessions.py replays them)."""
     rng = random.Random(seed)
     shared = max(design.system_tokens // block_tokens, 1)
     own = max((design.first_tokens + design.turn_tokens) // block_tokens, 1)
+    rounds = len(turn_sizes(design)) if design.turns > 1 else 1
+    step = max(-(-design.turn_tokens // block_tokens), 1)  # new blocks per later round
+    span = own + (rounds - 1) * step
     rows = []
     for conv in range(design.conversations):
-        ids = list(range(shared)) + [1000 + conv * own + j for j in range(own)]
-        rows.append(
-            {
-                "timestamp": conv * gap_ms + rng.randrange(gap_ms // 4 + 1),
-                "input_length": len(ids) * block_tokens,
-                "output_length": design.output_len,
-                "hash_ids": ids,
-            }
-        )
+        ids = list(range(shared)) + [1000 + conv * span + j for j in range(own)]
+        for k in range(rounds):
+            if k:
+                ids = ids + [1000 + conv * span + own + (k - 1) * step + j for j in range(step)]
+            row: dict[str, Any] = {}
+            if rounds > 1:
+                row["session_id"] = f"s{conv}"
+            if k == 0:
+                row["timestamp"] = conv * gap_ms + rng.randrange(gap_ms // 4 + 1)
+            row.update(
+                input_length=len(ids) * block_tokens + k * design.output_len,  # the prompt carries the replies
+                output_length=design.output_len,
+                hash_ids=list(ids),
+            )
+            rows.append(row)
     return rows
 
 
@@ -251,19 +263,32 @@ def served_context_length(base_url: str | None, api_key: str | None = None, time
 
 
 def prepare_trace(
-    scenario: Scenario, folder: RunFolder, dataset_path: str | Path | None, context_length: int | None = None
+    scenario: Scenario,
+    folder: RunFolder,
+    dataset_path: str | Path | None,
+    context_length: int | None = None,
+    time_scale: float = 1.0,
 ) -> tuple[Path, Any] | None:
     """The trace file a trace scenario replays and its content: the user's own (dataset_path, checked)
     or one generated from the scenario's design into the run folder, its turns capped by the design's
-    context_length, else by `context_length` (the served model's). None for other datasets."""
+    context_length, else by `context_length` (the served model's). Sessions (agentic-trace, mooncake
+    with the chat backend) get the scenario's think time and their times on the emulator's clock
+    (speed/sessions.py), written into the run folder. None for other datasets."""
     if is_constant(scenario):
         return prepare_constant(scenario, folder)  # evenly spaced arrivals (speed/arrivals.py)
     if scenario.dataset not in TRACE_DATASETS:
         return None
     if dataset_path is not None:
-        if scenario.dataset == "mooncake":
+        if scenario.dataset == "mooncake" and not session_replay(scenario):
             return Path(dataset_path), None
-        return Path(dataset_path), load_trace(dataset_path)
+        if scenario.dataset == "mooncake":
+            return _timed(
+                scenario, folder, mooncake_sessions(read_mooncake(dataset_path), str(dataset_path)), time_scale
+            )
+        doc = load_trace(dataset_path)
+        if scenario.think_time is None and time_scale == 1.0:
+            return Path(dataset_path), doc
+        return _timed(scenario, folder, doc, time_scale)
     if scenario.trace is None:
         raise TraceError(
             f"scenario {scenario.id}: dataset {scenario.dataset} needs a trace. Fix: give the scenario a "
@@ -279,8 +304,21 @@ def prepare_trace(
     if scenario.dataset == "mooncake":
         rows = mooncake_trace(design, seed)
         folder.save_text(path.with_suffix(".jsonl"), "".join(json.dumps(r) + "\n" for r in rows))
+        if session_replay(scenario):
+            return _timed(scenario, folder, mooncake_sessions(rows, str(path.with_suffix(".jsonl"))), time_scale)
         return path.with_suffix(".jsonl"), rows
     doc = agentic_trace(design, seed)
+    if scenario.think_time is not None:
+        return _timed(scenario, folder, doc, time_scale)
+    folder.save_json(path, doc)
+    return path, doc
+
+
+def _timed(scenario: Scenario, folder: RunFolder, doc: dict[str, Any], time_scale: float) -> tuple[Path, Any]:
+    """The sessions with the scenario's think time, written as the run's replay file."""
+    doc = with_think_time(doc, scenario.think_time, scenario.seed or 0, time_scale)
+    path = folder.bench_output(scenario.id).with_suffix(".sessions.json")
+    folder.mkdir(path.parent)
     folder.save_json(path, doc)
     return path, doc
 
@@ -297,5 +335,9 @@ def trace_results(scenario: Scenario, trace: tuple[Path, Any] | None, raw: dict[
         out["cache_hit_rate"] = round(float(report["cache_hit_rate_pct"]) / 100.0, 4)
     if scenario.dataset == "agentic-trace" and isinstance(doc, dict):
         out["designed_hit_rate"] = round(designed_hit_rate(doc, scenario.max_concurrency), 4)
+    if isinstance(doc, dict):  # agentic-trace, or mooncake replayed as sessions
         out["turns"] = per_turn(raw, doc)
+        think = (doc.get("metadata") or {}).get("think_time")
+        if think is not None:
+            out["think_time"] = {**think, "planned_delay_s": round(planned_think_s(doc), 3)}
     return out

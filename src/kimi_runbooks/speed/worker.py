@@ -173,9 +173,15 @@ class BenchWorker:
         channel.writer.flush()
 
     def run(
-        self, args: list[str], log_path: Path, timeout: float, poll: Callable[[], None] | None = None
+        self,
+        args: list[str],
+        log_path: Path,
+        timeout: float,
+        poll: Callable[[], None] | None = None,
+        timings: Path | None = None,
     ) -> tuple[int | None, bool]:
-        """(returncode, timed_out) of one benchmark with the CLI's `args`; output in log_path."""
+        """(returncode, timed_out) of one benchmark with the CLI's `args`; output in log_path; each
+        request's answer timing in `timings` when given (speed/answer_latency.py)."""
         channel = self._channel()
         deadline = time.monotonic() + timeout
         if not self.benchmarks:
@@ -183,7 +189,10 @@ class BenchWorker:
         self.benchmarks += 1
         try:  # the worker writes through a FIFO: only redacted lines reach log_path, even if it is killed
             with self.folder.log_channel(log_path, mode="w") as fifo:
-                self._send(channel, {"args": args, "log": str(fifo)})
+                request: dict[str, Any] = {"args": args, "log": str(fifo)}
+                if timings is not None:
+                    request["timings"] = str(timings)
+                self._send(channel, request)
                 line = _read_line(channel, deadline, poll)
                 if line is None:  # still running at the deadline: stopped, so its FIFO end closes
                     self._discard()

@@ -40,6 +40,10 @@ class RunHandle(BaseModel):
     """How deploy found the server ready (target.health.Readiness.as_dict): health method, steps."""
     tokenizer: str | None = None
     """The served model's tokenizer (a local directory or hub id), when known; the speed stage uses it."""
+    backends: list[dict[str, str]] = []
+    """The servers behind a router (name, url, role); empty for one server."""
+    router_policy: str | None = None
+    """The router's --policy (sglang-router's default when the plan gives none: cache_aware)."""
 
     def api_key(self) -> str:
         """The key from the environment, or "EMPTY" (what SGLang accepts when it has none)."""

@@ -24,6 +24,9 @@ from .process import ProcessGroupLauncher
 if TYPE_CHECKING:
     from ..handle import ServerHandle
 
+ROUTER_DEFAULT_POLICY = "cache_aware"
+"""sglang-router's --policy when none is given (0.3.2: `RouterArgs.policy`)."""
+
 MemberCommand = Callable[[NodeCommand, int, list[str]], tuple[list[str], dict[str, str]]]
 """(node, its port here, its flags) -> the command that serves it and the env it needs."""
 
@@ -107,6 +110,8 @@ def start_fleet(
     handle.process = router
     handle.pid = handle.pgid = router.pid
     handle.extra_pgids = [m.process.pid for m in fleet.backends]
+    handle.backends = [{"name": m.name, "url": m.url, "role": m.worker_type} for m in fleet.backends]
+    handle.router_policy = argv[argv.index("--policy") + 1] if "--policy" in argv[:-1] else ROUTER_DEFAULT_POLICY
     return fleet
 
 

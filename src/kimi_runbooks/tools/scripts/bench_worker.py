@@ -9,21 +9,28 @@ stderr sent to the log file, and answers one line (`{"returncode": N}`) on the o
 in this same process (no second import of sglang) and answers `{"results": [...]}`.
 A clean return is 0, SystemExit keeps its code (argparse errors: 2), any other exception is 1
 with its traceback in the log. A request may carry `env` (set before it runs: the stage's API
-key). Both the probe and bench_serving load their tokenizer through SGLang's
+key) and `timings` (a path: each request's answer timing is written there as JSON lines, see
+`_time_answers`). Both the probe and bench_serving load their tokenizer through SGLang's
 `sglang.benchmark.utils.get_tokenizer`; in this process one loaded tokenizer per name (and its
 files' modification time) serves the probe and every benchmark after it, instead of a load each.
+A benchmark whose trace times its turns (think time, per-turn output lengths, timed session starts)
+runs with session_replay.py's patches installed for that run only.
 speed/worker.py drives it over its stdin/stdout, or, started with `--listen PATH` by a runbook
 before its stages (or a speed notebook's first cell), over a Unix socket (speed/shared_worker.py).
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import sys
 import time
 import traceback
 from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # session_replay.py sits beside this script
+import session_replay  # type: ignore[import-not-found]  # noqa: E402
 
 READY_CPU_S: list[float] = []
 """The CPU seconds this process had used when it was ready (start-up and imports): with import_s,
@@ -39,6 +46,7 @@ def _load() -> Any:
     if not callable(getattr(serving, "cli_main", None)):
         raise ImportError(f"{serving.__name__} has no cli_main: this SGLang is too old for the worker")
     _share_tokenizers(serving)
+    _time_answers(serving)
     READY_CPU_S.append(time.process_time())
     return serving, time.monotonic() - t0
 
@@ -75,6 +83,76 @@ def _share_tokenizers(serving: Any) -> None:
     serving.get_tokenizer = get_tokenizer
 
 
+_TIMING: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("answer_timing", default=None)
+TIMINGS: list[list[dict[str, Any]]] = []
+"""While a benchmark runs with `timings`: one list its requests' records are appended to."""
+
+
+def _time_answers(serving: Any) -> None:
+    """Per request, the moment of its first reasoning token and of its first answer token.
+
+    bench_serving's TTFT is the first streamed token of either kind, and its per-request output
+    (--output-details) keeps neither moment: its chat client passes every streamed delta through
+    `_combine_openai_chat_content` (reasoning_content or reasoning, then content; benchmark/serving.py,
+    0.5.23), so that function is wrapped to note, for the request being streamed, when a delta first
+    carries reasoning and when it first carries content. Each request function of ASYNC_REQUEST_FUNCS
+    (read when a benchmark starts, and called once per round of a multi-turn conversation) is wrapped
+    to give its request its own record (a context variable: requests run as concurrent tasks) and,
+    once it returns, to append {ttft, latency, first_reasoning, first_answer (seconds from the
+    request's start), success, prompt_len, output_len} to the running benchmark's list. Warm-up
+    requests are recorded too; the caller matches records to the measured requests by their TTFT.
+    Where SGLang's module lacks these names nothing is wrapped (no timings, the caller says so)."""
+    combine = getattr(serving, "_combine_openai_chat_content", None)
+    funcs = getattr(serving, "ASYNC_REQUEST_FUNCS", None)
+    if not callable(combine) or not isinstance(funcs, dict):
+        return
+
+    def noting(message: dict[str, Any]) -> Any:
+        record = _TIMING.get()
+        if record is not None and isinstance(message, dict):
+            now = time.perf_counter()
+            if record["first_reasoning"] is None and (message.get("reasoning_content") or message.get("reasoning")):
+                record["first_reasoning"] = now
+            if record["first_answer"] is None and message.get("content"):
+                record["first_answer"] = now
+        return combine(message)
+
+    def timed(func: Any) -> Any:
+        async def request(request_func_input: Any, pbar: Any = None) -> Any:
+            record: dict[str, Any] = {"first_reasoning": None, "first_answer": None}
+            token = _TIMING.set(record)
+            try:
+                output = await func(request_func_input=request_func_input, pbar=pbar)
+            finally:
+                _TIMING.reset(token)
+            if TIMINGS:
+                start = float(getattr(output, "start_time", 0.0) or 0.0)
+                TIMINGS[-1].append(
+                    {
+                        "ttft": getattr(output, "ttft", None),
+                        "latency": getattr(output, "latency", None),
+                        "success": bool(getattr(output, "success", False)),
+                        "prompt_len": getattr(output, "prompt_len", None),
+                        "output_len": getattr(output, "output_len", None),
+                        **{k: (v - start if v is not None and start else None) for k, v in record.items()},
+                    }
+                )
+            return output
+
+        return request
+
+    serving._combine_openai_chat_content = noting
+    for name, func in list(funcs.items()):
+        if "embedding" not in name:
+            funcs[name] = timed(func)
+
+
+def _write_timings(path: str, records: list[dict[str, Any]]) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(json.dumps(record) + "\n")
+
+
 def _run(serving: Any, args: list[str], log: str) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
@@ -85,7 +163,8 @@ def _run(serving: Any, args: list[str], log: str) -> int:
     os.close(fd)
     sys.argv = ["bench_serving", *args]
     try:
-        serving.cli_main()
+        with session_replay.installed(serving, args):  # think time, per-turn lengths, timed starts
+            serving.cli_main()
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -157,7 +236,14 @@ def _serve(serving: Any, lines: Any, reply: Any) -> None:
             reply.write(json.dumps({"results": _probe(probes, request)}) + "\n")
             reply.flush()
             continue
-        code = _run(serving, [str(a) for a in request["args"]], str(request["log"]))
+        timings = request.get("timings")
+        if timings:
+            TIMINGS.append([])
+        try:
+            code = _run(serving, [str(a) for a in request["args"]], str(request["log"]))
+        finally:
+            if timings:
+                _write_timings(str(timings), TIMINGS.pop())
         reply.write(json.dumps({"returncode": code, "seconds": round(time.monotonic() - t0, 3)}) + "\n")
         reply.flush()
 
