@@ -38,7 +38,8 @@ def generated_path(params_dir: Path, page: str, commit: str) -> Path:
 def generate(params_dir: Path, page: str, revision: dict[str, Any]) -> dict[str, Any]:
     """The recipe data of one kept revision: its config read with node and composed as the page does."""
     config = read_config(cookbook_dir(params_dir) / revision["file"])
-    recipes = compose(config, revision["commit"], revision.get("page_computes"))
+    computes = revision.get("page_computes", read_sources(params_dir)["pages"][page].get("page_computes", []))
+    recipes = compose(config, revision["commit"], computes)
     return recipe_data(config, recipes, page, revision)
 
 

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .jsconfig import ConfigReadError
+from .jsconfig import ConfigReadError, read_config
 from .store import cookbook_dir, generate, load_generated, read_sources, write_generated, SOURCES_FILE
 
 
@@ -63,16 +63,11 @@ def _keep_revision(params_dir: Path, page: str, source: Path, commit: str) -> di
         shutil.copyfile(source, target)
     info = read_sources(params_dir)["pages"][page]
     revision = {"commit": commit, "file": rel, "url": f"https://github.com/sgl-project/sglang/blob/{commit}/{info['path']}"}
-    old = (info.get("revisions") or [{}])[0]
-    if old.get("page_computes"):
-        revision["page_computes"] = old["page_computes"]
     sources = cookbook_dir(params_dir) / SOURCES_FILE
     lines = sources.read_text(encoding="utf-8").splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if line.rstrip() == f"  {page}:")
     at = next(i for i in range(at, len(lines)) if lines[i].rstrip() == "    revisions:")
     entry = [f"      - commit: {commit}\n", f"        file: {rel}\n", f"        url: {revision['url']}\n"]
-    if "page_computes" in revision:
-        entry.append(f"        page_computes: [{', '.join(revision['page_computes'])}]\n")
     lines[at + 1 : at + 1] = entry
     sources.write_text("".join(lines), encoding="utf-8")
     return revision
@@ -88,8 +83,9 @@ def sync(params_dir: Path, paths: list[Path], commit: str | None = None) -> list
         kept = info.get("revisions", [])
         before = next((r for r in kept if r["commit"] != sha), None)
         old = load_generated(params_dir, page, before["commit"]) if before else None
-        revision = next((r for r in kept if r["commit"] == sha), None) or _keep_revision(params_dir, page, path, sha)
         try:
+            read_config(path)  # refuse a file node cannot read before keeping anything
+            revision = next((r for r in kept if r["commit"] == sha), None) or _keep_revision(params_dir, page, path, sha)
             new = generate(params_dir, page, revision)
         except ConfigReadError as e:
             raise SyncError(str(e)) from None

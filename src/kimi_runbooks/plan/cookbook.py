@@ -115,6 +115,10 @@ def choose_cell(model: Model, platform: Platform, config: PlanConfig) -> CellCho
     matching = [c for c in on_platform if c.strategy == strategy and c.role == role]
     if config.nnodes is not None:
         matching = [c for c in matching if c.nodes == config.nnodes]
+    if not matching and book.no_cell == "knobs":
+        why = f"the SGLang cookbook ({book.revision[:8]}) has no {model.id} cell for {platform.id} {role} {strategy}"
+        why += f" on {config.nnodes} node(s)" if config.nnodes is not None else ""
+        return CellChoice(None, strategy, "", why + "; the plan is the project's knob-built one", source=book.source)
     if not matching:
         have = "; ".join(sorted({f"{c.role} {c.strategy} ({c.nodes} node{'s' if c.nodes > 1 else ''})" for c in on_platform}))
         why = f"the SGLang cookbook ({book.revision[:8]}) has no {model.id} cell for {platform.id} {role} {strategy}"
