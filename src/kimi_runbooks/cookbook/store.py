@@ -87,7 +87,7 @@ def as_cookbook(data: dict[str, Any], hf_id: str, page_info: dict[str, Any], pla
     cells = [CookbookCell.model_validate(c) for c in mine if c["hardware"] in platforms]
     listed = set(data["supported_hardware"])
     with_cells = {c["hardware"] for c in mine}
-    pending = {hw: "listed in supportedHardware without a cell" for hw in sorted(listed - with_cells) if hw in platforms}
+    pending = {hw: "listed in supportedHardware without a cell (its recipe pending)" for hw in sorted(listed - with_cells) if hw in platforms}
     commit = data["commit"]
     source = (
         f"SGLang cookbook command generator, sgl-project/sglang {page_info['path']} at commit {commit} "

@@ -120,7 +120,7 @@ def choose_cell(model: Model, platform: Platform, config: PlanConfig) -> CellCho
         why += f" on {config.nnodes} node(s)" if config.nnodes is not None else ""
         return CellChoice(None, strategy, "", why + "; the plan is the project's knob-built one", source=book.source)
     if not matching:
-        have = "; ".join(sorted({f"{c.role} {c.strategy} ({c.nodes} node{'s' if c.nodes > 1 else ''})" for c in on_platform}))
+        have = "; ".join(dict.fromkeys(cell_label(c) for c in on_platform))
         why = f"the SGLang cookbook ({book.revision[:8]}) has no {model.id} cell for {platform.id} {role} {strategy}"
         why += f" on {config.nnodes} node(s)" if config.nnodes is not None else ""
         return CellChoice(None, status="no-cell", explanation=f"{why} (its cells there: {have})", **base)
@@ -156,13 +156,20 @@ def cell_config(config: PlanConfig, cell: CookbookCell, model: Model) -> PlanCon
             updates[knob] = item.value
     if config.nnodes is None:
         updates["nnodes"] = cell.nodes
-    if cell.port is not None and config.port == PlanConfig.model_fields["port"].default:
-        updates["port"] = cell.port  # the page serves a PD role on its own port
+    if cell_port(cell, config) != config.port:
+        updates["port"] = cell_port(cell, config)
     if config.draft_model_path is None:
         for item in flags:
             if canonical_flag(item.flag) == "--speculative-draft-model-path":
                 updates["draft_model_path"] = item.value
     return PlanConfig.model_validate({**config.model_dump(), **updates}) if updates else config
+
+
+def cell_port(cell: CookbookCell, config: PlanConfig) -> int:
+    """The port: the user's, else the one the page serves this PD role on (decode 30100), else the default."""
+    if cell.port is not None and config.port == PlanConfig.model_fields["port"].default:
+        return cell.port
+    return config.port
 
 
 def cell_args(
@@ -172,7 +179,7 @@ def cell_args(
     model's parsers (`parsers`, flag -> value) join a cell that has none, as the page's Parsers
     row adds them on top (kimi-k2.6: cells never carry them)."""
     _, flags = parse_extra_args(_tokens(cell))
-    filled = {"{{MODEL_NAME}}": model_path, "{{HOST_IP}}": config.host, "{{PORT}}": str(config.port)}
+    filled = {"{{MODEL_NAME}}": model_path, "{{HOST_IP}}": config.host, "{{PORT}}": str(cell_port(cell, config))}
     args: list[tuple[str, ArgValue | None]] = []
     for item in flags:
         value = item.value
