@@ -209,14 +209,22 @@ def build_parser() -> argparse.ArgumentParser:
     p_book = sub.add_parser("cookbook", help="the SGLang cookbook pages kept as data (params/cookbook)")
     book_sub = p_book.add_subparsers(dest="cookbook_command", required=True)
     p_sync = book_sub.add_parser(
-        "sync", help="read a newer revision of the kept pages, regenerate the recipes and print what changed, cell by cell"
+        "sync",
+        help="read a newer revision of the kept pages, regenerate the recipes and print what changed, cell by cell",
     )
     p_sync.add_argument(
-        "--from", dest="sources", action="append", metavar="PATH",
+        "--from",
+        dest="sources",
+        action="append",
+        metavar="PATH",
         help="an sglang checkout, or a page's config .jsx (repeatable)",
     )
-    p_sync.add_argument("--commit", help="the sglang commit the inputs are at (default: the checkout's HEAD, or <page>@<sha>.jsx)")
-    p_sync.add_argument("--regenerate", action="store_true", help="regenerate every kept revision's recipes from its kept file")
+    p_sync.add_argument(
+        "--commit", help="the sglang commit the inputs are at (default: the checkout's HEAD, or <page>@<sha>.jsx)"
+    )
+    p_sync.add_argument(
+        "--regenerate", action="store_true", help="regenerate every kept revision's recipes from its kept file"
+    )
     p_sync.add_argument("--params-dir", help="the params folder to update (default: the checkout's)")
     p_sync.set_defaults(func=cmd_cookbook_sync)
     p_down = sub.add_parser(

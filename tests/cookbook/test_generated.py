@@ -17,7 +17,9 @@ def test_generated_recipes_are_current(params_dir: Path, sources: dict[str, Any]
     for page, info in sources["pages"].items():
         for revision in info["revisions"]:
             kept = yaml.safe_load(generated_path(params_dir, page, revision["commit"]).read_text(encoding="utf-8"))
-            assert generate(params_dir, page, revision) == kept, f"run `kimi-runbooks cookbook sync --regenerate` ({page})"
+            assert generate(params_dir, page, revision) == kept, (
+                f"run `kimi-runbooks cookbook sync --regenerate` ({page})"
+            )
 
 
 def test_an_overlay_strip_puts_its_own_flag_in_place_and_appends_the_rest() -> None:
@@ -27,12 +29,22 @@ def test_an_overlay_strip_puts_its_own_flag_in_place_and_appends_the_rest() -> N
         "--host {{HOST_IP}}",
         "--enable-hierarchical-cache",
     ]
-    assert overlay_compose(cell, ["--dcp-size"], ["--dcp-size 4", "--x"]) == ["--tp-size 8", "--dcp-size 4", "--host {{HOST_IP}}", "--x"]
+    assert overlay_compose(cell, ["--dcp-size"], ["--dcp-size 4", "--x"]) == [
+        "--tp-size 8",
+        "--dcp-size 4",
+        "--host {{HOST_IP}}",
+        "--x",
+    ]
 
 
 def test_the_multi_node_trio_follows_the_last_parallelism_anchor() -> None:
     trio = ["--nnodes 2", "--node-rank {{NODE_RANK}}", "--dist-init-addr {{NODE0_IP}}:20000"]
-    assert with_nodes(["--model-path m", "--tp-size 16", "--ep-size 16"], 2) == ["--model-path m", "--tp-size 16", *trio, "--ep-size 16"]
+    assert with_nodes(["--model-path m", "--tp-size 16", "--ep-size 16"], 2) == [
+        "--model-path m",
+        "--tp-size 16",
+        *trio,
+        "--ep-size 16",
+    ]
     assert with_nodes(["--model-path m", "--x"], 2) == ["--model-path m", *trio, "--x"]
     assert with_nodes(["--model-path m"], 1) == ["--model-path m"]
 
@@ -49,10 +61,14 @@ def test_the_decode_role_is_composed_as_the_page_shows_it(k3_new: dict[str, Any]
     from kimi_runbooks.cookbook.compose import Recipe
 
     cell = next(
-        c for c in k3_new["cells"]
-        if (c["hardware"], c.get("role"), c["strategy"], c.get("speculative")) == ("h200", "decode", "balanced", "dspark")
+        c
+        for c in k3_new["cells"]
+        if (c["hardware"], c.get("role"), c["strategy"], c.get("speculative"))
+        == ("h200", "decode", "balanced", "dspark")
     )
-    text = page_command(Recipe(**cell), {"HOST_IP": "0.0.0.0", "PORT": "30000", "NODE_RANK": "<node-rank>", "NODE0_IP": "<node0-ip>"})
+    text = page_command(
+        Recipe(**cell), {"HOST_IP": "0.0.0.0", "PORT": "30000", "NODE_RANK": "<node-rank>", "NODE0_IP": "<node0-ip>"}
+    )
     assert text.splitlines()[:6] == [
         "NCCL_MNNVL_ENABLE=1 \\",
         "NCCL_CUMEM_ENABLE=1 \\",
@@ -61,6 +77,9 @@ def test_the_decode_role_is_composed_as_the_page_shows_it(k3_new: dict[str, Any]
         "NCCL_SOCKET_IFNAME={{NETWORK_IFACE}} \\",
         "SGLANG_HOST_IP={{LOCAL_IP}} \\",
     ]
-    assert "  --tp-size 16 \\\n  --nnodes 2 \\\n  --node-rank <node-rank> \\\n  --dist-init-addr <node0-ip>:20000 \\" in text
+    assert (
+        "  --tp-size 16 \\\n  --nnodes 2 \\\n  --node-rank <node-rank> \\\n  --dist-init-addr <node0-ip>:20000 \\"
+        in text
+    )
     assert "  --disaggregation-mode decode \\" in text and "  --port 30100 \\" in text
     assert text.endswith("  --enable-linear-replayssm-spec")

@@ -37,7 +37,7 @@ PARSERS = ("--reasoning-parser", "--tool-call-parser")
 def _without_added_parsers(argv: list[str], cell: dict[str, Any]) -> list[str]:
     """argv less the parsers the plan adds on top of a cell that has none (the page's Parsers row)."""
     out, skip = [], False
-    for i, token in enumerate(argv):
+    for token in argv:
         if skip:
             skip = False
             continue
@@ -71,7 +71,12 @@ def _cases(data_fixture: str) -> list[Any]:
     page, commit = {"k3": ("kimi-k3", K3_NEW), "k26": ("kimi-k2.6", K26)}[data_fixture]
     cells = load_generated(PARAMS_DIR, page, commit)["cells"]
     on_params = [c for c in cells if c["hardware"] in CATALOG.platforms]
-    return [pytest.param(c, id=f"{c['hardware']}-{c.get('role', c.get('quantization'))}-{c['strategy']}-{c.get('speculative', '')}") for c in on_params]
+    return [
+        pytest.param(
+            c, id=f"{c['hardware']}-{c.get('role', c.get('quantization'))}-{c['strategy']}-{c.get('speculative', '')}"
+        )
+        for c in on_params
+    ]
 
 
 @pytest.mark.parametrize("cell", _cases("k3"))
@@ -112,9 +117,20 @@ def test_k26_high_throughput_is_dp_attention_and_blackwell_gets_tokenspeed_mla()
 def test_seed_revision_prints_the_commands_the_project_reproduced() -> None:
     k3 = plan({"platform": "h200", "model": "kimi-k3", "cookbook_revision": "seed"})
     assert k3.argv[2:16] == [
-        "--trust-remote-code", "--model-path", "moonshotai/Kimi-K3", "--tp", "16", "--ep-size", "16",
-        "--moe-runner-backend", "marlin", "--decode-attention-backend", "flashmla", "--enable-symm-mem",
-        "--mem-fraction-static", "0.85",
+        "--trust-remote-code",
+        "--model-path",
+        "moonshotai/Kimi-K3",
+        "--tp",
+        "16",
+        "--ep-size",
+        "16",
+        "--moe-runner-backend",
+        "marlin",
+        "--decode-attention-backend",
+        "flashmla",
+        "--enable-symm-mem",
+        "--mem-fraction-static",
+        "0.85",
     ]
     assert "verified (0722c4c0)" not in k3.cookbook and "SGLang marks it verified" in k3.cookbook
     assert k3.docker_image == "lmsysorg/sglang:dev"

@@ -74,8 +74,9 @@ def test_sync_keeps_the_new_revision_and_prints_the_cell_diff(
     assert "      flag removed: --max-total-tokens 620000" in gb300_ht
     assert "      flag added: --dcp-size 8" in gb300_ht
     assert "      env removed: SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK=20480" in gb300_ht
-    assert "      flag changed: --speculative-draft-model-path moonshotai/Kimi-K3-DSpark -> RadixArk/Kimi-K3-DSpark" in block(
-        "  ~ cell b300 unified low-latency"
+    assert (
+        "      flag changed: --speculative-draft-model-path moonshotai/Kimi-K3-DSpark -> RadixArk/Kimi-K3-DSpark"
+        in block("  ~ cell b300 unified low-latency")
     )
     assert "  + cell h100 unified balanced (4 nodes, verified no)" in lines
     assert "  + cell b200 unified long-context (2 nodes, verified no)" in lines

@@ -26,6 +26,7 @@ seed`); tests/cookbook holds every cell of the newest kept revision."""
 def plan(fields: dict) -> object:  # type: ignore[type-arg]
     return plan_newest({"cookbook_revision": SEED, **fields})
 
+
 K3_NODE_ENV = {
     "NCCL_MNNVL_ENABLE": "1",
     "NCCL_CUMEM_ENABLE": "1",
@@ -183,7 +184,10 @@ def test_user_knobs_replace_the_cell_value_in_place() -> None:
 def test_cli_done_when_commands() -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "kimi_runbooks.cli", "plan", "--cookbook-revision", SEED, *args], capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "kimi_runbooks.cli", "plan", "--cookbook-revision", SEED, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
 
     for args in (

@@ -10,9 +10,9 @@ import pytest
 from kimi_runbooks import runbook
 from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.plan import plan
+from kimi_runbooks.plan.view import format_plan
 
 SEED = {"cookbook_revision": "seed"}  # the cells these checks name are the seed revision's (0722c4c0)
-from kimi_runbooks.plan.view import format_plan
 
 RUNBOOKS = REPO_ROOT / "runbooks"
 

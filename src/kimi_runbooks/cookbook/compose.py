@@ -160,7 +160,9 @@ def _env(entries: list[str]) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def _default_overlay(config: dict[str, Any]) -> dict[str, str]:
-    return {d["id"]: d["default"] if d["default"] is not None else (d["options"] or [""])[0] for d in config["overlayDims"]}
+    return {
+        d["id"]: d["default"] if d["default"] is not None else (d["options"] or [""])[0] for d in config["overlayDims"]
+    }
 
 
 def compose(config: dict[str, Any], commit: str, page_computes: list[str] | None = None) -> list[Recipe]:
@@ -176,7 +178,9 @@ def compose(config: dict[str, Any], commit: str, page_computes: list[str] | None
         env, per_node = _env(cell["env"])
         if nodes > 1:
             per_node = _hint_env(config["multiNodeHints"].get(match["hw"], [])) | per_node
-        selections = [s for s in cell["selections"] if all(s["overlay"][k] == v for k, v in default.items() if k != first)]
+        selections = [
+            s for s in cell["selections"] if all(s["overlay"][k] == v for k, v in default.items() if k != first)
+        ]
         seen: list[tuple[list[str], dict[str, str]]] = []
         for selection in selections or [{"overlay": {}, "rows": []}]:
             picked = _picked(selection)
@@ -185,7 +189,9 @@ def compose(config: dict[str, Any], commit: str, page_computes: list[str] | None
             add = [f for o in picked for f in o["flags"]]
             add_env = [e for o in picked for e in o["env"]]
             base = list(cell["flags"])
-            if "mamba_full_memory_ratio" in computes and not any(f.startswith("--mamba-full-memory-ratio") for f in base):
+            if "mamba_full_memory_ratio" in computes and not any(
+                f.startswith("--mamba-full-memory-ratio") for f in base
+            ):
                 value = mamba_ratio.ratio(overlay_compose(base, strip, add), [*cell["env"], *add_env])
                 host = next((i for i, f in enumerate(base) if f.startswith("--host")), len(base))
                 base.insert(host, f"--mamba-full-memory-ratio {mamba_ratio.page_text(value)}")
@@ -228,7 +234,10 @@ def page_command(recipe: Recipe, placeholders: dict[str, str]) -> str:
     if recipe.port is not None:
         flags = [f"--port {recipe.port}" if _token(f) == "--port" else f for f in flags]
     env = [f"{k}={v}" for k, v in recipe.env.items()]
-    env += [f"{k}={'{{LOCAL_IP}}' if v == '<this-node-ip>' else '{{NETWORK_IFACE}}'}" for k, v in recipe.multi_node_env.items()]
+    env += [
+        f"{k}={'{{LOCAL_IP}}' if v == '<this-node-ip>' else '{{NETWORK_IFACE}}'}"
+        for k, v in recipe.multi_node_env.items()
+    ]
     text = "".join(e + " \\\n" for e in env) + "sglang serve \\\n" + " \\\n".join("  " + f for f in flags)
     values = {**placeholders, "MODEL_NAME": recipe.model_name}
     for name, value in values.items():

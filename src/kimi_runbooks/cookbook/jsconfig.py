@@ -68,12 +68,9 @@ const product = (dims) => {
   const out = {
     modelName: config.modelName ?? null,
     supportedHardware: config.supportedHardware || [],
-    matchDims: (config.matchDims || null) && config.matchDims.map((d) => ({ id: d.id, options: (d.options || []).map((o) => o.id) })),
-    legacyDims: {
-      variants: (config.variants || []).map((o) => o.id), quantizations: (config.quantizations || []).map((o) => o.id),
-      strategies: (config.strategies || []).map((o) => o.id), nodesOptions: (config.nodesOptions || []).map((o) => o.id),
-    },
-    overlayDims: overlayDims.map((d) => ({ id: d.id, default: d.default ?? null, options: (d.options || []).map((o) => o.id) })),
+    overlayDims: overlayDims.map((d) => ({
+      id: d.id, default: d.default ?? null, options: (d.options || []).map((o) => o.id),
+    })),
     modelNames: config.modelNames || {},
     placeholders: Object.fromEntries(Object.entries(config.placeholders || {}).map(([k, v]) => [k, v.default ?? ""])),
     dockerImages: config.dockerImages || {},
@@ -102,7 +99,9 @@ def node_binary() -> str:
 def read_config(path: Path) -> dict[str, Any]:
     """The config module at `path`, its function-valued fields evaluated at each cell's selections."""
     if not path.is_file():
-        raise ConfigReadError(f"cookbook config {path} does not exist. Fix: pass a config .jsx file or an sglang checkout")
+        raise ConfigReadError(
+            f"cookbook config {path} does not exist. Fix: pass a config .jsx file or an sglang checkout"
+        )
     cmd = [node_binary(), "--experimental-vm-modules", "--no-warnings", "-", str(path)]
     done = subprocess.run(cmd, input=_READER, capture_output=True, text=True, timeout=NODE_TIMEOUT_S, check=False)
     if done.returncode != 0:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .jsconfig import ConfigReadError, read_config
-from .store import cookbook_dir, generate, load_generated, read_sources, write_generated, SOURCES_FILE
+from .store import SOURCES_FILE, cookbook_dir, generate, load_generated, read_sources, write_generated
 
 
 class SyncError(ValueError):
@@ -23,11 +23,15 @@ def _page_of_file(path: Path, pages: dict[str, Any]) -> str:
     for page, info in pages.items():
         if name == page or Path(info["path"]).name == path.name:
             return page
-    raise SyncError(f"{path} is none of the kept cookbook pages ({', '.join(pages)}). Fix: pass one of their config files")
+    raise SyncError(
+        f"{path} is none of the kept cookbook pages ({', '.join(pages)}). Fix: pass one of their config files"
+    )
 
 
 def _checkout_commit(directory: Path) -> str:
-    done = subprocess.run(["git", "-C", str(directory), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["git", "-C", str(directory), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         raise SyncError(f"{directory} is not a git checkout, so its commit is unknown. Fix: pass --commit <sha>")
     return done.stdout.strip()
@@ -39,7 +43,9 @@ def _inputs(paths: list[Path], pages: dict[str, Any], commit: str | None) -> lis
     for path in paths:
         if path.is_dir():
             sha = commit or _checkout_commit(path)
-            found += [(page, path / info["path"], sha) for page, info in pages.items() if (path / info["path"]).is_file()]
+            found += [
+                (page, path / info["path"], sha) for page, info in pages.items() if (path / info["path"]).is_file()
+            ]
             continue
         if not path.is_file():
             raise SyncError(f"{path} does not exist. Fix: pass an sglang checkout or its config .jsx files")
@@ -47,7 +53,9 @@ def _inputs(paths: list[Path], pages: dict[str, Any], commit: str | None) -> lis
         _, at, tail = path.name.removesuffix(".jsx").partition("@")
         sha = commit or (tail if at else "")
         if not sha:
-            raise SyncError(f"the commit of {path} is unknown. Fix: pass --commit <sha>, or name the file <page>@<sha>.jsx")
+            raise SyncError(
+                f"the commit of {path} is unknown. Fix: pass --commit <sha>, or name the file <page>@<sha>.jsx"
+            )
         found.append((page, path, sha))
     if not found:
         raise SyncError("no kept cookbook page found in the inputs. Fix: pass an sglang checkout or the config files")
@@ -62,7 +70,11 @@ def _keep_revision(params_dir: Path, page: str, source: Path, commit: str) -> di
     if source.resolve() != target.resolve():
         shutil.copyfile(source, target)
     info = read_sources(params_dir)["pages"][page]
-    revision = {"commit": commit, "file": rel, "url": f"https://github.com/sgl-project/sglang/blob/{commit}/{info['path']}"}
+    revision = {
+        "commit": commit,
+        "file": rel,
+        "url": f"https://github.com/sgl-project/sglang/blob/{commit}/{info['path']}",
+    }
     sources = cookbook_dir(params_dir) / SOURCES_FILE
     lines = sources.read_text(encoding="utf-8").splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if line.rstrip() == f"  {page}:")
@@ -85,7 +97,9 @@ def sync(params_dir: Path, paths: list[Path], commit: str | None = None) -> list
         old = load_generated(params_dir, page, before["commit"]) if before else None
         try:
             read_config(path)  # refuse a file node cannot read before keeping anything
-            revision = next((r for r in kept if r["commit"] == sha), None) or _keep_revision(params_dir, page, path, sha)
+            revision = next((r for r in kept if r["commit"] == sha), None) or _keep_revision(
+                params_dir, page, path, sha
+            )
             new = generate(params_dir, page, revision)
         except ConfigReadError as e:
             raise SyncError(str(e)) from None
@@ -113,7 +127,12 @@ def _shown(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for cell in data["cells"]:
         spec = cell.get("speculative", "")
         key = " ".join(
-            [cell["hardware"], cell.get("role", "unified"), *([cell["quantization"]] if len(quants) > 1 else []), cell["strategy"]]
+            [
+                cell["hardware"],
+                cell.get("role", "unified"),
+                *([cell["quantization"]] if len(quants) > 1 else []),
+                cell["strategy"],
+            ]
         )
         if spec in ("", data["default_speculative"]) or key not in out:
             out[key] = cell
@@ -140,7 +159,10 @@ def _cell_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     lines += [f"flag removed: {_flag(k, a[k])}" for k in a if k not in b]
     lines += [f"flag added: {_flag(k, b[k])}" for k in b if k not in a]
     lines += [f"flag changed: {k} {a[k]} -> {b[k]}" for k in a if k in b and a[k] != b[k]]
-    ea, eb = {**old.get("env", {}), **old.get("multi_node_env", {})}, {**new.get("env", {}), **new.get("multi_node_env", {})}
+    ea, eb = (
+        {**old.get("env", {}), **old.get("multi_node_env", {})},
+        {**new.get("env", {}), **new.get("multi_node_env", {})},
+    )
     lines += [f"env removed: {k}={ea[k]}" for k in ea if k not in eb]
     lines += [f"env added: {k}={eb[k]}" for k in eb if k not in ea]
     lines += [f"env changed: {k} {ea[k]} -> {eb[k]}" for k in ea if k in eb and ea[k] != eb[k]]
@@ -172,14 +194,20 @@ def diff(page: str, old: dict[str, Any] | None, new: dict[str, Any]) -> list[str
         if a != b:
             lines.append(f"  image {hw}: {a or '(none)'} -> {b or '(none)'}")
     if old["default_speculative"] != new["default_speculative"]:
-        lines.append(f"  default speculative overlay: {old['default_speculative'] or '(none)'} -> {new['default_speculative'] or '(none)'}")
+        lines.append(
+            f"  default speculative overlay: {old['default_speculative'] or '(none)'} -> "
+            f"{new['default_speculative'] or '(none)'}"
+        )
     shown_old, shown_new = _shown(old), _shown(new)
     for key in shown_old:
         if key not in shown_new:
             lines.append(f"  - cell {key}")
     for key, cell in shown_new.items():
         if key not in shown_old:
-            lines.append(f"  + cell {key} ({cell['nodes']} node{'s' if cell['nodes'] > 1 else ''}, verified {_yes(cell['verified'])})")
+            lines.append(
+                f"  + cell {key} ({cell['nodes']} node{'s' if cell['nodes'] > 1 else ''}, "
+                f"verified {_yes(cell['verified'])})"
+            )
             continue
         changes = _cell_diff(shown_old[key], cell)
         if changes:

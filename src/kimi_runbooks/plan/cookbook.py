@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog import ArgValue, Cookbook, CookbookCell, Model, Platform
-from ..cookbook.store import pick_revision
 from ..catalog.flags import canonical_flag, parse_extra_args
+from ..cookbook.store import pick_revision
 from .config import PlanConfig
 from .knobs import METRICS_FLAG
 from .rules import RuleResult
@@ -99,7 +99,9 @@ def choose_cell(model: Model, platform: Platform, config: PlanConfig) -> CellCho
     if book is None:
         return NO_COOKBOOK
     if book.no_cell == "knobs" and config.speculative and not book.default_speculative:
-        why = f"the {book.page} page's Deploy command has no speculative option: the plan is the project's knob-built one"
+        why = (
+            f"the {book.page} page's Deploy command has no speculative option: the plan is the project's knob-built one"
+        )
         return CellChoice(None, config.strategy or "", "", why, source=book.source)
     strategy = config.strategy or book.default_strategy
     role = config.pd_role or "unified"
@@ -110,7 +112,9 @@ def choose_cell(model: Model, platform: Platform, config: PlanConfig) -> CellCho
         said = book.pending.get(platform.id, "not listed by the page")
         why = f"the SGLang cookbook ({book.revision[:8]}) has no {model.id} cell for {platform.id}: {said}"
         if book.no_cell == "knobs":
-            return CellChoice(None, strategy, "", why + "; the plan is the project's knob-built one", source=book.source)
+            return CellChoice(
+                None, strategy, "", why + "; the plan is the project's knob-built one", source=book.source
+            )
         return CellChoice(None, status="no-cell", explanation=why, **base)
     matching = [c for c in on_platform if c.strategy == strategy and c.role == role]
     if config.nnodes is not None:
@@ -134,7 +138,8 @@ def choose_cell(model: Model, platform: Platform, config: PlanConfig) -> CellCho
         matching = same
     cell = matching[0]
     status = "verified" if cell.verified else "unverified"
-    why = f"cell {cell_label(cell)} ({book.revision[:8]}): SGLang marks it {'verified' if cell.verified else 'NOT verified'}"
+    marked = "verified" if cell.verified else "NOT verified"
+    why = f"cell {cell_label(cell)} ({book.revision[:8]}): SGLang marks it {marked}"
     if cell.note:
         why += f" ({cell.note})"
     if cell.warn:
@@ -196,9 +201,9 @@ def cell_args(
     for flag, knob in _KNOB_OF_FLAG.items():
         if flag not in present and getattr(config, knob) is not None:
             tail.append((flag, getattr(config, knob)))
-    for flag, value in (parsers or {}).items():
-        if flag not in present and value:
-            tail.append((flag, value))
+    for parser_flag, parser in (parsers or {}).items():
+        if parser_flag not in present and parser:
+            tail.append((parser_flag, parser))
     if config.enable_metrics and METRICS_FLAG not in present:
         tail.append((METRICS_FLAG, True))
     if config.api_key_env:
