@@ -143,3 +143,10 @@ def test_an_unknown_revision_is_refused_with_the_kept_ones() -> None:
 
     with pytest.raises(ParamsError, match="kept: f795573d, 0722c4c0.*Fix: pass 'seed', 'newest' or a commit prefix"):
         plan({"platform": "h200", "model": "kimi-k3", "cookbook_revision": "deadbeef"})
+
+
+def test_a_platform_without_the_default_strategy_snaps_to_its_first_cell_as_the_page_does() -> None:
+    mi355x = plan({"platform": "mi355x", "model": "kimi-k3"})  # the page's default is Low-Latency; MI35x has Balanced
+    assert "mi355x / unified / balanced / 1 node / spec dspark" in mi355x.cookbook
+    assert "--attention-backend triton" in mi355x.command and mi355x.docker_image == "lmsysorg/sglang:dev-rocm720-mi35x"
+    assert "SGLANG_AITER_K3_OPT=1" in mi355x.command

@@ -117,6 +117,11 @@ def choose_cell(model: Model, platform: Platform, config: PlanConfig) -> CellCho
             )
         return CellChoice(None, status="no-cell", explanation=why, **base)
     matching = [c for c in on_platform if c.strategy == strategy and c.role == role]
+    if not matching and config.strategy is None:
+        # as the page snaps a selection to a real cell: the platform's first cell of this role
+        strategy = next((c.strategy for c in on_platform if c.role == role), strategy)
+        base["strategy"] = strategy
+        matching = [c for c in on_platform if c.strategy == strategy and c.role == role]
     if config.nnodes is not None:
         matching = [c for c in matching if c.nodes == config.nnodes]
     if not matching and book.no_cell == "knobs":
