@@ -57,7 +57,7 @@ def _check(cell: dict[str, Any]) -> None:
     text = format_plan(launch)
     for name in cell.get("multi_node_env", {}):
         assert f"{name}=" in text  # each node's own, filled from --ifname / --node-ip
-    assert launch.docker_image == cell["image"]
+    assert launch.docker_image == (cell.get("image") or launch.platform.docker_image)
     assert ("NOT verified" in launch.cookbook) is (not cell["verified"]), launch.cookbook
     assert launch.config.nnodes == cell["nodes"]
 

@@ -34,6 +34,7 @@ class Recipe:
     verified: bool
     model_name: str
     image: str
+    """The docker image the page names for this cell ('' none: the page falls back to FALLBACK_IMAGE)."""
     flags: list[str]
     env: dict[str, str] = field(default_factory=dict)
     multi_node_env: dict[str, str] = field(default_factory=dict)
@@ -116,7 +117,9 @@ def _picked_rows(selection: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _image(images: dict[str, str], hw: str, quant: str, strategy: str) -> str:
-    return images.get(f"{hw}|{quant}|{strategy}") or images.get(f"{hw}|{quant}") or images.get(hw) or FALLBACK_IMAGE
+    """The image the page names for the cell; '' when it names none (the page then shows
+    FALLBACK_IMAGE, a nightly; the plan keeps the platform's pinned image instead)."""
+    return images.get(f"{hw}|{quant}|{strategy}") or images.get(f"{hw}|{quant}") or images.get(hw) or ""
 
 
 def _model_name(names: dict[str, str], match: dict[str, Any]) -> str:
