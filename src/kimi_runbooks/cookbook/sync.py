@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .jsconfig import ConfigReadError, read_config
-from .store import SOURCES_FILE, cookbook_dir, generate, load_generated, read_sources, write_generated
+from .kept import SOURCES_FILE, cookbook_dir, generate, load_generated, read_sources, write_generated
 
 
 class SyncError(ValueError):

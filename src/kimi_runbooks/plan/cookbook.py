@@ -17,7 +17,7 @@ from typing import Any
 
 from ..catalog import ArgValue, Cookbook, CookbookCell, Model, Platform
 from ..catalog.flags import canonical_flag, parse_extra_args
-from ..cookbook.store import pick_revision
+from ..cookbook.kept import pick_revision
 from .config import PlanConfig
 from .knobs import METRICS_FLAG
 from .rules import RuleResult
