@@ -19,7 +19,7 @@ from .beside_measured import format_reference_checks, predicted_beside_reference
 from .calibration import Evaluator, dof_table, free_parameters
 from .factors import out_of_range
 from .observations import observations
-from .kept import save_calibration
+from .store import save_calibration
 from .validation import budget_report, calibrate, format_checks, format_coverage
 
 

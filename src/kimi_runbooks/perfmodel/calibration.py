@@ -31,7 +31,7 @@ from ._deps import Catalog, plan
 from .factors import KINDS, RANGES, compose, kind_of, prior_of, term_keys
 from .observations import Observation
 from .predict import Prediction, Predictor
-from .kept import Calibration, family_stack, pipeline_key
+from .store import Calibration, family_stack, pipeline_key
 
 DOF_RUNS_PER_PARAMETER = 3.0
 RESIDUAL_SD = 0.25  # typical log error of one row; with RANGES.prior_sd sets the ridge weights

@@ -25,7 +25,7 @@ from .serving import Pool, Serving, serving_from_plan
 from .shape_basis import ShapeBasis, shape_basis
 from .stack import PRECISION_OF_FORMAT, Stack, plan_stack
 from .step import Dtypes, PoolShape, decode_step, prefill_chunks
-from .kept import FIRST_PRINCIPLES_BAND_WIDENING, Calibration, load_calibration
+from .store import FIRST_PRINCIPLES_BAND_WIDENING, Calibration, load_calibration
 
 DEFAULT_ACCEPT_LENGTH = 2.5
 """Tokens per speculative (EAGLE3 or DSPARK) iteration when the scenario gives none: an assumption,

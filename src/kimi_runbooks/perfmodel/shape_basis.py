@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from ._deps import LaunchPlan, Reference, load_catalog
 from .serving import Serving
-from .kept import UNVALIDATED_SHAPE_BAND_WIDENING, Calibration
+from .store import UNVALIDATED_SHAPE_BAND_WIDENING, Calibration
 
 
 def _field(ref: Reference, *names: str) -> Any:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .calibration import Evaluator, calibration_of, fit, fit_all, free_parameters
 from .observations import Observation
-from .kept import BAND_METRICS, WIDENING, Calibration
+from .store import BAND_METRICS, WIDENING, Calibration
 
 BAND_QUANTILES = (0.1, 0.9)
 HEADLINE = ("median_tpot_ms", "output_throughput")
