@@ -40,7 +40,7 @@ TOOLSCRIPTS = PACKAGE / "tools" / "scripts"
 LAYERS: list[set[str]] = [
     {"paths", "secrets", "rundir", "procs", "progress", "origin", "stages"},
     {"kimi"},
-    {"catalog"},
+    {"catalog", "cookbook"},
     {"plan", "target", "tools", "execution"},
     {"perfmodel"},
     {"emulator", "deploy"},
@@ -85,6 +85,10 @@ defines what its role requires (`Role.shows`). The check sees definitions, not i
 WRITERS = {PACKAGE / "rundir" / "__init__.py", PACKAGE / "rundir" / "logs.py", PACKAGE / "rundir" / "atomic.py"}
 """The one package allowed to write files (every other module goes through RunFolder)."""
 WRITE_EXCEPTIONS = {
+    PACKAGE / "cookbook" / "kept.py": "`kimi-runbooks cookbook sync` regenerates the checkout's "
+    "params/cookbook/generated (source data a maintainer reviews and commits); no run folder exists",
+    PACKAGE / "cookbook" / "sync.py": "`kimi-runbooks cookbook sync` keeps a page revision in the "
+    "checkout's params/cookbook (sources/ and sources.yaml); no run folder exists",
     PACKAGE / "emulator" / "testing.py": "a test harness: start_subprocess opens a temporary file for the "
     "emulator's stderr (read back when it fails to start); no run folder exists",
 }

@@ -77,7 +77,8 @@ def parameter_lines(platform: Platform, catalog: Catalog) -> list[str]:
         "api_key_env": (None, "NAME of the env var holding the API key (never the key itself)"),
         "strategy": (
             None,
-            "models with cookbook cells (kimi-k3): low-latency | balanced | high-throughput; None: the cookbook's default",
+            "models with cookbook cells (kimi-k3, kimi-k2.6): low-latency | balanced | high-throughput | "
+            "long-context | default (PD prefill); None: the page's default",
         ),
         "enable_metrics": (
             True,

@@ -8,7 +8,7 @@ import sys
 
 from pydantic import ValidationError
 
-from .catalog import ParamsError, load_catalog
+from .catalog import ParamsError, default_params_dir, load_catalog
 from .plan import PlanConfig, format_plan, plan
 from .plan.cli_options import CliInputError, add_plan_options, config_from_args
 from .plan.config import field_error
@@ -105,6 +105,29 @@ def cmd_validate_params(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cookbook_sync(args: argparse.Namespace) -> int:
+    """Keep a newer revision of the cookbook pages, regenerate their recipes, print what changed."""
+    from pathlib import Path
+
+    from .cookbook.jsconfig import ConfigReadError
+    from .cookbook.sync import SyncError, regenerate, sync
+
+    params_dir = Path(args.params_dir) if args.params_dir else default_params_dir()
+    try:
+        if args.regenerate:
+            for path in regenerate(params_dir):
+                print(f"regenerated {path}")
+            return 0
+        if not args.sources:
+            raise SyncError("nothing to read. Fix: pass --from <sglang checkout or config .jsx files>, or --regenerate")
+        for line in sync(params_dir, [Path(p) for p in args.sources], args.commit):
+            print(line)
+    except (SyncError, ConfigReadError, ParamsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    return 0
+
+
 def cmd_rules(args: argparse.Namespace) -> int:
     try:
         catalog = load_catalog()
@@ -183,6 +206,27 @@ def build_parser() -> argparse.ArgumentParser:
     p_val = sub.add_parser("validate-params", help="load and validate every file under params/")
     p_val.add_argument("--params-dir")
     p_val.set_defaults(func=cmd_validate_params)
+    p_book = sub.add_parser("cookbook", help="the SGLang cookbook pages kept as data (params/cookbook)")
+    book_sub = p_book.add_subparsers(dest="cookbook_command", required=True)
+    p_sync = book_sub.add_parser(
+        "sync",
+        help="read a newer revision of the kept pages, regenerate the recipes and print what changed, cell by cell",
+    )
+    p_sync.add_argument(
+        "--from",
+        dest="sources",
+        action="append",
+        metavar="PATH",
+        help="an sglang checkout, or a page's config .jsx (repeatable)",
+    )
+    p_sync.add_argument(
+        "--commit", help="the sglang commit the inputs are at (default: the checkout's HEAD, or <page>@<sha>.jsx)"
+    )
+    p_sync.add_argument(
+        "--regenerate", action="store_true", help="regenerate every kept revision's recipes from its kept file"
+    )
+    p_sync.add_argument("--params-dir", help="the params folder to update (default: the checkout's)")
+    p_sync.set_defaults(func=cmd_cookbook_sync)
     p_down = sub.add_parser(
         "teardown",
         help="stop what a run left running (RUN_DIR), or every orphaned server the registry knows (--all)",

@@ -90,11 +90,15 @@ def params_configs(catalog: Catalog) -> Iterator[tuple[str, dict[str, Any]]]:
         for mid in dict.fromkeys([platform.recipe.model, *platform.published_models]):
             model = catalog.model(mid)
             base = {"platform": pid, "model": mid}
-            cells = [c for c in model.cookbook.cells if c.hardware == pid] if model.cookbook else []
+            # the seed revision's cells (0722c4c0): the newest's DSPARK/DCP flags are not in SGLang 0.5.23
+            # (the plan warns cookbook-flag-not-in-sglang-release; issue 41 item 6 is the emulator's part)
+            seed = next((b for b in model.cookbook_revisions if b.revision == model.cookbook_seed), None)
+            book = seed if model.cookbook_revisions else model.cookbook
+            cells = [c for c in book.cells if c.hardware == pid] if book else []
             for cell in cells:
                 yield (
                     f"{pid}/{mid}/{cell.strategy}/{cell.nodes}n",
-                    {**base, "strategy": cell.strategy, "nnodes": cell.nodes},
+                    {**base, "strategy": cell.strategy, "nnodes": cell.nodes, "cookbook_revision": "seed"},
                 )
             if not cells:
                 yield f"{pid}/{mid}", base

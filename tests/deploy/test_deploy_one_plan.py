@@ -52,7 +52,7 @@ def test_a_changed_saved_plan_is_what_deploys(tmp_path, no_planning):
 def test_knobs_beside_a_saved_plan_that_differ_from_it_are_refused(tmp_path, no_planning):
     folder = RunFolder.create(tmp_path / "run")
     save_plan(folder, plan(PlanConfig(platform="h200")))
-    with pytest.raises(deploy.PlanError, match=r"knobs tp=4 \(saved: None\) differ.*Fix: drop those knobs"):
+    with pytest.raises(deploy.PlanError, match=r"knobs tp=4 \(saved: 8\) differ.*Fix: drop those knobs"):
         deploy.plan_for_run(folder, _cell_knobs(platform="h200", tp=4))
 
 

@@ -19,7 +19,7 @@ ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/tester", "KIMI_KEY": "sk-secret-v
 
 
 def test_local_h200_argv_and_env() -> None:
-    plan = make_plan({"platform": "h200"})
+    plan = make_plan({"platform": "h200", "cookbook_revision": "seed"})  # the seed pages' command, in their order
     argv, env = deploy.local_command(plan, ENV)
     assert argv == shlex.split(
         "sglang serve --model-path moonshotai/Kimi-K2.6 --tp 8 --reasoning-parser kimi_k2 "
@@ -91,7 +91,7 @@ def test_docker_h200_argv_with_key() -> None:
 
 
 def test_docker_key_value_is_in_no_argv_element_and_missing_key_is_clear(tmp_path: Path) -> None:
-    plan = make_plan({"platform": "mi350x", "api_key_env": "KIMI_KEY"})
+    plan = make_plan({"platform": "mi350x", "api_key_env": "KIMI_KEY", "cookbook_revision": "seed"})
     argv, _ = deploy.docker_command(plan, ENV)
     assert not any("sk-secret-value" in a for a in argv)
     assert argv[argv.index("-v") + 1].startswith("/home/tester/")  # ${HOME} still filled in

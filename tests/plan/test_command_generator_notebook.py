@@ -26,7 +26,10 @@ def _generate(tmp_path, name: str = "cg", **parameters) -> str:
 
 def test_headless_run_prints_the_default_command(tmp_path):
     text = _generate(tmp_path)
-    assert "sglang serve --model-path moonshotai/Kimi-K2.6 --tp 8" in text
+    # the K2.6 page's H200 cell (1d8c2d38), in its order, with the Parsers row on
+    assert (
+        "sglang serve --trust-remote-code --model-path moonshotai/Kimi-K2.6 --tp 8 --reasoning-parser kimi_k2" in text
+    )
     assert "verdict: VALID" in text
     # the predicted speed of that plan, labelled as a prediction, for the default scenarios
     predicted = text.split("## predicted speed (PREDICTED by kimi_runbooks.perfmodel, not measured)", 1)[1]

@@ -13,7 +13,7 @@ from tests.support import FIXTURES
 from tests.support.seedcmd import find_commands, parse_shell_commands, substitute
 
 SEED_FIXTURES = FIXTURES / "seed_commands"
-SEED_TAIL = {"host": "0.0.0.0"}
+SEED_TAIL = {"host": "0.0.0.0", "cookbook_revision": "seed"}  # the seed pages' revision (issue 41 item 5)
 
 CASES = {
     "k26-h200-plain.sh": dict(platform="h200", port=30000, reasoning_parser=None, tool_call_parser=None, **SEED_TAIL),

@@ -12,6 +12,8 @@ from kimi_runbooks.paths import REPO_ROOT
 from kimi_runbooks.plan import plan
 from kimi_runbooks.plan.view import format_plan
 
+SEED = {"cookbook_revision": "seed"}  # the cells these checks name are the seed revision's (0722c4c0)
+
 RUNBOOKS = REPO_ROOT / "runbooks"
 
 
@@ -26,7 +28,7 @@ def _params(platform: str, **injected: object) -> dict:
 
 @pytest.mark.parametrize(("platform", "nodes"), [("h200", 2), ("b300", 1), ("gb300", 2)])
 def test_runbook_plans_the_k3_cell(platform: str, nodes: int) -> None:
-    config, _ = runbook.split_params(_params(platform, model="kimi-k3"))
+    config, _ = runbook.split_params(_params(platform, model="kimi-k3", **SEED))
     p = plan(config)
     assert p.ok, [str(e) for e in p.errors]
     assert p.cookbook.startswith(f"cell {platform} /") and (len(p.nodes) or 1) == nodes
@@ -36,13 +38,13 @@ def test_runbook_plans_the_k3_cell(platform: str, nodes: int) -> None:
 
 
 def test_runbook_strategy_parameter() -> None:
-    config, _ = runbook.split_params(_params("h200", model="kimi-k3", strategy="high-throughput"))
+    config, _ = runbook.split_params(_params("h200", model="kimi-k3", strategy="high-throughput", **SEED))
     p = plan(config)
     assert p.ok and "--mamba-radix-cache-strategy" in p.argv
 
 
 def test_runbook_refuses_k3_where_the_cookbook_has_no_cell() -> None:
-    config, _ = runbook.split_params(_params("mi355x", model="kimi-k3"))
+    config, _ = runbook.split_params(_params("mi355x", model="kimi-k3", **SEED))
     assert "no-verified-cookbook-cell" in [e.id for e in plan(config).errors]
 
 
@@ -55,5 +57,5 @@ def test_runbook_plans_k27_code_on_mi350x_with_the_recipe_values() -> None:
 
 
 def test_runbook_plan_text_shows_the_plan_the_run_uses() -> None:
-    text = runbook.plan_text(_params("h200", model="kimi-k3"))
+    text = runbook.plan_text(_params("h200", model="kimi-k3", **SEED))
     assert "## verdict: VALID" in text and "--tp 16" in text

@@ -12,7 +12,6 @@ from pathlib import Path
 import nbformat
 import papermill as pm
 import pytest
-import yaml
 
 from kimi_runbooks import report, runbook
 from kimi_runbooks.catalog import load_catalog
@@ -236,10 +235,9 @@ def test_nbval_command_generator_golden_passes_and_fails_on_a_changed_flag(tmp_p
 
     params = tmp_path / "params"
     shutil.copytree(ROOT / "params", params)
-    path = params / "platforms" / "mi350x.yaml"
-    doc = yaml.safe_load(path.read_text())
-    doc["recipe"]["mem_fraction_static"] = 0.75  # one launch flag: --mem-fraction-static 0.8 -> 0.75
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    # one launch flag of the K2.6 page's MI350X cell (params/cookbook/generated): --mem-fraction-static 0.8 -> 0.75
+    path = params / "cookbook" / "generated" / "kimi-k2.6@1d8c2d38.yaml"
+    path.write_text(path.read_text().replace("--mem-fraction-static 0.8\n", "--mem-fraction-static 0.75\n"))
     bad = _nbval("command_generator_mi350x.ipynb", {"KIMI_RUNBOOKS_PARAMS": str(params)}, tmp_path)
     assert bad.returncode != 0
     assert "Cell outputs differ" in bad.stdout and "-static 0.75" in bad.stdout

@@ -136,6 +136,9 @@ def _load_catalog_cached(root: Path) -> Catalog:
     scenario_sets = {s.set: s for s in _load_dir(root / "scenarios", ScenarioSet)}
     scenarios = _index([sc for s in scenario_sets.values() for sc in s.scenarios], root / "scenarios")
     references = _index(_load_dir(root / "references", Reference), root / "references")
+    from ..cookbook.kept import attach_cookbooks  # the cookbook package imports the catalog's models
+
+    models = attach_cookbooks(root, models, set(platforms))
     catalog = Catalog(
         root=root,
         platforms=platforms,

@@ -47,7 +47,8 @@ def launch_args(
     """The cell's flags (for the user's own knobs) or the knobs' flags with the platform recipe's
     extra arguments (when it serves this model), then the user's extra flags."""
     if choice.cell is not None:
-        return merge_args(cell_args(choice.cell, user.config, knobs.model_path), user.extra)
+        parsers = {"--reasoning-parser": knobs.reasoning_parser, "--tool-call-parser": knobs.tool_call_parser}
+        return merge_args(cell_args(choice.cell, user.config, knobs.model_path, parsers), user.extra)
     _, recipe_extra = parse_extra_args(platform.recipe.extra_args if platform.recipe.model == model.id else [])
     return merge_args(server_args(config, knobs, model, platform.vendor), [*recipe_extra, *user.extra])
 

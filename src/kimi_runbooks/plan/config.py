@@ -61,11 +61,18 @@ class PlanConfig(BaseModel):
     """Reasoning parser; 'default' is the model's (kimi_k2 for K2.x)."""
     tool_call_parser: str | None = "default"
     """Tool-call parser; 'default' is the model's."""
-    speculative: bool = False
-    """EAGLE3 speculative decoding with the model's draft."""
-    strategy: Literal["low-latency", "balanced", "high-throughput"] | None = None
-    """The cookbook cell's operating point for a model whose cookbook publishes cells (kimi-k3);
-    None: the cookbook's default strategy."""
+    speculative: bool | None = None
+    """Speculative decoding: a cookbook page's speculative overlay (kimi-k3: DSPARK, on by default;
+    --no-speculative: the page's Non-Spec command), else EAGLE3 with the model's draft (off by default)."""
+    strategy: Literal["low-latency", "balanced", "high-throughput", "long-context", "default"] | None = None
+    """The cookbook cell's operating point for a model whose cookbook publishes cells (kimi-k3,
+    kimi-k2.6); None: the cookbook's default strategy."""
+    pd_role: Literal["unified", "prefill", "decode"] | None = None
+    """The cookbook page's PD Mode (kimi-k3): a prefill or decode server of a PD deployment; None: unified."""
+    cookbook_revision: str | None = None
+    """Which kept revision of the cookbook page the recipe comes from: a commit prefix, 'seed' (the
+    revision the project reproduced first; for kimi-k2.6 the seed pages' knob-built plan) or
+    'newest'; None: the newest kept (params/cookbook/sources.yaml)."""
     trust_remote_code: bool = True
     """Pass --trust-remote-code (Kimi checkpoints ship their own code)."""
     host: str = "127.0.0.1"
