@@ -221,3 +221,32 @@ def test_long_context_on_an_emulator_fast_forwards_the_prefill_and_says_so():
     assert result.details["emulated_fast_forward"] == EMULATED_FAST_FORWARD
     assert f"{EMULATED_FAST_FORWARD}x faster" in result.reason
     assert result.transcript[0]["request"]["headers"] == {FAST_FORWARD_HEADER: str(EMULATED_FAST_FORWARD)}
+
+
+def test_long_context_is_sized_from_the_kv_pool_when_it_is_smaller_than_the_context():
+    """SGLang refuses an input above min(context, KV pool) - 6 (Kimi-K3 on 2x8 H200: 1M context, a pool
+    of about 587k tokens). The check reads the server's pool (GET /server_info) and sends 75% of that."""
+    model = k3_like()
+    pool = 16000
+    url, stop = run_in_thread(_settings(model, profile=LatencyProfile(max_total_num_tokens=pool)))
+    try:
+        result = _run(url, _served(model), ["long_context"])["long_context"]
+    finally:
+        stop()
+    assert result.status == "pass", result.reason
+    assert result.details["longest_input"] == pool - 6 and "KV pool" in result.details["bounded_by"]
+    assert result.details["target_prompt_tokens"] == int((pool - 6) * LONG_CONTEXT_FRACTION)
+
+
+def test_long_context_falls_back_to_the_plans_pool_estimate():
+    """A server that says nothing of its pool (another OpenAI-compatible server) leaves the plan's estimate."""
+    from types import SimpleNamespace
+
+    from kimi_runbooks.invoke.contracts import long_context_room
+    from kimi_runbooks.target.served_limits import ServedLimits
+
+    served = replace(_served(k3_like(), context=1_048_576), kv_pool_tokens=587_412)
+    handle = SimpleNamespace(rehearsal=None, max_total_num_tokens=None)
+    room = long_context_room(SimpleNamespace(served=served, handle=handle, limits=ServedLimits()))  # type: ignore[arg-type]
+    assert room == (587_412 - 6, "the plan's KV pool estimate (kv_pool_tokens)")
+    assert int(room[0] * LONG_CONTEXT_FRACTION) == 440_554  # not 786_432 (75% of the 1M context)

@@ -87,8 +87,8 @@ async def chat_completions(request: Request) -> Response:
         chat.prompt_tokens = round(chat.prompt_tokens * (state.settings.fault.value or 0.8))
     state.check_context(chat.prompt_tokens, req.token_limit)
     state.check_injected_500()
-    failure = _grammar_failure(state, req)
-    if failure:  # the scheduler aborts it: a 400, or one error event when streamed (grammar.py)
+    failure = state.input_too_long(chat.prompt_tokens) or _grammar_failure(state, req)
+    if failure:  # the scheduler aborts it: a 400, or one error event when streamed (grammar.py, state.py)
         if req.stream:
             return StreamingResponse(error_events(failure, "BAD_REQUEST"), media_type="text/event-stream")
         raise ApiError(failure)

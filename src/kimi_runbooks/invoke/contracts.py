@@ -13,8 +13,8 @@ video input, a long context. Each names the declared field it holds the server t
   sgl-project/sglang PR 32677), so it fails there, naming that.
 * ``video``: a ``video_url`` part is understood (skipped with the reason when the model declares no
   video, or no clip was given for a real server; the emulator does not fetch, so it gets a placeholder).
-* ``long_context``: a prompt of about ``LONG_CONTEXT_FRACTION`` of the plan's context length is
-  accepted and counted; on a real server the passphrase at its start must come back. On an
+* ``long_context``: a prompt of about ``LONG_CONTEXT_FRACTION`` of the longest input the server
+  admits (min(context length, KV pool), as SGLang bounds it) is accepted and counted; on a real server the passphrase at its start must come back. On an
   emulated server, which does not read prompts, the ~200 s the latency model gives that prefill
   (10 s at the demo's time scale 0.05) is not what is checked: the request asks the emulator to
   run its clock EMULATED_FAST_FORWARD times faster (target/emulated_time.py) and the result says so.
@@ -154,18 +154,29 @@ def long_prompt(target_tokens: int) -> str:
     )
 
 
+SGLANG_INPUT_RESERVE = 6
+"""SGLang 0.5.23 admits an input below min(context, KV pool) - 1 - 5 tokens (managers/tp_worker.py
+``max_req_len``, ``max_req_input_len``; the scheduler's validate_input_length refuses the rest)."""
+
+
 def long_context_room(s: Session) -> tuple[int, str] | None:
-    """The longest request the check sends, and what bounds it: the plan's context length and the server's
-    KV pool (SGLang refuses an input above either). A rehearsal serves a context of its own size (the
-    server's max_model_len), which then stands for the plan's."""
+    """The longest input the server admits and what bounds it, as SGLang sizes it: min(context length,
+    KV pool) - 6. The pool is the server's own (the run's handle or GET /server_info) or else the
+    plan's estimate; a server that states max_req_input_len is taken at its word. A rehearsal serves a
+    context of its own size (the server's max_model_len), which then stands for the plan's."""
     planned = s.served.context_length
     if s.handle.rehearsal and s.limits.max_model_len:
         planned = s.limits.max_model_len
+    pool = s.handle.max_total_num_tokens or s.limits.max_total_num_tokens
+    pool_source = "the server's KV pool (max_total_num_tokens)"
+    if not pool and s.served.kv_pool_tokens:
+        pool, pool_source = s.served.kv_pool_tokens, "the plan's KV pool estimate (kv_pool_tokens)"
     bounds = {
-        "the context length": planned,
-        "the server's KV pool (max_total_num_tokens)": s.handle.max_total_num_tokens,
+        "the context length": planned - SGLANG_INPUT_RESERVE if planned else None,
+        pool_source: pool - SGLANG_INPUT_RESERVE if pool else None,
+        "the server's max_req_input_len (GET /server_info)": s.limits.max_req_input_len,
     }
-    known = {why: n for why, n in bounds.items() if n}
+    known = {why: n for why, n in bounds.items() if n and n > 0}
     if not known:
         return None
     why = min(known, key=lambda k: known[k])
@@ -179,15 +190,17 @@ def check_long_context(s: Session, rec: Recorder) -> str:
     context, bound = room
     target = int(context * LONG_CONTEXT_FRACTION)
     served = s.limits.max_model_len
-    if served and served < context:
+    planned = s.served.context_length
+    if served and planned and served < planned and not s.handle.rehearsal:
         raise CheckFailed(
-            f"the server accepts {served} tokens per request (max_model_len, GET /v1/models), less than {bound} "
-            f"{context}: a prompt of about {target} tokens ({LONG_CONTEXT_FRACTION:.0%}) would be refused. Fix: "
-            "launch with the planned --context-length"
+            f"the server accepts {served} tokens per request (max_model_len, GET /v1/models), less than the "
+            f"planned context length {planned}: a prompt of about {int(planned * LONG_CONTEXT_FRACTION)} tokens "
+            f"({LONG_CONTEXT_FRACTION:.0%}) would be refused. Fix: launch with the planned --context-length"
         )
     answer_room = context - target - LONG_CONTEXT_MARGIN
     body = s.body(long_prompt(target), max_tokens=max(16, min(s.max_tokens, 2048, answer_room)))
     rec.details["bounded_by"] = bound
+    rec.details["longest_input"] = context
     headers = None
     if s.emulated:
         headers = {FAST_FORWARD_HEADER: str(EMULATED_FAST_FORWARD)}
@@ -198,7 +211,8 @@ def check_long_context(s: Session, rec: Recorder) -> str:
         choice = rec.chat(body, headers=headers)
     except APIStatusError as exc:
         raise CheckFailed(
-            f"a prompt of about {target} tokens ({LONG_CONTEXT_FRACTION:.0%} of the context length {context}) was "
+            f"a prompt of about {target} tokens ({LONG_CONTEXT_FRACTION:.0%} of {context}, the longest input "
+            f"{bound} allows) was "
             f"refused: HTTP {exc.status_code} {exc.message[:300]}"
         ) from None
     counted = rec.prompt_tokens or 0
