@@ -14,7 +14,8 @@ video input, a long context. Each names the declared field it holds the server t
 * ``video``: a ``video_url`` part is understood (skipped with the reason when the model declares no
   video, or no clip was given for a real server; the emulator does not fetch, so it gets a placeholder).
 * ``long_context``: a prompt of about ``LONG_CONTEXT_FRACTION`` of the longest input the server
-  admits (min(context length, KV pool), as SGLang bounds it) is accepted and counted; on a real server the passphrase at its start must come back. On an
+  admits (min(context length, KV pool), as SGLang bounds it) is accepted and counted; on a real
+  server the passphrase at its start must come back. On an
   emulated server, which does not read prompts, the ~200 s the latency model gives that prefill
   (10 s at the demo's time scale 0.05) is not what is checked: the request asks the emulator to
   run its clock EMULATED_FAST_FORWARD times faster (target/emulated_time.py) and the result says so.
