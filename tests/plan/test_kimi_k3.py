@@ -128,9 +128,10 @@ def test_the_state_pool_caps_the_batch_warning() -> None:
     pool = p.memory.state_pool
     assert pool is not None and pool.capped_by_state
     assert "state-pool-caps-batch" in [w.id for w in p.warnings]
-    # GB300 high-throughput asks for at most 64 running requests, fewer than its state pool admits
-    ht = plan({"platform": "gb300", "model": "kimi-k3", "nnodes": 2, "strategy": "high-throughput"})
-    assert "state-pool-caps-batch" not in [w.id for w in ht.warnings]
+    # a request limit below what the state pool admits is not capped by it
+    capped = plan({"platform": "b300", "model": "kimi-k3", "extra_args": ["--max-running-requests", "16"]})
+    assert capped.memory.state_pool is not None and capped.memory.state_pool.max_running_requests == 16
+    assert "state-pool-caps-batch" not in [w.id for w in capped.warnings]
 
 
 def test_unverified_low_latency_cell_plans_with_a_warning() -> None:
@@ -237,3 +238,17 @@ def test_cell_flags_sglang_0523_does_not_know_are_warned() -> None:
     assert p.ok  # the command stays the page's; the warning says where it differs from the release
     ht = plan({"platform": "gb300", "model": "kimi-k3", "nnodes": 2, "strategy": "high-throughput"})
     assert not [w for w in ht.warnings if w.id == "cookbook-flag-not-in-sglang-release"]
+
+
+def test_h200_high_throughput_admits_what_the_cookbook_reports() -> None:
+    """The page's H200 high-throughput cell (tp16 over 2x8 H200, --mem-fraction-static 0.90,
+    extra_buffer_lazy, --mamba-full-memory-ratio 0.9) reports max_running 98. The plan agrees within
+    10% once every tp rank also holds the weights SGLang replicates (the latent MoE projections and the
+    router gate, ReplicatedLinear in srt/models/kimi_k3.py) and the checkpoint counts its BF16 parts."""
+    p = plan({"platform": "h200", "model": "kimi-k3", "nnodes": 2, "strategy": "high-throughput"})
+    pool = p.memory.state_pool
+    assert pool is not None and pool.slots_per_request == 4 and pool.full_memory_ratio == 0.9
+    assert abs(pool.max_running_requests - 98) <= 9.8, pool.max_running_requests
+    model = load_catalog().model("kimi-k3")
+    sharded = (model.checkpoint_gb - model.replicated_weights_gb) / 16 + model.replicated_weights_gb
+    assert p.memory.weights_gib_per_device == pytest.approx(sharded * 1e9 / 2**30)

@@ -288,6 +288,10 @@ class Model(Strict):
     Marlin W4A16), so hardware without the format still runs the checkpoint."""
     checkpoint_gb: float
     checkpoint_source: str
+    replicated_weights_gb: float = Field(default=0.0, ge=0.0)
+    """Checkpoint weights SGLang keeps whole on every TP rank (ReplicatedLinear layers), counted in
+    checkpoint_gb: each rank holds these plus its shard of the rest."""
+    replicated_weights_source: str | None = None
     default_kv_cache_dtype: Literal["bf16", "fp8_e4m3"]
     default_kv_cache_dtype_source: str
     multimodal: bool

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..catalog import GIB, Model, Platform
+from ..catalog import GB, GIB, Model, Platform
 from .state_pool import SOURCE as STATE_POOL_SOURCE
 from .state_pool import StatePool, StateSettings, rest_bytes_of, split_rest_memory
 
@@ -164,7 +164,7 @@ def plan_memory(
     """Estimate weights and KV pool per device. Weights are sharded evenly over tp x pp. A hybrid
     model's budget is first split with its state pool (`state`: the plan's state flags)."""
     shards = max(tp * pp, 1)
-    weights = model.checkpoint_gib / shards
+    weights = weights_gib_per_device(model, tp=tp, pp=pp)
     draft = 0.0
     if speculative and model.draft_model is not None:
         draft = model.draft_model.size_gb * 1000**3 / GIB / shards
@@ -177,8 +177,14 @@ def plan_memory(
     pool = max(int(budget * GIB // (per_token * stage_layers / model.architecture.num_hidden_layers)), 0)
     ranks = max(dp_attention_ranks, 1)
     replicas = max(replicas, 1)
+    replicated = model.replicated_weights_gb
     notes = [
-        f"weights: {model.checkpoint_gb:g} GB checkpoint / {shards} devices",
+        f"weights: {model.checkpoint_gb:g} GB checkpoint / {shards} devices"
+        + (
+            f", of which {replicated:g} GB every tp rank keeps whole ({model.replicated_weights_source})"
+            if replicated and tp > 1
+            else ""
+        ),
         f"runtime reserve {platform.runtime_reserve_gib} GiB: {platform.runtime_reserve_source}",
     ]
     state_pool, levers = None, []
@@ -228,6 +234,14 @@ def plan_memory(
         state_pool=state_pool,
         levers=levers,
     )
+
+
+def weights_gib_per_device(model: Model, *, tp: int, pp: int = 1) -> float:
+    """The checkpoint's share on one device: sharded over tp x pp, except the weights SGLang
+    replicates on every tp rank (params/models replicated_weights_gb), which only pp splits."""
+    tp, pp = max(tp, 1), max(pp, 1)
+    replicated = min(model.replicated_weights_gb, model.checkpoint_gb) * GB / GIB
+    return (model.checkpoint_gib - replicated) / (tp * pp) + replicated / pp
 
 
 def _stage_layers(model: Model, pp: int) -> int:
