@@ -252,3 +252,32 @@ def test_h200_high_throughput_admits_what_the_cookbook_reports() -> None:
     model = load_catalog().model("kimi-k3")
     sharded = (model.checkpoint_gb - model.replicated_weights_gb) / 16 + model.replicated_weights_gb
     assert p.memory.weights_gib_per_device == pytest.approx(sharded * 1e9 / 2**30)
+
+
+def test_dspark_draft_weights_and_kv_enter_the_memory_plan() -> None:
+    """The page's speculative overlay (DSPARK with RadixArk/Kimi-K3-DSpark) loads a draft on every rank
+    and keeps its own KV per token there (replicated): both come out of the KV budget."""
+    base = plan({"platform": "b300", "model": "kimi-k3"})  # the balanced cell: the same server, no draft
+    dspark = {"platform": "b300", "model": "kimi-k3", "strategy": "low-latency"}
+    with_draft = plan({**dspark, "draft_model_path": "RadixArk/Kimi-K3-DSpark"})
+    assert with_draft.argv[with_draft.argv.index("--speculative-draft-model-path") + 1] == "RadixArk/Kimi-K3-DSpark"
+    draft = load_catalog().model("kimi-k3").draft_named("RadixArk/Kimi-K3-DSpark")
+    assert draft is not None and draft.kv_bytes_per_token == 1400
+    assert with_draft.memory.draft_gib_per_device == pytest.approx(draft.size_gb * 1e9 / 2**30 / 8)
+    assert with_draft.memory.kv_bytes_per_token == base.memory.kv_bytes_per_token + 1400
+    assert with_draft.memory.kv_budget_gib < base.memory.kv_budget_gib
+    assert any("RadixArk/Kimi-K3-DSpark" in n for n in with_draft.memory.notes)
+    # a draft params/models does not describe is said to be uncounted, not silently zero
+    unknown = plan({**dspark, "draft_model_path": "someone/draft"})
+    assert unknown.memory.draft_gib_per_device == 0.0
+    assert any("someone/draft" in n and "not counted" in n for n in unknown.memory.notes)
+
+
+def test_dcp_shards_the_mla_kv_over_its_ranks() -> None:
+    """--dcp-size N keeps each token's MLA latent on one of N ranks (SGLang's allocator widens a rank's
+    rows into N x as many token ids), so the same budget holds N x the tokens."""
+    base = plan({"platform": "b300", "model": "kimi-k3"}).memory
+    dcp = plan({"platform": "b300", "model": "kimi-k3", "extra_args": ["--dcp-size", "8"]}).memory
+    assert dcp.kv_bytes_per_token == base.kv_bytes_per_token // 8
+    assert dcp.kv_pool_tokens == pytest.approx(8 * base.kv_pool_tokens, rel=1e-4)
+    assert any("--dcp-size 8" in n for n in dcp.notes)

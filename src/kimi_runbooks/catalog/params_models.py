@@ -222,6 +222,9 @@ class DraftModel(Strict):
     source: str
     env: EnvMap = Field(default_factory=dict)
     """Environment the published EAGLE3 command sets (e.g. SGLANG_ENABLE_SPEC_V2=1 for Kimi-K2.5)."""
+    kv_bytes_per_token: int = Field(default=0, ge=0)
+    """The draft's own KV per token on every rank (replicated, not split by DCP); 0: not modelled."""
+    kv_source: str | None = None
 
 
 class ReasoningEffortLevels(Strict):
@@ -315,6 +318,10 @@ class Model(Strict):
     sources: dict[str, str] = Field(default_factory=dict)
     """Field name -> its public source, or 'unverified: <why>'."""
     draft_model: DraftModel | None = None
+    """The EAGLE3 draft `--speculative` adds."""
+    drafts: list[DraftModel] = Field(default_factory=list)
+    """Other drafts the model's published commands name (e.g. Kimi-K3's DSPARK draft): the memory
+    plan counts the one a command's --speculative-draft-model-path names."""
     cookbook: Cookbook | None = None
     vendors: list[Literal["nvidia", "amd", "huawei"]]
     notes: list[str] = Field(default_factory=list)
@@ -322,6 +329,14 @@ class Model(Strict):
     @property
     def checkpoint_gib(self) -> float:
         return self.checkpoint_gb * GB / GIB
+
+    def draft_named(self, path: str | None) -> DraftModel | None:
+        """The draft a command names (its --speculative-draft-model-path), or the EAGLE3 draft when
+        it names none; None for a path params/models does not describe."""
+        known = [d for d in (self.draft_model, *self.drafts) if d is not None]
+        if path is None:
+            return self.draft_model
+        return next((d for d in known if d.path == path), None)
 
     @property
     def default_reasoning_parser(self) -> str | None:

@@ -34,6 +34,16 @@ def _tp_choices(heads: int, devices: int, accepts: Callable[[int], bool]) -> str
     return ", ".join(tps[:-1]) + f" or {tps[-1]}" if len(tps) > 1 else (tps[0] if tps else "none")
 
 
+def _text(value: ArgValue | None) -> str | None:
+    return None if value in (None, False, True) else str(value)
+
+
+def _positive_int(value: ArgValue | None) -> int:
+    """A count flag's value (--dcp-size); 1 when unset or not a positive integer (SGLang refuses those)."""
+    text = _text(value)
+    return int(text) if text and text.isdigit() and int(text) > 0 else 1
+
+
 @dataclass(frozen=True)
 class PlannedServer:
     """One server checked: its memory plan, the facts the rules saw, what they said and which
@@ -76,6 +86,8 @@ def plan_server(
         replicas=shape.replicas,
         state=state_settings(lookup) if model.architecture.hybrid else None,
         context_length=shape.context_length,
+        draft_path=_text(lookup.get("--speculative-draft-model-path")),
+        dcp=_positive_int(lookup.get("--dcp-size")),
     )
     facts = rule_facts(
         config,
