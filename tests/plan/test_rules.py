@@ -38,3 +38,19 @@ def test_every_rule_has_a_source_and_parses():
     for rule in load_catalog().rules:
         assert rule.source.strip(), rule.id
         ast.parse(rule.violation, mode="eval")
+
+
+@pytest.mark.parametrize("platform", ["mi355x", "mi300x"])
+def test_kimi_k27_code_on_amd_keeps_the_pages_tp_at_most_4(platform):
+    """SGLang cookbook Kimi-K2.7-Code, AMD GPU TP Constraint: TP <= 4 on AMD, at any SGLang version
+    (0.5.23's padded aiter backend would take 8 heads per GPU; the page does not)."""
+    from kimi_runbooks.plan import plan
+
+    tp8 = plan({"platform": platform, "model": "kimi-k2.7-code", "tp": 8, "sglang_version": "0.5.23"})
+    assert not tp8.ok
+    refused = [e for e in tp8.errors if e.id == "amd-k27-code-tp-at-most-4"]
+    assert refused and "--tp 4" in refused[0].fix and "TP must be <= 4" in refused[0].message
+    tp4 = plan({"platform": platform, "model": "kimi-k2.7-code", "tp": 4, "sglang_version": "0.5.23"})
+    assert "amd-k27-code-tp-at-most-4" not in [e.id for e in tp4.errors]
+    k26 = plan({"platform": platform, "model": "kimi-k2.6", "tp": 8, "sglang_version": "0.5.23"})
+    assert "amd-k27-code-tp-at-most-4" not in [e.id for e in k26.errors]  # the page's rule, for its model
