@@ -176,7 +176,8 @@ def plan_choice(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Pl
         reply = structured_reply(reply, req.response_format, convo, rng)
     reply = faults.reply(reply, convo, thinks, history_calls(req))
     if thinks:
-        reply = caps.with_effort(reply, req.effort_requested, rng)
+        effort = None if settings.fault_is("effort-ignored") else req.effort_requested
+        reply = caps.with_effort(reply, effort, rng)
     leak = settings.fault_is("no-reasoning") or not req.separate_reasoning
     fmt = settings.chat_format
     markers = (fmt.think_open if fmt.open_in_output else "", fmt.think_close)
