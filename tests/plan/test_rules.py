@@ -54,3 +54,21 @@ def test_kimi_k27_code_on_amd_keeps_the_pages_tp_at_most_4(platform):
     assert "amd-k27-code-tp-at-most-4" not in [e.id for e in tp4.errors]
     k26 = plan({"platform": platform, "model": "kimi-k2.6", "tp": 8, "sglang_version": "0.5.23"})
     assert "amd-k27-code-tp-at-most-4" not in [e.id for e in k26.errors]  # the page's rule, for its model
+
+
+@pytest.mark.parametrize("platform", ["mi350x", "mi355x"])
+@pytest.mark.parametrize("version", ["0.5.9", "0.5.23"])
+def test_aiter_head_rules_concern_only_the_aiter_backend(platform, version):
+    """Kimi-K3 at tp 8 has 12 heads per GPU, which the aiter MLA kernel refuses; the cookbook's MI35x
+    cells run --attention-backend triton at tp 8, which that kernel never sees."""
+    from kimi_runbooks.plan import plan
+
+    base = {"platform": platform, "model": "kimi-k3", "tp": 8, "sglang_version": version}
+    base["allow"] = ["no-verified-cookbook-cell"]  # the MI35x cells come with the cookbook sync
+    triton = plan({**base, "extra_args": ["--attention-backend", "triton"]})
+    assert triton.ok, [str(e) for e in triton.errors]
+    aiter_rules = {"amd-aiter-mla-heads", "amd-aiter-mla-heads-padded"}
+    for extra in ([], ["--attention-backend", "aiter"], ["--decode-attention-backend", "aiter"]):
+        aiter = plan({**base, "extra_args": extra})
+        fired = [e for e in aiter.errors if e.id in aiter_rules]
+        assert fired and "--attention-backend triton" in fired[0].fix, extra

@@ -39,6 +39,8 @@ FACT_NAMES = frozenset(
         "heads_per_rank",
         "aiter_tps",
         "aiter_padded_tps",
+        "decode_attention_backend",
+        "decode_attention_backend_shown",
         "max_context_length",
         "has_draft_model",
         "published",

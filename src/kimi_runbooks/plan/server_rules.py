@@ -34,6 +34,16 @@ def _tp_choices(heads: int, devices: int, accepts: Callable[[int], bool]) -> str
     return ", ".join(tps[:-1]) + f" or {tps[-1]}" if len(tps) > 1 else (tps[0] if tps else "none")
 
 
+def decode_attention_backend(lookup: dict[str, ArgValue | None]) -> str:
+    """The attention backend decode runs on: --decode-attention-backend, else --attention-backend
+    (SGLang 0.5.23 server_args: the decode one overrides), "" when neither is given."""
+    for flag in ("--decode-attention-backend", "--attention-backend"):
+        value = _text(lookup.get(flag))
+        if value:
+            return value
+    return ""
+
+
 def _text(value: ArgValue | None) -> str | None:
     return None if value in (None, False, True) else str(value)
 
@@ -98,6 +108,7 @@ def plan_server(
         mem_fraction_static=mem_fraction_static,
         speculative=speculative,
         cookbook=cookbook,
+        attention_backend=decode_attention_backend(lookup),
     )
     if host is not None:
         facts["host"] = host
@@ -147,9 +158,11 @@ def rule_facts(
     mem_fraction_static: float,
     speculative: bool,
     cookbook: dict[str, Any] | None = None,
+    attention_backend: str = "",
 ) -> dict[str, Any]:
     """The facts params/rules are evaluated on: the platform's, the model's and this server's
-    (``shape``, with its memory plan)."""
+    (``shape``, with its memory plan; ``attention_backend``: the one decode runs on, "" when the
+    command leaves it to SGLang's default)."""
     tp, dp, ep, pp, nnodes = shape.tp, shape.dp, shape.ep, shape.pp, shape.nnodes
     enable_dp_attention, kv_cache_dtype = shape.enable_dp_attention, shape.kv_cache_dtype
     heads = model.architecture.num_attention_heads
@@ -181,6 +194,10 @@ def rule_facts(
         "heads_per_rank": heads / tp if heads % tp else heads // tp,
         "aiter_tps": _tp_choices(heads, devices, lambda per: per % 16 == 0),
         "aiter_padded_tps": _tp_choices(heads, devices, lambda per: per in (4, 8) or (per % 16 == 0 and per <= 128)),
+        "decode_attention_backend": attention_backend,
+        "decode_attention_backend_shown": (
+            f"attention backend {attention_backend}" if attention_backend else "the ROCm default with SGLANG_USE_AITER=1"
+        ),
         "max_context_length": model.max_context_length,
         "has_draft_model": model.draft_model is not None or bool(config.draft_model_path),
         "published": model.id in platform.published_models,
