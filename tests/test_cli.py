@@ -58,7 +58,7 @@ def test_allow_flag_and_unknown_platform():
         run("plan", "--platform", "mi350x", "--tp", "8", "--nnodes", "2", "--allow", "amd-aiter-mla-heads").returncode
         == 0
     )
-    proc = run("plan", "--platform", "h100")
+    proc = run("plan", "--platform", "a100")
     assert proc.returncode == 2 and "Valid platform ids" in proc.stderr
     assert "Traceback" not in proc.stderr
 

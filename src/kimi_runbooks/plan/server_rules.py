@@ -196,7 +196,9 @@ def rule_facts(
         "aiter_padded_tps": _tp_choices(heads, devices, lambda per: per in (4, 8) or (per % 16 == 0 and per <= 128)),
         "decode_attention_backend": attention_backend,
         "decode_attention_backend_shown": (
-            f"attention backend {attention_backend}" if attention_backend else "the ROCm default with SGLANG_USE_AITER=1"
+            f"attention backend {attention_backend}"
+            if attention_backend
+            else "the ROCm default with SGLANG_USE_AITER=1"
         ),
         "max_context_length": model.max_context_length,
         "has_draft_model": model.draft_model is not None or bool(config.draft_model_path),
