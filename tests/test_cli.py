@@ -71,7 +71,7 @@ def test_bad_values_are_clear_errors(bad):
 
 def test_validate_params():
     proc = run("validate-params")
-    assert proc.returncode == 0 and "11 platforms" in proc.stdout
+    assert proc.returncode == 0 and "12 platforms" in proc.stdout
 
 
 def test_every_plan_config_field_is_a_plan_option_with_its_own_help(capsys):

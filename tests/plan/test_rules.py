@@ -72,3 +72,27 @@ def test_aiter_head_rules_concern_only_the_aiter_backend(platform, version):
         aiter = plan({**base, "extra_args": extra})
         fired = [e for e in aiter.errors if e.id in aiter_rules]
         assert fired and "--attention-backend triton" in fired[0].fix, extra
+
+
+@pytest.mark.parametrize(
+    ("image", "known"),
+    [
+        ("lmsysorg/sglang:kimi-k3", "DarkSharpness/sglang-kimi fork"),
+        ("lmsysorg/sglang:dev-rocm720-mi35x", "nightly build of SGLang's main branch"),
+        ("lmsysorg/sglang:dev", "nightly build"),
+    ],
+)
+def test_an_image_whose_tag_names_no_release_says_what_is_known(image, known):
+    """The cookbook's current images name no release: the plan says what the tag tells and that the rules
+    were judged at --sglang-version, instead of saying nothing (image_version is empty for them)."""
+    from kimi_runbooks.plan import plan
+    from kimi_runbooks.plan.image_release import image_release_note
+
+    assert known in image_release_note(image) and image_release_note("lmsysorg/sglang:v0.5.9-rocm700-mi35x") == ""
+    p = plan({"platform": "h200", "docker_image": image, "sglang_version": "0.5.23"})
+    said = [w for w in p.warnings if w.id == "image-names-no-release"]
+    assert (
+        said and known in said[0].message and "SGLang 0.5.23" in said[0].message and "--sglang-version" in said[0].fix
+    )
+    released = plan({"platform": "h200", "docker_image": "lmsysorg/sglang:v0.5.23", "sglang_version": "0.5.23"})
+    assert "image-names-no-release" not in [w.id for w in released.warnings]

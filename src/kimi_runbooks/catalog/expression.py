@@ -41,6 +41,7 @@ FACT_NAMES = frozenset(
         "aiter_padded_tps",
         "decode_attention_backend",
         "decode_attention_backend_shown",
+        "image_release_note",
         "max_context_length",
         "has_draft_model",
         "published",

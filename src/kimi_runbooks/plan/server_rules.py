@@ -13,6 +13,7 @@ from ..catalog import ArgValue, Catalog, Model, Platform, Rule
 from .args import Args, arg_lookup
 from .config import DEFAULT_SGLANG_VERSION, PlanConfig
 from .cookbook import CellChoice, cell_flag_warnings
+from .image_release import image_release_note
 from .knobs import ResolvedKnobs, ServerShape, speculative_in
 from .memory import MemoryPlan, plan_memory
 from .rules import RuleExpressionError, RuleResult, VersionChange, check_rules, evaluate, rule_applies
@@ -221,6 +222,7 @@ def rule_facts(
         "sglang_version": config.sglang_version,
         "docker_image": config.docker_image or platform.docker_image or "",
         "image_version": image_version(config.docker_image or platform.docker_image),
+        "image_release_note": image_release_note(config.docker_image or platform.docker_image),
         "weights_gib_per_device": round(memory.weights_gib_per_device, 1),
         "usable_gib_per_device": round(memory.usable_gib_per_device, 1),
         "kv_budget_gib": memory.kv_budget_gib,
