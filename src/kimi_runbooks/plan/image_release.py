@@ -11,6 +11,15 @@ from __future__ import annotations
 
 import re
 
+_IMAGE_TAG_VERSION = re.compile(r":v?(\d+\.\d+\.\d+(?:(?:rc|\.post|\.dev)\d+)?)")
+
+
+def image_version(image: str | None) -> str:
+    """The SGLang version in a docker image tag (lmsysorg/sglang:v0.5.9-rocm700-mi35x -> 0.5.9), or ""."""
+    match = _IMAGE_TAG_VERSION.search(image or "")
+    return match.group(1) if match else ""
+
+
 _NO_RELEASE_TAGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(r":kimi-k3(?:$|-)"),
@@ -33,8 +42,6 @@ _NO_RELEASE_TAGS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 def image_release_note(image: str | None) -> str:
     """What the tag says of the SGLang inside when it names no release; "" for a release tag or no image."""
-    from .server_rules import image_version
-
     if not image or image_version(image):
         return ""
     for pattern, note in _NO_RELEASE_TAGS:

@@ -4,7 +4,6 @@ SGLang version. One path for the plan's single server and for every deployment r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -13,19 +12,11 @@ from ..catalog import ArgValue, Catalog, Model, Platform, Rule
 from .args import Args, arg_lookup
 from .config import DEFAULT_SGLANG_VERSION, PlanConfig
 from .cookbook import CellChoice, cell_flag_warnings
-from .image_release import image_release_note
+from .image_release import image_release_note, image_version
 from .knobs import ResolvedKnobs, ServerShape, speculative_in
 from .memory import MemoryPlan, plan_memory
 from .rules import RuleExpressionError, RuleResult, VersionChange, check_rules, evaluate, rule_applies
 from .state_pool import state_settings
-
-_IMAGE_TAG_VERSION = re.compile(r":v?(\d+\.\d+\.\d+(?:(?:rc|\.post|\.dev)\d+)?)")
-
-
-def image_version(image: str | None) -> str:
-    """The SGLang version in a docker image tag (lmsysorg/sglang:v0.5.9-rocm700-mi35x -> 0.5.9), or ""."""
-    match = _IMAGE_TAG_VERSION.search(image or "")
-    return match.group(1) if match else ""
 
 
 def _tp_choices(heads: int, devices: int, accepts: Callable[[int], bool]) -> str:
