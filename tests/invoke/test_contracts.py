@@ -15,7 +15,12 @@ from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.emulator import EmulatorSettings, LatencyProfile
 from kimi_runbooks.emulator.capabilities import ModelCapabilities
 from kimi_runbooks.emulator.testing import run_in_thread
-from kimi_runbooks.invoke.contracts import EMULATED_FAST_FORWARD, LONG_CONTEXT_FRACTION
+from kimi_runbooks.invoke.contracts import (
+    EFFORT_PROMPTS,
+    EMULATED_FAST_FORWARD,
+    LONG_CONTEXT_FRACTION,
+    effort_order_problems,
+)
 from kimi_runbooks.invoke.served import ServedModel, checks_for
 from kimi_runbooks.invoke.stage import DEFAULT_NAMES
 from kimi_runbooks.target.emulated_time import FAST_FORWARD_HEADER
@@ -221,3 +226,59 @@ def test_long_context_on_an_emulator_fast_forwards_the_prefill_and_says_so():
     assert result.details["emulated_fast_forward"] == EMULATED_FAST_FORWARD
     assert f"{EMULATED_FAST_FORWARD}x faster" in result.reason
     assert result.transcript[0]["request"]["headers"] == {FAST_FORWARD_HEADER: str(EMULATED_FAST_FORWARD)}
+
+
+def test_long_context_is_sized_from_the_kv_pool_when_it_is_smaller_than_the_context():
+    """SGLang refuses an input above min(context, KV pool) - 6 (Kimi-K3 on 2x8 H200: 1M context, a pool
+    of about 587k tokens). The check reads the server's pool (GET /server_info) and sends 75% of that."""
+    model = k3_like()
+    pool = 16000
+    url, stop = run_in_thread(_settings(model, profile=LatencyProfile(max_total_num_tokens=pool)))
+    try:
+        result = _run(url, _served(model), ["long_context"])["long_context"]
+    finally:
+        stop()
+    assert result.status == "pass", result.reason
+    assert result.details["longest_input"] == pool - 6 and "KV pool" in result.details["bounded_by"]
+    assert result.details["target_prompt_tokens"] == int((pool - 6) * LONG_CONTEXT_FRACTION)
+
+
+def test_long_context_falls_back_to_the_plans_pool_estimate():
+    """A server that says nothing of its pool (another OpenAI-compatible server) leaves the plan's estimate."""
+    from types import SimpleNamespace
+
+    from kimi_runbooks.invoke.contracts import long_context_room
+    from kimi_runbooks.target.served_limits import ServedLimits
+
+    served = replace(_served(k3_like(), context=1_048_576), kv_pool_tokens=587_412)
+    handle = SimpleNamespace(rehearsal=None, max_total_num_tokens=None)
+    room = long_context_room(SimpleNamespace(served=served, handle=handle, limits=ServedLimits()))  # type: ignore[arg-type]
+    assert room == (587_412 - 6, "the plan's KV pool estimate (kv_pool_tokens)")
+    assert int(room[0] * LONG_CONTEXT_FRACTION) == 440_554  # not 786_432 (75% of the 1M context)
+
+
+def test_a_server_that_ignores_reasoning_effort_fails():
+    """--fault effort-ignored: every level is accepted but reasons at the model's default, so no level
+    reasons longer than another; the check names the server, not noise."""
+    from kimi_runbooks.emulator.settings import parse_fault
+
+    model = k3_like()
+    url, stop = run_in_thread(_settings(model, fault=parse_fault("effort-ignored")))
+    try:
+        result = _run(url, _served(model), ["reasoning_effort"])["reasoning_effort"]
+    finally:
+        stop()
+    assert result.status == "fail" and "does not honour reasoning_effort" in result.reason
+    samples = result.details["reasoning_token_samples_by_effort"]
+    assert all(len(v) == len(EFFORT_PROMPTS) for v in samples.values())
+
+
+def test_effort_rule_tolerates_a_close_swap_and_not_a_flat_server():
+    """The statistic: medians of several samples; a swap within the tolerance passes (a real model's
+    noise), a clear swap or a flat top-to-bottom fails."""
+    levels = ["low", "high", "max"]
+    assert effort_order_problems({"low": 1000, "high": 2600, "max": 2500}, levels) == []  # 4% swap: noise
+    swapped = effort_order_problems({"low": 1000, "high": 2600, "max": 2000}, levels)
+    assert len(swapped) == 1 and "'max' reasoned less" in swapped[0]
+    flat = effort_order_problems({"low": 1000, "high": 1050, "max": 1100}, levels)
+    assert len(flat) == 1 and "does not honour" in flat[0]

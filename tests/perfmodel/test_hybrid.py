@@ -84,9 +84,11 @@ def test_state_pool_caps_the_batch_where_it_binds() -> None:
     p = Predictor(launch).predict(Scenario(8192, 1024, concurrency=256))
     assert p.kv_capacity_requests == pool.state_requests and p.capacity_limit == "state-pool"
     assert 0.9 * pool.state_requests < p.running_requests <= pool.state_requests  # mean, prefill included
-    # the high-throughput cell's --max-running-requests 64 binds before its state pool does
-    ht = Predictor(plan(GB300_HT)).predict(Scenario(8192, 1024, concurrency=256))
-    assert ht.kv_capacity_requests == 64 and ht.capacity_limit == "max-running-requests"
+    # a --max-running-requests below what the state pool admits binds before it does
+    ht_launch = plan({**GB300_HT, "extra_args": ["--max-running-requests", "32"]})
+    assert ht_launch.memory.state_pool is not None and ht_launch.memory.state_pool.state_requests > 32
+    ht = Predictor(ht_launch).predict(Scenario(8192, 1024, concurrency=256))
+    assert ht.kv_capacity_requests == 32 and ht.capacity_limit == "max-running-requests"
 
 
 def test_dspark_verifies_block_plus_one_and_accept_length_matters() -> None:

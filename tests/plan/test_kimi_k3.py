@@ -137,9 +137,10 @@ def test_the_state_pool_caps_the_batch_warning() -> None:
     pool = p.memory.state_pool
     assert pool is not None and pool.capped_by_state
     assert "state-pool-caps-batch" in [w.id for w in p.warnings]
-    # GB300 high-throughput asks for at most 64 running requests, fewer than its state pool admits
-    ht = plan({"platform": "gb300", "model": "kimi-k3", "nnodes": 2, "strategy": "high-throughput"})
-    assert "state-pool-caps-batch" not in [w.id for w in ht.warnings]
+    # a request limit below what the state pool admits is not capped by it
+    capped = plan({"platform": "b300", "model": "kimi-k3", "extra_args": ["--max-running-requests", "16"]})
+    assert capped.memory.state_pool is not None and capped.memory.state_pool.max_running_requests == 16
+    assert "state-pool-caps-batch" not in [w.id for w in capped.warnings]
 
 
 def test_unverified_low_latency_cell_plans_with_a_warning() -> None:
@@ -249,3 +250,56 @@ def test_cell_flags_sglang_0523_does_not_know_are_warned() -> None:
     assert p.ok  # the command stays the page's; the warning says where it differs from the release
     ht = plan({"platform": "gb300", "model": "kimi-k3", "nnodes": 2, "strategy": "high-throughput"})
     assert not [w for w in ht.warnings if w.id == "cookbook-flag-not-in-sglang-release"]
+
+
+def test_h200_high_throughput_admits_what_the_cookbook_reports() -> None:
+    """The page's H200 high-throughput cell (tp16 over 2x8 H200, --mem-fraction-static 0.90,
+    extra_buffer_lazy, --mamba-full-memory-ratio 0.9) reports max_running 98. The plan agrees within
+    10% once every tp rank also holds the weights SGLang replicates (the latent MoE projections and the
+    router gate, ReplicatedLinear in srt/models/kimi_k3.py) and the checkpoint counts its BF16 parts."""
+    p = plan({"platform": "h200", "model": "kimi-k3", "nnodes": 2, "strategy": "high-throughput"})
+    pool = p.memory.state_pool
+    assert pool is not None and pool.slots_per_request == 4 and pool.full_memory_ratio == 0.9
+    assert abs(pool.max_running_requests - 98) <= 9.8, pool.max_running_requests
+    model = load_catalog().model("kimi-k3")
+    sharded = (model.checkpoint_gb - model.replicated_weights_gb) / 16 + model.replicated_weights_gb
+    assert p.memory.weights_gib_per_device == pytest.approx(sharded * 1e9 / 2**30)
+
+
+def test_dspark_draft_weights_and_kv_enter_the_memory_plan() -> None:
+    """The page's speculative overlay (DSPARK with RadixArk/Kimi-K3-DSpark) loads a draft on every rank
+    and keeps its own KV per token there (replicated): both come out of the KV budget."""
+    base = plan({"platform": "b300", "model": "kimi-k3"})  # the balanced cell: the same server, no draft
+    dspark = {"platform": "b300", "model": "kimi-k3", "strategy": "low-latency"}
+    with_draft = plan({**dspark, "draft_model_path": "RadixArk/Kimi-K3-DSpark"})
+    assert with_draft.argv[with_draft.argv.index("--speculative-draft-model-path") + 1] == "RadixArk/Kimi-K3-DSpark"
+    draft = load_catalog().model("kimi-k3").draft_named("RadixArk/Kimi-K3-DSpark")
+    assert draft is not None and draft.kv_bytes_per_token == 1400
+    assert with_draft.memory.draft_gib_per_device == pytest.approx(draft.size_gb * 1e9 / 2**30 / 8)
+    assert with_draft.memory.kv_bytes_per_token == base.memory.kv_bytes_per_token + 1400
+    assert with_draft.memory.kv_budget_gib < base.memory.kv_budget_gib
+    assert any("RadixArk/Kimi-K3-DSpark" in n for n in with_draft.memory.notes)
+    # a draft params/models does not describe is said to be uncounted, not silently zero
+    unknown = plan({**dspark, "draft_model_path": "someone/draft"})
+    assert unknown.memory.draft_gib_per_device == 0.0
+    assert any("someone/draft" in n and "not counted" in n for n in unknown.memory.notes)
+
+
+def test_dcp_shards_the_mla_kv_over_its_ranks() -> None:
+    """--dcp-size N keeps each token's MLA latent on one of N ranks (SGLang's allocator widens a rank's
+    rows into N x as many token ids), so the same budget holds N x the tokens."""
+    base = plan({"platform": "b300", "model": "kimi-k3"}).memory
+    dcp = plan({"platform": "b300", "model": "kimi-k3", "extra_args": ["--dcp-size", "8"]}).memory
+    assert dcp.kv_bytes_per_token == base.kv_bytes_per_token // 8
+    assert dcp.kv_pool_tokens == pytest.approx(8 * base.kv_pool_tokens, rel=1e-4)
+    assert any("--dcp-size 8" in n for n in dcp.notes)
+
+
+def test_h100_is_a_platform_for_kimi_k3() -> None:
+    """The page serves Kimi-K3 on 4 nodes of 8 H100 (80 GB): TP32/EP32 fits there."""
+    h100 = load_catalog().platform("h100")
+    assert h100.memory_gib < 80 and h100.devices_per_node == 8 and "kimi-k3" in h100.published_models
+    p = plan({"platform": "h100", "model": "kimi-k3", "allow": ["no-verified-cookbook-cell"]})
+    assert p.ok, p.errors
+    assert p.argv[p.argv.index("--tp") + 1] == "32" and len(p.nodes) == 4
+    assert p.memory.kv_budget_gib > 0 and p.memory.state_pool is not None

@@ -12,8 +12,14 @@ def ids(p):
 
 
 def test_default_plans_of_every_platform_are_valid():
-    for platform in load_catalog().platforms:
-        p = plan({"platform": platform})
+    catalog = load_catalog()
+    k3_cells = {c.hardware for c in catalog.model("kimi-k3").cookbook.cells}  # type: ignore[union-attr]
+    for platform in catalog.platforms:
+        config: dict = {"platform": platform}
+        if platform == "h100" and "h100" not in k3_cells:
+            # H100 serves only Kimi-K3, whose H100 cells come with the cookbook sync (issue 41 item 1)
+            config["allow"] = ["no-verified-cookbook-cell"]
+        p = plan(config)
         assert p.ok, (platform, [str(e) for e in p.errors])
 
 
@@ -86,7 +92,7 @@ def test_model_without_published_recipe_is_allowed_with_a_note():
 
 def test_unknown_ids_list_the_valid_ones():
     with pytest.raises(UnknownIdError, match="Valid platform ids: .*h200"):
-        plan({"platform": "h100"})
+        plan({"platform": "a100"})
     with pytest.raises(UnknownIdError, match="Valid model ids: .*kimi-k2.6"):
         plan({"platform": "h200", "model": "kimi"})
 

@@ -38,3 +38,61 @@ def test_every_rule_has_a_source_and_parses():
     for rule in load_catalog().rules:
         assert rule.source.strip(), rule.id
         ast.parse(rule.violation, mode="eval")
+
+
+@pytest.mark.parametrize("platform", ["mi355x", "mi300x"])
+def test_kimi_k27_code_on_amd_keeps_the_pages_tp_at_most_4(platform):
+    """SGLang cookbook Kimi-K2.7-Code, AMD GPU TP Constraint: TP <= 4 on AMD, at any SGLang version
+    (0.5.23's padded aiter backend would take 8 heads per GPU; the page does not)."""
+    from kimi_runbooks.plan import plan
+
+    tp8 = plan({"platform": platform, "model": "kimi-k2.7-code", "tp": 8, "sglang_version": "0.5.23"})
+    assert not tp8.ok
+    refused = [e for e in tp8.errors if e.id == "amd-k27-code-tp-at-most-4"]
+    assert refused and "--tp 4" in refused[0].fix and "TP must be <= 4" in refused[0].message
+    tp4 = plan({"platform": platform, "model": "kimi-k2.7-code", "tp": 4, "sglang_version": "0.5.23"})
+    assert "amd-k27-code-tp-at-most-4" not in [e.id for e in tp4.errors]
+    k26 = plan({"platform": platform, "model": "kimi-k2.6", "tp": 8, "sglang_version": "0.5.23"})
+    assert "amd-k27-code-tp-at-most-4" not in [e.id for e in k26.errors]  # the page's rule, for its model
+
+
+@pytest.mark.parametrize("platform", ["mi350x", "mi355x"])
+@pytest.mark.parametrize("version", ["0.5.9", "0.5.23"])
+def test_aiter_head_rules_concern_only_the_aiter_backend(platform, version):
+    """Kimi-K3 at tp 8 has 12 heads per GPU, which the aiter MLA kernel refuses; the cookbook's MI35x
+    cells run --attention-backend triton at tp 8, which that kernel never sees."""
+    from kimi_runbooks.plan import plan
+
+    base = {"platform": platform, "model": "kimi-k3", "tp": 8, "sglang_version": version}
+    base["allow"] = ["no-verified-cookbook-cell"]  # the MI35x cells come with the cookbook sync
+    triton = plan({**base, "extra_args": ["--attention-backend", "triton"]})
+    assert triton.ok, [str(e) for e in triton.errors]
+    aiter_rules = {"amd-aiter-mla-heads", "amd-aiter-mla-heads-padded"}
+    for extra in ([], ["--attention-backend", "aiter"], ["--decode-attention-backend", "aiter"]):
+        aiter = plan({**base, "extra_args": extra})
+        fired = [e for e in aiter.errors if e.id in aiter_rules]
+        assert fired and "--attention-backend triton" in fired[0].fix, extra
+
+
+@pytest.mark.parametrize(
+    ("image", "known"),
+    [
+        ("lmsysorg/sglang:kimi-k3", "DarkSharpness/sglang-kimi fork"),
+        ("lmsysorg/sglang:dev-rocm720-mi35x", "nightly build of SGLang's main branch"),
+        ("lmsysorg/sglang:dev", "nightly build"),
+    ],
+)
+def test_an_image_whose_tag_names_no_release_says_what_is_known(image, known):
+    """The cookbook's current images name no release: the plan says what the tag tells and that the rules
+    were judged at --sglang-version, instead of saying nothing (image_version is empty for them)."""
+    from kimi_runbooks.plan import plan
+    from kimi_runbooks.plan.image_release import image_release_note
+
+    assert known in image_release_note(image) and image_release_note("lmsysorg/sglang:v0.5.9-rocm700-mi35x") == ""
+    p = plan({"platform": "h200", "docker_image": image, "sglang_version": "0.5.23"})
+    said = [w for w in p.warnings if w.id == "image-names-no-release"]
+    assert (
+        said and known in said[0].message and "SGLang 0.5.23" in said[0].message and "--sglang-version" in said[0].fix
+    )
+    released = plan({"platform": "h200", "docker_image": "lmsysorg/sglang:v0.5.23", "sglang_version": "0.5.23"})
+    assert "image-names-no-release" not in [w.id for w in released.warnings]

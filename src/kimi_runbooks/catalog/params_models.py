@@ -222,6 +222,9 @@ class DraftModel(Strict):
     source: str
     env: EnvMap = Field(default_factory=dict)
     """Environment the published EAGLE3 command sets (e.g. SGLANG_ENABLE_SPEC_V2=1 for Kimi-K2.5)."""
+    kv_bytes_per_token: int = Field(default=0, ge=0)
+    """The draft's own KV per token on every rank (replicated, not split by DCP); 0: not modelled."""
+    kv_source: str | None = None
 
 
 class ReasoningEffortLevels(Strict):
@@ -310,6 +313,10 @@ class Model(Strict):
     Marlin W4A16), so hardware without the format still runs the checkpoint."""
     checkpoint_gb: float
     checkpoint_source: str
+    replicated_weights_gb: float = Field(default=0.0, ge=0.0)
+    """Checkpoint weights SGLang keeps whole on every TP rank (ReplicatedLinear layers), counted in
+    checkpoint_gb: each rank holds these plus its shard of the rest."""
+    replicated_weights_source: str | None = None
     default_kv_cache_dtype: Literal["bf16", "fp8_e4m3"]
     default_kv_cache_dtype_source: str
     multimodal: bool
@@ -333,6 +340,10 @@ class Model(Strict):
     sources: dict[str, str] = Field(default_factory=dict)
     """Field name -> its public source, or 'unverified: <why>'."""
     draft_model: DraftModel | None = None
+    """The EAGLE3 draft `--speculative` adds."""
+    drafts: list[DraftModel] = Field(default_factory=list)
+    """Other drafts the model's published commands name (e.g. Kimi-K3's DSPARK draft): the memory
+    plan counts the one a command's --speculative-draft-model-path names."""
     cookbook: Cookbook | None = None
     """The newest kept revision of the model's cookbook page (attached from params/cookbook)."""
     cookbook_revisions: list[Cookbook] = Field(default_factory=list)
@@ -345,6 +356,14 @@ class Model(Strict):
     @property
     def checkpoint_gib(self) -> float:
         return self.checkpoint_gb * GB / GIB
+
+    def draft_named(self, path: str | None) -> DraftModel | None:
+        """The draft a command names (its --speculative-draft-model-path), or the EAGLE3 draft when
+        it names none; None for a path params/models does not describe."""
+        known = [d for d in (self.draft_model, *self.drafts) if d is not None]
+        if path is None:
+            return self.draft_model
+        return next((d for d in known if d.path == path), None)
 
     @property
     def default_reasoning_parser(self) -> str | None:

@@ -87,8 +87,8 @@ async def chat_completions(request: Request) -> Response:
         chat.prompt_tokens = round(chat.prompt_tokens * (state.settings.fault.value or 0.8))
     state.check_context(chat.prompt_tokens, req.token_limit)
     state.check_injected_500()
-    failure = _grammar_failure(state, req)
-    if failure:  # the scheduler aborts it: a 400, or one error event when streamed (grammar.py)
+    failure = state.input_too_long(chat.prompt_tokens) or _grammar_failure(state, req)
+    if failure:  # the scheduler aborts it: a 400, or one error event when streamed (grammar.py, state.py)
         if req.stream:
             return StreamingResponse(error_events(failure, "BAD_REQUEST"), media_type="text/event-stream")
         raise ApiError(failure)
@@ -176,7 +176,8 @@ def plan_choice(state: AppState, req: ChatRequest, chat: Any, choice: int) -> Pl
         reply = structured_reply(reply, req.response_format, convo, rng)
     reply = faults.reply(reply, convo, thinks, history_calls(req))
     if thinks:
-        reply = caps.with_effort(reply, req.effort_requested, rng)
+        effort = None if settings.fault_is("effort-ignored") else req.effort_requested
+        reply = caps.with_effort(reply, effort, rng)
     leak = settings.fault_is("no-reasoning") or not req.separate_reasoning
     fmt = settings.chat_format
     markers = (fmt.think_open if fmt.open_in_output else "", fmt.think_close)

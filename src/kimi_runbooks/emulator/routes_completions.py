@@ -38,7 +38,7 @@ async def completions(request: Request) -> Response:
     prompt_ids = prompt_key(req.prompt)
     state.check_context(prompt_tokens, req.max_tokens)
     state.check_injected_500()
-    failure = schema_failure(req)
+    failure = state.input_too_long(prompt_tokens) or schema_failure(req)
     if failure:  # the scheduler aborts it (grammar.py); the output itself is never constrained here
         if req.stream:
             return StreamingResponse(error_events(failure, "BAD_REQUEST"), media_type="text/event-stream")

@@ -120,7 +120,7 @@ def _item(
     limit = params.max_new_tokens
     state.check_context(prompt_tokens, limit)
     schema = (params.model_extra or {}).get("json_schema")
-    failure = json_text_failure(schema) if isinstance(schema, str) else None
+    failure = state.input_too_long(prompt_tokens) or (json_text_failure(schema) if isinstance(schema, str) else None)
     if failure and not streaming:  # the scheduler aborts it: a 400 (grammar.py)
         raise ApiError(failure)
     rng = state.rng_for("generate", text)

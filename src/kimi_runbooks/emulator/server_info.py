@@ -87,6 +87,12 @@ def launch_command(settings: EmulatorSettings) -> str:
     return shlex.join(argv)
 
 
+def max_req_input_len(context_length: int, max_total_num_tokens: int) -> int:
+    """The longest input SGLang 0.5.23 admits: min(context length, KV pool) - 1 - 5 (tp_worker.py
+    ``max_req_len``, ``max_req_input_len``). The pool bounds it too: a request must fit it whole."""
+    return min(context_length - 1, max_total_num_tokens - 1) - 5
+
+
 def memory_usage(settings: EmulatorSettings) -> dict[str, Any]:
     capacity = settings.profile.max_total_num_tokens
     graph = dict.fromkeys(GRAPH_PHASES, 0.0)
@@ -144,7 +150,7 @@ def server_info(settings: EmulatorSettings, gen_throughput: float, startup_secon
             "launch_command": launch_command(settings),
             "status": "ready",
             "max_total_num_tokens": capacity,
-            "max_req_input_len": min(settings.max_model_len, capacity) - 1,
+            "max_req_input_len": max_req_input_len(settings.max_model_len, capacity),
             "startup_time": startup_breakdown(startup_seconds),
             "hicache_object_layout": None,
             "kv_events": None,

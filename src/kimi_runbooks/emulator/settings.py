@@ -37,6 +37,7 @@ FAULT_KINDS = (
     "http-500-rate",  # fraction (value) of generation requests answer 500
     "response-format-ignored",  # response_format accepted but not honoured: free text, as before issue 27
     "prompt-tokens-off",  # usage.prompt_tokens scaled by value (default 0.8): another tokenizer's count
+    "effort-ignored",  # reasoning_effort accepted but not honoured: every level reasons at the model's default
     *TOOL_FAULT_KINDS,
 )
 

@@ -20,6 +20,7 @@ from .disagg import from_launch_args
 from .engine import Engine
 from .error_answers import ApiError, RawError, ValidationFailed
 from .protocol import parse_body
+from .server_info import max_req_input_len
 from .settings import EmulatorSettings
 from .startup import StartupClock
 
@@ -75,6 +76,17 @@ class AppState:
                 f"the completion. Please reduce the number of tokens in the input messages or "
                 f"the completion to fit within the limit."
             )
+
+    def input_too_long(self, prompt_tokens: int) -> str | None:
+        """SGLang's scheduler refusal of an input the KV pool or context cannot hold (validate_input_length,
+        managers/utils.py): the request is aborted, a 400 BadRequestError or one streamed error event."""
+        allowed = max_req_input_len(self.settings.max_model_len, self.settings.profile.max_total_num_tokens)
+        if prompt_tokens < allowed:
+            return None
+        return (
+            f"Input length ({prompt_tokens} tokens) exceeds the maximum allowed length ({allowed} tokens). "
+            "Use a shorter input or enable --allow-auto-truncate."
+        )
 
     def check_injected_500(self) -> None:
         if self.engine.faults.should_fail_http_500():

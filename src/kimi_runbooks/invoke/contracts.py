@@ -2,9 +2,10 @@
 video input, a long context. Each names the declared field it holds the server to.
 
 * ``reasoning_effort``: every declared level is accepted (top-level ``reasoning_effort``, as the
-  SGLang cookbook's Kimi-K3 example sends it) and answers with reasoning; a higher level reasons at
-  least as long as the one below (one sample per level: on a real server a close pair can swap, and
-  the check says by how much).
+  SGLang cookbook's Kimi-K3 example sends it) and answers with reasoning, judged by EFFORT_RULE on
+  several samples per level (one sample flakes on a real model): no level reasons clearly less than
+  the one below, and the top level reasons clearly longer than the bottom one (a server that ignores
+  the effort fails there).
 * ``always_thinking``: a default request and one sent with ``chat_template_kwargs.thinking=false``
   both come back with ``reasoning_content`` and a clean ``content`` (the model always thinks).
   ``always_thinking_stream_off`` (only when asked for) streams the thinking-off request: SGLang
@@ -13,8 +14,9 @@ video input, a long context. Each names the declared field it holds the server t
   sgl-project/sglang PR 32677), so it fails there, naming that.
 * ``video``: a ``video_url`` part is understood (skipped with the reason when the model declares no
   video, or no clip was given for a real server; the emulator does not fetch, so it gets a placeholder).
-* ``long_context``: a prompt of about ``LONG_CONTEXT_FRACTION`` of the plan's context length is
-  accepted and counted; on a real server the passphrase at its start must come back. On an
+* ``long_context``: a prompt of about ``LONG_CONTEXT_FRACTION`` of the longest input the server
+  admits (min(context length, KV pool), as SGLang bounds it) is accepted and counted; on a real
+  server the passphrase at its start must come back. On an
   emulated server, which does not read prompts, the ~200 s the latency model gives that prefill
   (10 s at the demo's time scale 0.05) is not what is checked: the request asks the emulator to
   run its clock EMULATED_FAST_FORWARD times faster (target/emulated_time.py) and the result says so.
@@ -22,6 +24,7 @@ video input, a long context. Each names the declared field it holds the server t
 
 from __future__ import annotations
 
+from statistics import median
 from typing import Any
 
 from ..target.emulated_time import FAST_FORWARD_HEADER
@@ -30,6 +33,20 @@ from .results import Status
 from .session import CheckFailed, CheckSkipped, Recorder, Session
 
 EFFORT_PROMPT = "How many prime numbers are there between 1 and 60? Think it through, then give the number."
+EFFORT_PROMPTS = (
+    EFFORT_PROMPT,
+    "A train leaves at 09:40 and arrives at 13:05. How long is the trip? Think it through, then answer.",
+    "Is 221 a prime number? Think it through, then answer yes or no.",
+)
+"""One sample per prompt per level: a single sample per level flakes on a real model (two close levels
+swap), so the check compares medians."""
+EFFORT_ORDER_TOLERANCE = 0.1
+EFFORT_MIN_SPREAD = 1.25
+EFFORT_RULE = (
+    f"median reasoning tokens over {len(EFFORT_PROMPTS)} prompts per level; a level may fall at most "
+    f"{EFFORT_ORDER_TOLERANCE:.0%} below the one under it, and the top level must reason at least "
+    f"{EFFORT_MIN_SPREAD:g}x the bottom one's median (else the server ignores the effort)"
+)
 THINK_PROMPT = "Which is bigger, 9.11 or 9.9? Think it through, then answer in one sentence."
 LONG_CONTEXT_FRACTION = 0.75
 """Of the context length; the rest leaves room for the answer and for tokenizers that count more
@@ -63,35 +80,57 @@ def check_reasoning_effort(s: Session, rec: Recorder) -> str:
         raise CheckSkipped("the model declares no reasoning_effort levels (params/models reasoning_effort)")
     from openai import APIStatusError  # here: the report imports this package without the client
 
-    lengths: dict[str, int] = {}
+    samples: dict[str, list[int]] = {}
     problems: list[str] = []
     for level in levels:
-        try:
-            choice = rec.chat(s.body(EFFORT_PROMPT, reasoning_effort=level))
-        except APIStatusError as exc:
-            problems.append(f"reasoning_effort={level!r} was refused: HTTP {exc.status_code} {exc.message[:200]}")
-            rec.extra.append((f"reasoning_effort[{level}]", "fail", problems[-1]))
-            continue
-        reasoning = _reasoning(choice)
-        usage = (rec.exchanges[-1].get("response") or {}).get("usage") or {}
-        lengths[level] = int(usage.get("reasoning_tokens") or 0) or len(reasoning.split())
-        level_problems = [] if reasoning.strip() else [f"reasoning_effort={level!r}: no reasoning_content"]
-        level_problems += _text_problems(choice.message.content, choice.finish_reason, s.max_tokens)
+        level_problems: list[str] = []
+        for prompt in EFFORT_PROMPTS:
+            try:
+                choice = rec.chat(s.body(prompt, reasoning_effort=level))
+            except APIStatusError as exc:
+                level_problems.append(
+                    f"reasoning_effort={level!r} was refused: HTTP {exc.status_code} {exc.message[:200]}"
+                )
+                break
+            reasoning = _reasoning(choice)
+            usage = (rec.exchanges[-1].get("response") or {}).get("usage") or {}
+            samples.setdefault(level, []).append(int(usage.get("reasoning_tokens") or 0) or len(reasoning.split()))
+            if not reasoning.strip():
+                level_problems.append(f"reasoning_effort={level!r}: no reasoning_content")
+            level_problems += _text_problems(choice.message.content, choice.finish_reason, s.max_tokens)
         problems += level_problems
+        shown = f"median {median(samples[level]):g} of {samples[level]} reasoning tokens" if level in samples else ""
         status: Status = "fail" if level_problems else "pass"
-        reason = "; ".join(level_problems) or f"{lengths[level]} reasoning tokens"
-        rec.extra.append((f"reasoning_effort[{level}]", status, reason))
-    rec.details["reasoning_tokens_by_effort"] = lengths
-    measured = [lv for lv in levels if lv in lengths]
+        rec.extra.append((f"reasoning_effort[{level}]", status, "; ".join(level_problems) or shown))
+    medians = {lv: median(samples[lv]) for lv in levels if lv in samples}
+    rec.details["reasoning_tokens_by_effort"] = medians
+    rec.details["reasoning_token_samples_by_effort"] = samples
+    rec.details["effort_rule"] = EFFORT_RULE
+    problems += effort_order_problems(medians, [lv for lv in levels if lv in medians])
+    shown = " <= ".join(f"{lv} {medians[lv]:g}" for lv in medians)
+    return _verdict(problems, f"every level accepted and honoured, median reasoning tokens {shown}")
+
+
+def effort_order_problems(medians: dict[str, float], measured: list[str]) -> list[str]:
+    """EFFORT_RULE on the median reasoning length of each level (levels least effort first)."""
+    problems = []
     for low, high in zip(measured, measured[1:]):
-        if lengths[high] < lengths[low]:
+        if medians[high] < medians[low] * (1 - EFFORT_ORDER_TOLERANCE):
             problems.append(
-                f"reasoning_effort={high!r} reasoned less ({lengths[high]} tokens) than {low!r} ({lengths[low]}): "
-                "a higher level should think at least as long (one sample each; re-run to tell noise from a "
-                "level the server ignores)"
+                f"reasoning_effort={high!r} reasoned less (median {medians[high]:g} tokens) than {low!r} "
+                f"({medians[low]:g}), by more than the {EFFORT_ORDER_TOLERANCE:.0%} two medians of "
+                f"{len(EFFORT_PROMPTS)} samples may differ by chance"
             )
-    shown = " <= ".join(f"{lv} {lengths[lv]}" for lv in measured)
-    return _verdict(problems, f"every level accepted, reasoning tokens {shown}")
+    if len(measured) > 1:
+        bottom, top = measured[0], measured[-1]
+        if medians[top] < medians[bottom] * EFFORT_MIN_SPREAD:
+            problems.append(
+                f"the server does not honour reasoning_effort: {top!r} reasoned a median {medians[top]:g} tokens, "
+                f"{bottom!r} {medians[bottom]:g}; a server that honours it reasons at least {EFFORT_MIN_SPREAD:g}x as "
+                f"long at its top level. Fix: check that the server passes reasoning_effort to the chat template "
+                f"(SGLang 0.5.23 serving_chat.py: thinking_effort for Kimi-K3) and that the model declares these levels"
+            )
+    return problems
 
 
 def check_always_thinking(s: Session, rec: Recorder) -> str:
@@ -154,18 +193,29 @@ def long_prompt(target_tokens: int) -> str:
     )
 
 
+SGLANG_INPUT_RESERVE = 6
+"""SGLang 0.5.23 admits an input below min(context, KV pool) - 1 - 5 tokens (managers/tp_worker.py
+``max_req_len``, ``max_req_input_len``; the scheduler's validate_input_length refuses the rest)."""
+
+
 def long_context_room(s: Session) -> tuple[int, str] | None:
-    """The longest request the check sends, and what bounds it: the plan's context length and the server's
-    KV pool (SGLang refuses an input above either). A rehearsal serves a context of its own size (the
-    server's max_model_len), which then stands for the plan's."""
+    """The longest input the server admits and what bounds it, as SGLang sizes it: min(context length,
+    KV pool) - 6. The pool is the server's own (the run's handle or GET /server_info) or else the
+    plan's estimate; a server that states max_req_input_len is taken at its word. A rehearsal serves a
+    context of its own size (the server's max_model_len), which then stands for the plan's."""
     planned = s.served.context_length
     if s.handle.rehearsal and s.limits.max_model_len:
         planned = s.limits.max_model_len
+    pool = s.handle.max_total_num_tokens or s.limits.max_total_num_tokens
+    pool_source = "the server's KV pool (max_total_num_tokens)"
+    if not pool and s.served.kv_pool_tokens:
+        pool, pool_source = s.served.kv_pool_tokens, "the plan's KV pool estimate (kv_pool_tokens)"
     bounds = {
-        "the context length": planned,
-        "the server's KV pool (max_total_num_tokens)": s.handle.max_total_num_tokens,
+        "the context length": planned - SGLANG_INPUT_RESERVE if planned else None,
+        pool_source: pool - SGLANG_INPUT_RESERVE if pool else None,
+        "the server's max_req_input_len (GET /server_info)": s.limits.max_req_input_len,
     }
-    known = {why: n for why, n in bounds.items() if n}
+    known = {why: n for why, n in bounds.items() if n and n > 0}
     if not known:
         return None
     why = min(known, key=lambda k: known[k])
@@ -179,15 +229,17 @@ def check_long_context(s: Session, rec: Recorder) -> str:
     context, bound = room
     target = int(context * LONG_CONTEXT_FRACTION)
     served = s.limits.max_model_len
-    if served and served < context:
+    planned = s.served.context_length
+    if served and planned and served < planned and not s.handle.rehearsal:
         raise CheckFailed(
-            f"the server accepts {served} tokens per request (max_model_len, GET /v1/models), less than {bound} "
-            f"{context}: a prompt of about {target} tokens ({LONG_CONTEXT_FRACTION:.0%}) would be refused. Fix: "
-            "launch with the planned --context-length"
+            f"the server accepts {served} tokens per request (max_model_len, GET /v1/models), less than the "
+            f"planned context length {planned}: a prompt of about {int(planned * LONG_CONTEXT_FRACTION)} tokens "
+            f"({LONG_CONTEXT_FRACTION:.0%}) would be refused. Fix: launch with the planned --context-length"
         )
     answer_room = context - target - LONG_CONTEXT_MARGIN
     body = s.body(long_prompt(target), max_tokens=max(16, min(s.max_tokens, 2048, answer_room)))
     rec.details["bounded_by"] = bound
+    rec.details["longest_input"] = context
     headers = None
     if s.emulated:
         headers = {FAST_FORWARD_HEADER: str(EMULATED_FAST_FORWARD)}
@@ -198,7 +250,8 @@ def check_long_context(s: Session, rec: Recorder) -> str:
         choice = rec.chat(body, headers=headers)
     except APIStatusError as exc:
         raise CheckFailed(
-            f"a prompt of about {target} tokens ({LONG_CONTEXT_FRACTION:.0%} of the context length {context}) was "
+            f"a prompt of about {target} tokens ({LONG_CONTEXT_FRACTION:.0%} of {context}, the longest input "
+            f"{bound} allows) was "
             f"refused: HTTP {exc.status_code} {exc.message[:300]}"
         ) from None
     counted = rec.prompt_tokens or 0

@@ -10,7 +10,7 @@ a parser the project does not know is judged as kimi_k2).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..kimi.parsers import DEFAULT_PARSER, PARSERS, IdFormat, ParserFormat
@@ -36,6 +36,8 @@ class ServedModel:
     images: bool = True
     video: bool = False
     context_length: int | None = None
+    kv_pool_tokens: int | None = None
+    """The plan's KV pool per DP rank (its memory estimate); a live server's own figure wins."""
     declared: dict[str, Any] = field(default_factory=dict)  # the fields as read, for the report
 
     @classmethod
@@ -71,12 +73,14 @@ class ServedModel:
     def from_plan(cls, plan: LaunchPlan) -> ServedModel:
         """The plan's model with the parsers and context length its command launches it with."""
         context = _flag(plan.argv, "--context-length")
-        return cls.from_model(
+        served = cls.from_model(
             plan.model,
             context_length=int(context) if context and context.isdigit() else None,
             tool_call_parser=_flag(plan.argv, "--tool-call-parser"),
             reasoning_parser=_flag(plan.argv, "--reasoning-parser"),
         )
+        pool = plan.memory.kv_pool_tokens or None
+        return replace(served, kv_pool_tokens=pool, declared={**served.declared, "kv_pool_tokens": pool})
 
     @classmethod
     def of_run(cls, run_dir: Any) -> ServedModel | None:

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..catalog import GIB, Model, Platform
+from ..catalog import GB, GIB, Model, Platform
 from .state_pool import SOURCE as STATE_POOL_SOURCE
 from .state_pool import StatePool, StateSettings, rest_bytes_of, split_rest_memory
 
@@ -51,11 +51,14 @@ def kv_dtype_bytes(kv_cache_dtype: str) -> float:
         raise ValueError(f"unknown KV cache dtype '{kv_cache_dtype}'. Fix: use one of {valid}") from None
 
 
-def kv_bytes_per_token(model: Model, kv_cache_dtype: str) -> int:
-    """Bytes one token of MLA latent KV takes on one device (all MLA layers), rounded up."""
+def kv_bytes_per_token(model: Model, kv_cache_dtype: str, dcp: int = 1) -> int:
+    """Bytes one token of MLA latent KV takes on one device (all MLA layers), rounded up. Decode
+    context parallel (--dcp-size) keeps each token's latent on one of its dcp ranks, so a device
+    holds 1/dcp of it per token (SGLang's allocator widens a rank's rows into dcp x as many token
+    ids: logical_token_capacity in srt/mem_cache/kv_cache_configurator.py)."""
     arch = model.architecture
     elements = (arch.kv_lora_rank + arch.qk_rope_head_dim) * arch.mla_layers
-    return math.ceil(elements * kv_dtype_bytes(kv_cache_dtype))
+    return math.ceil(elements * kv_dtype_bytes(kv_cache_dtype) / max(dcp, 1))
 
 
 @dataclass(frozen=True)
@@ -160,25 +163,37 @@ def plan_memory(
     replicas: int = 1,
     state: StateSettings | None = None,
     context_length: int | None = None,
+    draft_path: str | None = None,
+    dcp: int = 1,
 ) -> MemoryPlan:
     """Estimate weights and KV pool per device. Weights are sharded evenly over tp x pp. A hybrid
-    model's budget is first split with its state pool (`state`: the plan's state flags)."""
+    model's budget is first split with its state pool (`state`: the plan's state flags). With
+    speculative decoding the draft the command names (`draft_path`) adds its weights (over tp x pp)
+    and its own KV per token (on every rank); `dcp` (--dcp-size) splits the MLA KV of each token
+    over that many ranks, so the pool holds dcp x as many tokens of it."""
     shards = max(tp * pp, 1)
-    weights = model.checkpoint_gib / shards
-    draft = 0.0
-    if speculative and model.draft_model is not None:
-        draft = model.draft_model.size_gb * 1000**3 / GIB / shards
+    dcp = max(dcp, 1)
+    weights = weights_gib_per_device(model, tp=tp, pp=pp)
+    draft_model = model.draft_named(draft_path) if speculative else None
+    draft = draft_model.size_gb * 1000**3 / GIB / shards if draft_model else 0.0
+    draft_kv = draft_model.kv_bytes_per_token if draft_model else 0
     usable = platform.memory_gib * mem_fraction_static
     budget = usable - weights - draft - platform.runtime_reserve_gib
-    per_token = kv_bytes_per_token(model, kv_cache_dtype)
+    per_token = kv_bytes_per_token(model, kv_cache_dtype, dcp=dcp) + draft_kv
     stage_layers = _stage_layers(model, pp)
     # a pipeline stage keeps the KV of its own layers only (SGLang sizes each rank's pool by its
     # num_effective_layers); the deepest stage, ceil(layers / pp), fills first
     pool = max(int(budget * GIB // (per_token * stage_layers / model.architecture.num_hidden_layers)), 0)
     ranks = max(dp_attention_ranks, 1)
     replicas = max(replicas, 1)
+    replicated = model.replicated_weights_gb
     notes = [
-        f"weights: {model.checkpoint_gb:g} GB checkpoint / {shards} devices",
+        f"weights: {model.checkpoint_gb:g} GB checkpoint / {shards} devices"
+        + (
+            f", of which {replicated:g} GB every tp rank keeps whole ({model.replicated_weights_source})"
+            if replicated and tp > 1
+            else ""
+        ),
         f"runtime reserve {platform.runtime_reserve_gib} GiB: {platform.runtime_reserve_source}",
     ]
     state_pool, levers = None, []
@@ -193,7 +208,7 @@ def plan_memory(
         }
         rest = rest_bytes_of(budget)
         state_pool = split_rest_memory(rest, kv_bytes_per_token=per_token, settings=state, **split)
-        levers = _levers(rest, model, kv_cache_dtype, state, split)
+        levers = _levers(rest, model, kv_cache_dtype, state, split, dcp=dcp, draft_kv=draft_kv)
         pool = state_pool.kv_tokens
         budget = state_pool.kv_rest_bytes / GIB
         notes.append(
@@ -201,6 +216,19 @@ def plan_memory(
             f"({state_pool.bytes_per_slot / 2**20:.1f} MiB per slot per device), {model.architecture.mla_layers} "
             f"MLA layers keep paged KV; split by --mamba-full-memory-ratio {state.full_memory_ratio:g} "
             f"({STATE_POOL_SOURCE})"
+        )
+    if speculative and draft_model is None and draft_path:
+        notes.append(f"draft {draft_path}: its size is not in params/models, so its weights and KV are not counted")
+    elif draft_model is not None:
+        notes.append(
+            f"draft {draft_model.path}: {draft_model.size_gb:g} GB over {shards} devices ({draft_model.source})"
+            + (f"; its KV {draft_kv} B per token on every rank ({draft_model.kv_source})" if draft_kv else "")
+        )
+    if dcp > 1:
+        notes.append(
+            f"--dcp-size {dcp}: each token's MLA KV is kept on one of {dcp} ranks, so a device holds "
+            f"{kv_bytes_per_token(model, kv_cache_dtype, dcp=dcp)} of its "
+            f"{kv_bytes_per_token(model, kv_cache_dtype)} bytes per token"
         )
     if pp > 1:
         notes.append(
@@ -230,6 +258,14 @@ def plan_memory(
     )
 
 
+def weights_gib_per_device(model: Model, *, tp: int, pp: int = 1) -> float:
+    """The checkpoint's share on one device: sharded over tp x pp, except the weights SGLang
+    replicates on every tp rank (params/models replicated_weights_gb), which only pp splits."""
+    tp, pp = max(tp, 1), max(pp, 1)
+    replicated = min(model.replicated_weights_gb, model.checkpoint_gb) * GB / GIB
+    return (model.checkpoint_gib - replicated) / (tp * pp) + replicated / pp
+
+
 def _stage_layers(model: Model, pp: int) -> int:
     """Layers on the deepest pipeline stage (SGLang's get_pp_indices splits them evenly, the
     remainder one each to the last stages)."""
@@ -238,11 +274,18 @@ def _stage_layers(model: Model, pp: int) -> int:
 
 
 def _levers(
-    rest: int, model: Model, kv_cache_dtype: str, state: StateSettings, split: dict[str, Any]
+    rest: int,
+    model: Model,
+    kv_cache_dtype: str,
+    state: StateSettings,
+    split: dict[str, Any],
+    *,
+    dcp: int = 1,
+    draft_kv: int = 0,
 ) -> list[tuple[str, StatePool]]:
     """The split again with each capacity lever of the SGLang cookbook Kimi-K3 page (2. Configuration
     Tips) that the plan does not use yet, each alone."""
-    per_token = kv_bytes_per_token(model, kv_cache_dtype)
+    per_token = kv_bytes_per_token(model, kv_cache_dtype, dcp=dcp) + draft_kv
     found: list[tuple[str, StatePool]] = []
     if state.radix_strategy != "extra_buffer_lazy" and not state.disable_radix_cache:
         lazy = replace(state, radix_strategy="extra_buffer_lazy")
@@ -251,7 +294,7 @@ def _levers(
         bf16 = replace(state, ssm_dtype="bfloat16")
         found.append(("--mamba-ssm-dtype bfloat16", _split(rest, per_token, bf16, split)))
     if kv_dtype_bytes(kv_cache_dtype) > 1:
-        fp8 = kv_bytes_per_token(model, "fp8_e4m3")
+        fp8 = kv_bytes_per_token(model, "fp8_e4m3", dcp=dcp) + draft_kv
         found.append(("--kv-cache-dtype fp8_e4m3", _split(rest, fp8, state, split)))
     for ratio in (0.5, 2.0):
         if ratio != state.full_memory_ratio:

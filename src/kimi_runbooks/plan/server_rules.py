@@ -4,7 +4,6 @@ SGLang version. One path for the plan's single server and for every deployment r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -13,18 +12,11 @@ from ..catalog import ArgValue, Catalog, Model, Platform, Rule
 from .args import Args, arg_lookup
 from .config import DEFAULT_SGLANG_VERSION, PlanConfig
 from .cookbook import CellChoice, cell_flag_warnings
+from .image_release import image_release_note, image_version
 from .knobs import ResolvedKnobs, ServerShape, speculative_in
 from .memory import MemoryPlan, plan_memory
 from .rules import RuleExpressionError, RuleResult, VersionChange, check_rules, evaluate, rule_applies
 from .state_pool import state_settings
-
-_IMAGE_TAG_VERSION = re.compile(r":v?(\d+\.\d+\.\d+(?:(?:rc|\.post|\.dev)\d+)?)")
-
-
-def image_version(image: str | None) -> str:
-    """The SGLang version in a docker image tag (lmsysorg/sglang:v0.5.9-rocm700-mi35x -> 0.5.9), or ""."""
-    match = _IMAGE_TAG_VERSION.search(image or "")
-    return match.group(1) if match else ""
 
 
 def _tp_choices(heads: int, devices: int, accepts: Callable[[int], bool]) -> str:
@@ -32,6 +24,26 @@ def _tp_choices(heads: int, devices: int, accepts: Callable[[int], bool]) -> str
     them ("1, 2 or 4"): the model's head count decides, not the Kimi-K2 family's 64."""
     tps = [str(tp) for tp in range(1, max(devices, 1) + 1) if heads % tp == 0 and accepts(heads // tp)]
     return ", ".join(tps[:-1]) + f" or {tps[-1]}" if len(tps) > 1 else (tps[0] if tps else "none")
+
+
+def decode_attention_backend(lookup: dict[str, ArgValue | None]) -> str:
+    """The attention backend decode runs on: --decode-attention-backend, else --attention-backend
+    (SGLang 0.5.23 server_args: the decode one overrides), "" when neither is given."""
+    for flag in ("--decode-attention-backend", "--attention-backend"):
+        value = _text(lookup.get(flag))
+        if value:
+            return value
+    return ""
+
+
+def _text(value: ArgValue | None) -> str | None:
+    return None if value in (None, False, True) else str(value)
+
+
+def _positive_int(value: ArgValue | None) -> int:
+    """A count flag's value (--dcp-size); 1 when unset or not a positive integer (SGLang refuses those)."""
+    text = _text(value)
+    return int(text) if text and text.isdigit() and int(text) > 0 else 1
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,8 @@ def plan_server(
         replicas=shape.replicas,
         state=state_settings(lookup) if model.architecture.hybrid else None,
         context_length=shape.context_length,
+        draft_path=_text(lookup.get("--speculative-draft-model-path")),
+        dcp=_positive_int(lookup.get("--dcp-size")),
     )
     facts = rule_facts(
         config,
@@ -86,6 +100,7 @@ def plan_server(
         mem_fraction_static=mem_fraction_static,
         speculative=speculative,
         cookbook=cookbook,
+        attention_backend=decode_attention_backend(lookup),
     )
     if host is not None:
         facts["host"] = host
@@ -135,9 +150,11 @@ def rule_facts(
     mem_fraction_static: float,
     speculative: bool,
     cookbook: dict[str, Any] | None = None,
+    attention_backend: str = "",
 ) -> dict[str, Any]:
     """The facts params/rules are evaluated on: the platform's, the model's and this server's
-    (``shape``, with its memory plan)."""
+    (``shape``, with its memory plan; ``attention_backend``: the one decode runs on, "" when the
+    command leaves it to SGLang's default)."""
     tp, dp, ep, pp, nnodes = shape.tp, shape.dp, shape.ep, shape.pp, shape.nnodes
     enable_dp_attention, kv_cache_dtype = shape.enable_dp_attention, shape.kv_cache_dtype
     heads = model.architecture.num_attention_heads
@@ -169,6 +186,12 @@ def rule_facts(
         "heads_per_rank": heads / tp if heads % tp else heads // tp,
         "aiter_tps": _tp_choices(heads, devices, lambda per: per % 16 == 0),
         "aiter_padded_tps": _tp_choices(heads, devices, lambda per: per in (4, 8) or (per % 16 == 0 and per <= 128)),
+        "decode_attention_backend": attention_backend,
+        "decode_attention_backend_shown": (
+            f"attention backend {attention_backend}"
+            if attention_backend
+            else "the ROCm default with SGLANG_USE_AITER=1"
+        ),
         "max_context_length": model.max_context_length,
         "has_draft_model": model.draft_model is not None or bool(config.draft_model_path),
         "published": model.id in platform.published_models,
@@ -190,6 +213,7 @@ def rule_facts(
         "sglang_version": config.sglang_version,
         "docker_image": config.docker_image or platform.docker_image or "",
         "image_version": image_version(config.docker_image or platform.docker_image),
+        "image_release_note": image_release_note(config.docker_image or platform.docker_image),
         "weights_gib_per_device": round(memory.weights_gib_per_device, 1),
         "usable_gib_per_device": round(memory.usable_gib_per_device, 1),
         "kv_budget_gib": memory.kv_budget_gib,

@@ -5,7 +5,9 @@ rehearsal, a `--context-length` set to save memory) answers HTTP 400 to a prompt
 over it, and a text-only model answers 400 "Model only supports text input" to an image. SGLang
 says both: `max_model_len` per model in GET /v1/models (serving_models.py) and
 `has_image_understanding` in GET /model_info (http_server.py). A server that says neither (another
-OpenAI-compatible server) leaves both None: the plan's values then stand.
+OpenAI-compatible server) leaves both None: the plan's values then stand. SGLang also refuses an input
+the KV pool cannot hold whole: GET /server_info gives `max_total_num_tokens` and the longest input it
+admits, `max_req_input_len` (min(context, pool) - 6, managers/tp_worker.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ class ServedLimits:
     images: bool | None = None
     """Whether the served model takes image input; None: the server did not say."""
     sources: list[str] = field(default_factory=list)
+    max_total_num_tokens: int | None = None
+    """The server's KV pool in tokens (GET /server_info); None: it did not say."""
+    max_req_input_len: int | None = None
+    """The longest input the server admits (GET /server_info); None: it did not say."""
 
     def completion_budget(self, wanted: int, rehearsal: bool = False) -> int:
         """`wanted` completion tokens, capped at half the server's context so a prompt of up to the
@@ -75,4 +81,15 @@ def read_served_limits(base_url: str, model: str, api_key: str | None = None, ti
         if isinstance(flag, bool):
             images = flag
             sources.append(f"has_image_understanding {str(flag).lower()} from GET /model_info")
-    return ServedLimits(max_len, images, sources)
+        server = _get(client, base + "/server_info")
+        pool, longest = (_positive(server, key) for key in ("max_total_num_tokens", "max_req_input_len"))
+        if pool:
+            sources.append(f"max_total_num_tokens {pool} from GET /server_info")
+        if longest:
+            sources.append(f"max_req_input_len {longest} from GET /server_info")
+    return ServedLimits(max_len, images, sources, max_total_num_tokens=pool, max_req_input_len=longest)
+
+
+def _positive(doc: Any, key: str) -> int | None:
+    value = doc.get(key) if isinstance(doc, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
