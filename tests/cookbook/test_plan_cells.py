@@ -60,6 +60,10 @@ def _check(cell: dict[str, Any]) -> None:
     assert launch.docker_image == (cell.get("image") or launch.platform.docker_image)
     assert ("NOT verified" in launch.cookbook) is (not cell["verified"]), launch.cookbook
     assert launch.config.nnodes == cell["nodes"]
+    # the page's cell plans VALID: rules know the backend and algorithm they concern (aiter heads,
+    # EAGLE3 on AMD), DP attention keeps dp inside the tp group, and a cell is a published recipe
+    assert launch.ok, [str(e) for e in launch.errors]
+    assert "no-published-recipe" not in {w.id for w in launch.warnings}
 
 
 def _cases(data_fixture: str) -> list[Any]:
@@ -97,11 +101,9 @@ def test_k3_plans_the_default_dspark_overlay_unless_told_no_speculative() -> Non
     assert "--mamba-full-memory-ratio 5.13" in on.command and "--mamba-full-memory-ratio 7.21" in off.command
 
 
-def test_the_h100_cells_wait_for_an_h100_platform(k3_new: dict[str, Any]) -> None:
+def test_the_h100_cells_plan_flag_for_flag(k3_new: dict[str, Any]) -> None:
     h100 = [c for c in k3_new["cells"] if c["hardware"] == "h100"]
     assert len(h100) == 12  # unified and decode x low-latency, balanced, high-throughput x none, dspark
-    if "h100" not in CATALOG.platforms:
-        pytest.skip("params/platforms/h100.yaml is added by another change (issue 41 item 3)")
     for cell in h100:
         _check(cell)
 

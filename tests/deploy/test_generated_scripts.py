@@ -39,10 +39,6 @@ HOSTILE_ENV = {"SGLANG_HOSTILE": "$(touch pwned-env)`touch pwned-env2`${HOME}'\"
 HOSTILE = {"extra_args": HOSTILE_ARGS, "env": HOSTILE_ENV, "model_path": "/models/$(touch pwned-path) x"}
 
 CASES: dict[str, dict[str, Any]] = {f"platform-{p}": {"platform": p} for p in sorted(CATALOG.platforms)}
-if not any(c.hardware == "h100" for c in CATALOG.model("kimi-k3").cookbook.cells):  # type: ignore[union-attr]
-    # H100 serves only Kimi-K3, whose H100 cells come with the cookbook sync (issue 41 item 1); until then
-    # its default plan is the generic one the rule no-verified-cookbook-cell allows
-    CASES["platform-h100"] = {"platform": "h100", "allow": ["no-verified-cookbook-cell"]}
 CASES |= {
     f"deployment-{d}": {"platform": dep.platform, "deployment": d} for d, dep in sorted(CATALOG.deployments.items())
 }

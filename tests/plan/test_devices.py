@@ -52,7 +52,8 @@ def test_mi355x_tp8_on_0523_is_valid() -> None:
 )
 def test_the_aiter_fix_names_the_tps_of_the_models_own_head_count(model: str, tps: str) -> None:
     """The fix once said "use --tp 4" whatever the model: K3's 96 heads give 24 per GPU at tp 4."""
-    (rule,) = [e for e in plan({"platform": "mi355x", "model": model, "tp": 8}).errors if e.id == "amd-aiter-mla-heads"]
+    config = {"platform": "mi355x", "model": model, "tp": 8, "extra_args": ["--attention-backend", "aiter"]}
+    (rule,) = [e for e in plan(config).errors if e.id == "amd-aiter-mla-heads"]
     assert tps in str(rule) and "--tp 4 (16" not in str(rule)
 
 

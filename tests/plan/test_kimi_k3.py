@@ -299,7 +299,7 @@ def test_h100_is_a_platform_for_kimi_k3() -> None:
     """The page serves Kimi-K3 on 4 nodes of 8 H100 (80 GB): TP32/EP32 fits there."""
     h100 = load_catalog().platform("h100")
     assert h100.memory_gib < 80 and h100.devices_per_node == 8 and "kimi-k3" in h100.published_models
-    p = plan({"platform": "h100", "model": "kimi-k3", "allow": ["no-verified-cookbook-cell"]})
+    p = plan({"platform": "h100", "model": "kimi-k3", "cookbook_revision": "newest"})  # the seed page had no H100
     assert p.ok, p.errors
-    assert p.argv[p.argv.index("--tp") + 1] == "32" and len(p.nodes) == 4
+    assert p.argv[p.argv.index("--tp-size") + 1] == "32" and len(p.nodes) == 4
     assert p.memory.kv_budget_gib > 0 and p.memory.state_pool is not None

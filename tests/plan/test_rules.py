@@ -64,14 +64,19 @@ def test_aiter_head_rules_concern_only_the_aiter_backend(platform, version):
     from kimi_runbooks.plan import plan
 
     base = {"platform": platform, "model": "kimi-k3", "tp": 8, "sglang_version": version}
-    base["allow"] = ["no-verified-cookbook-cell"]  # the MI35x cells come with the cookbook sync
-    triton = plan({**base, "extra_args": ["--attention-backend", "triton"]})
+    # the seed page had no MI35x cell: a generic plan, on the ROCm default unless told otherwise
+    generic = {**base, "allow": ["no-verified-cookbook-cell"], "cookbook_revision": "seed"}
+    triton = plan({**generic, "extra_args": ["--attention-backend", "triton"]})
     assert triton.ok, [str(e) for e in triton.errors]
+    page_cell = plan(base)  # the newest page's cell carries --attention-backend triton itself
+    assert page_cell.ok and "--attention-backend triton" in page_cell.command, [str(e) for e in page_cell.errors]
     aiter_rules = {"amd-aiter-mla-heads", "amd-aiter-mla-heads-padded"}
-    for extra in ([], ["--attention-backend", "aiter"], ["--decode-attention-backend", "aiter"]):
-        aiter = plan({**base, "extra_args": extra})
+    cases = [(generic, []), (generic, ["--attention-backend", "aiter"]), (base, ["--attention-backend", "aiter"])]
+    cases.append((base, ["--decode-attention-backend", "aiter"]))
+    for config, extra in cases:
+        aiter = plan({**config, "extra_args": extra})
         fired = [e for e in aiter.errors if e.id in aiter_rules]
-        assert fired and "--attention-backend triton" in fired[0].fix, extra
+        assert fired and "--attention-backend triton" in fired[0].fix, (config, extra)
 
 
 @pytest.mark.parametrize(

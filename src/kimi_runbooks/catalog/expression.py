@@ -58,6 +58,7 @@ FACT_NAMES = frozenset(
         "mem_fraction_static",
         "context_length",
         "speculative",
+        "speculative_algorithm",
         "host",
         "api_key_env",
         "sglang_version",

@@ -27,6 +27,7 @@ from .shell import env_ref
 _KNOB_OF_FLAG = {
     "--tp": "tp",
     "--dp": "dp",
+    "--enable-dp-attention": "enable_dp_attention",
     "--ep": "ep",
     "--pp": "pp",
     "--kv-cache-dtype": "kv_cache_dtype",

@@ -102,6 +102,7 @@ def plan_server(
         cookbook=cookbook,
         attention_backend=decode_attention_backend(lookup),
     )
+    facts["speculative_algorithm"] = (_text(lookup.get("--speculative-algorithm")) or "").upper() if speculative else ""
     if host is not None:
         facts["host"] = host
     results = check_rules(catalog.rules, facts, set(config.allow), role=role)
@@ -194,7 +195,9 @@ def rule_facts(
         ),
         "max_context_length": model.max_context_length,
         "has_draft_model": model.draft_model is not None or bool(config.draft_model_path),
-        "published": model.id in platform.published_models,
+        # a cookbook cell is a published recipe too (verified or not: cookbook-cell-unverified says which)
+        "published": model.id in platform.published_models
+        or (cookbook or {}).get("cookbook_status") in ("verified", "unverified"),
         "published_models": tuple(platform.published_models),
         "tp": tp,
         "dp": dp or 1,
@@ -208,6 +211,7 @@ def rule_facts(
         "mem_fraction_static": mem_fraction_static,
         "context_length": shape.context_length or model.max_context_length,
         "speculative": speculative,
+        "speculative_algorithm": "",  # plan_server fills it from the command (EAGLE3, DSPARK, ...)
         "host": config.host,
         "api_key_env": config.api_key_env or "",
         "sglang_version": config.sglang_version,
