@@ -19,7 +19,7 @@ from kimi_runbooks.deploy.launchers import sglang_cpu
 from kimi_runbooks.deploy.rehearsal.tiny_model import TinyModel, tiny_config
 from kimi_runbooks.plan import PlanConfig, plan
 from kimi_runbooks.procs import group_alive
-from kimi_runbooks.report.sections import rehearsal_section
+from kimi_runbooks.report.plan_section import rehearsal_section
 from kimi_runbooks.rundir import RunFolder
 
 

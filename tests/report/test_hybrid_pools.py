@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kimi_runbooks.plan import plan
-from kimi_runbooks.report.sections import pools_section
+from kimi_runbooks.report.plan_section import pools_section
 
 
 def test_k3_report_shows_both_pools_and_the_levers() -> None:

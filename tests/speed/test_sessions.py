@@ -254,13 +254,13 @@ def test_a_trace_without_times_is_left_to_bench_serving(tmp_path):
 
 
 def test_without_the_worker_a_timed_replay_runs_through_session_replay(monkeypatch, tmp_path):
-    from kimi_runbooks.speed import run as speed_run
+    from kimi_runbooks.speed import bench_process
 
     seen: list[list[str]] = []
-    monkeypatch.setattr(speed_run, "_run_child", lambda folder, argv, *a, **k: (seen.append(argv), (0, False))[1])
+    monkeypatch.setattr(bench_process, "run_child", lambda folder, argv, *a, **k: (seen.append(argv), (0, False))[1])
     run = SimpleNamespace(worker=None, python="py", folder=None, child_env={})
     argv = ["py", "-m", bench_argv.BENCH_MODULE, "--dataset-name", "agentic-trace"]
-    speed_run._execute(run, argv, tmp_path / "log", 10.0, "s", sessions=True)
-    speed_run._execute(run, argv, tmp_path / "log", 10.0, "s", sessions=False)
+    bench_process.execute(run, argv, tmp_path / "log", 10.0, "s", sessions=True)
+    bench_process.execute(run, argv, tmp_path / "log", 10.0, "s", sessions=False)
     assert seen[0] == ["py", str(session_replay.__file__), "--dataset-name", "agentic-trace"]
     assert seen[1] == argv

@@ -6,13 +6,12 @@ Scenario models live here too, though only the speed stage runs them: the loader
 params/scenarios/ with the rest, and a deployment's `benchmark` names a scenario it must find.
 """
 
+from .cookbook_models import Cookbook, CookbookCell
 from .load import ANY_PLATFORM, SAFE_LOADER, Catalog, UnknownIdError, default_params_dir, load_catalog
 from .params_models import (
     GB,
     GIB,
     Architecture,
-    Cookbook,
-    CookbookCell,
     Deployment,
     DraftModel,
     Hardware,

@@ -1,6 +1,6 @@
 """The shape of every params/ file as pydantic models (platforms, models, rules, deployments,
-scenarios, references): a typo in a params file fails at load time with the file and the field.
-catalog.load reads the folder into these."""
+references; scenarios in scenario_models, cookbook pages in cookbook_models): a typo in a params
+file fails at load time with the file and the field. catalog.load reads the folder into these."""
 
 from __future__ import annotations
 
@@ -8,23 +8,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .cookbook_models import Cookbook
 from .expression import expression_problems, template_problems
 from .flags import knob_of, parse_extra_args
 
 # Re-exported: params/ readers import every params model from here.
-from .values import ArgValue, Strict, is_env_name
+from .values import ArgValue, EnvMap, Strict, env_names
 from .values import ParamsError as ParamsError
 
 GIB = 1024**3
 GB = 1000**3
-
-
-def _env_names(names: Any) -> Any:
-    """Environment names a generated script exports or unsets must be names bash reads as such."""
-    bad = [n for n in names if not is_env_name(str(n))]
-    if bad:
-        raise ValueError(f"{bad} are not environment variable names (letters, digits, _; not starting with a digit)")
-    return names
 
 
 def _facts_only(problems: list[str]) -> None:
@@ -39,7 +32,6 @@ def _no_knob_flags(args: list[str]) -> list[str]:
     return args
 
 
-EnvMap = Annotated[dict[str, str], AfterValidator(_env_names)]
 RuleExpression = Annotated[str, AfterValidator(lambda v: _facts_only(expression_problems(v)) or v)]
 RuleText = Annotated[str, AfterValidator(lambda v: _facts_only(template_problems(v)) or v)]
 
@@ -241,63 +233,6 @@ class ReasoningEffortLevels(Strict):
         return self
 
 
-CellStrategy = Literal["low-latency", "balanced", "high-throughput", "long-context", "default"]
-CellRole = Literal["unified", "prefill", "decode"]
-
-
-class CookbookCell(Strict):
-    """One cell of a cookbook command generator as the page composes it (params/cookbook/generated,
-    written by `kimi-runbooks cookbook sync`): the match keys, whether SGLang marks it verified,
-    and the env and flags in the page's order ({{MODEL_NAME}}, {{HOST_IP}} and {{PORT}} are the
-    page's placeholders, filled by the plan)."""
-
-    hardware: str
-    variant: str = "default"
-    quantization: str = ""
-    strategy: CellStrategy
-    role: CellRole = "unified"
-    """The page's PD Mode row (a prefill or decode server of a PD deployment)."""
-    speculative: str = ""
-    """The page's speculative-decoding overlay this recipe carries (none / dspark); '' for a page
-    whose cells carry their own speculative flags."""
-    nodes: int = Field(ge=1)
-    verified: bool
-    model_name: str = ""
-    image: str = ""
-    env: EnvMap = Field(default_factory=dict)
-    flags: list[str]
-    multi_node_env: dict[str, str] = Field(default_factory=dict)
-    """Per-node environment the page asks for outside the cell (e.g. the cross-node NIC); a value
-    `<...>` is a placeholder the user must fill."""
-    port: int | None = None
-    """The port the page serves a PD role on (prefill 30000, decode 30100)."""
-    hints: list[str] = Field(default_factory=list)
-    warn: str | None = None
-    note: str | None = None
-    source_commit: str = ""
-
-
-class Cookbook(Strict):
-    """A model's cookbook command generator: its cells, the platforms it lists without a cell, the
-    default strategy, and the page it comes from."""
-
-    source: str
-    page: str = ""
-    revision: str = ""
-    """The commit of the page's config this cookbook was generated from."""
-    default_strategy: CellStrategy = "balanced"
-    default_speculative: str = ""
-    """The page's default speculative overlay ('' when it has none)."""
-    no_cell: Literal["refuse", "knobs"] = "refuse"
-    """A platform without a cell: refused (rule no-verified-cookbook-cell), or planned from the
-    project's knobs (the seed pages)."""
-    pending: dict[str, str] = Field(default_factory=dict)
-    """Platform id -> what the page says of it (listed, no cell yet)."""
-    docker_images: dict[str, str] = Field(default_factory=dict)
-    """Platform id -> the image the page names for it (the docker form's default for a cell)."""
-    cells: list[CookbookCell]
-
-
 class Model(Strict):
     id: str
     hf_id: str
@@ -438,7 +373,7 @@ class Deployment(Strict):
     def _env_as_strings(cls, value: Any) -> Any:
         return {k: str(v) for k, v in (value or {}).items()}
 
-    _names = field_validator("env", "unset_env")(_env_names)
+    _names = field_validator("env", "unset_env")(env_names)
 
 
 # --------------------------------------------------------------------------- references

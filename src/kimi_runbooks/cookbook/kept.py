@@ -9,7 +9,8 @@ from typing import Any
 
 import yaml
 
-from ..catalog.params_models import Cookbook, CookbookCell, Model, ParamsError
+from ..catalog.cookbook_models import Cookbook, CookbookCell
+from ..catalog.params_models import Model, ParamsError
 from .compose import Recipe, compose
 from .jsconfig import read_config
 

@@ -17,11 +17,11 @@ from .collect import RunData
 from .figures import caption, concurrency_figure, finding, pareto_figure
 from .frontier import operating_points
 from .html_parts import STYLE, esc, wrap
+from .plan_section import plan_section
 from .sections import (
     accuracy_section,
     invoke_section,
     manifest_section,
-    plan_section,
     speed_section,
     stages_section,
 )

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,18 +25,17 @@ import pandas as pd
 
 from ..catalog import Scenario
 from ..plan import MemoryPlan
-from ..procs import start_session, stop_group
-from ..progress import latest_count, report_progress
+from ..progress import report_progress
 from ..rundir import RunFolder, now_iso, read_jsonl
 from ..target.health import check_server
 from ..target.locate import RunHandle
 from ..tools.envs import OFFLINE_ENV
-from ..tools.scripts import script
 from . import shared_worker
 from .answer_latency import answer_latency, merge_turns, read_timings, timings_path
 from .answer_probe import answer_results
 from .argv import BENCH_MODULE, DEFAULT_TIMEOUT_S, BenchClient, BenchConfigError, BenchTarget, build_argv
 from .bench_failure import classify, details_of, raw_result
+from .bench_process import execute
 from .benchenv import default_bench_python
 from .capacity import capacity_plan, cell_fit, live_server_info
 from .freshness import plan_prompts, used_seeds
@@ -54,7 +52,7 @@ from .saturation import should_stop
 from .sessions import SessionError, applied, timed
 from .tokens import TokenCheck, probe_scenarios, unchecked
 from .traces import TraceError, prepare_trace, served_context_length, trace_results
-from .worker import BenchWorker, WorkerUnavailable
+from .worker import BenchWorker
 
 log = logging.getLogger(__name__)
 
@@ -202,10 +200,10 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     timings = timings_path(output_file)
     timings.unlink(missing_ok=True)
     if run.observe is None:
-        code, timed_out = _execute(run, argv, log_path, timeout, scenario.id, sessions, timings)
+        code, timed_out = execute(run, argv, log_path, timeout, scenario.id, sessions, timings)
     else:
         with ScenarioObserver(run.observe, run.target.url, folder, scenario) as observer:
-            code, timed_out = _execute(run, argv, log_path, timeout, scenario.id, sessions, timings)
+            code, timed_out = execute(run, argv, log_path, timeout, scenario.id, sessions, timings)
     folder.redact_file(output_file)  # bench_serving embeds /server_info, which can carry the api_key
     metrics, parsed_from = _parse_outputs(output_file, log_path)
     raw = raw_result(output_file)  # read once: per-request arrays for the details and goodput
@@ -243,70 +241,9 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
     return run.record(row)
 
 
-def _execute(
-    run: SpeedRun,
-    argv: list[str],
-    log_path: Path,
-    timeout: float,
-    label: str,
-    sessions: bool = False,
-    timings: Path | None = None,
-) -> tuple[int | None, bool]:
-    """The scenario through the stage's worker when it can take it (the bench env's own python,
-    no command prefix), else as its own process; the same arguments either way. A timed session
-    replay (`sessions`) run as its own process goes through session_replay.py, which the worker
-    applies itself (speed/sessions.py). Only the worker times each request's first answer token
-    (`timings`, speed/answer_latency.py)."""
-    worker = run.worker
-    local = argv[:3] == [run.python, "-m", BENCH_MODULE]
-    if worker is not None and worker.unavailable is None and local:
-        try:
-            poll = lambda: _report_requests(run.folder, log_path, label)  # noqa: E731
-            return worker.run(argv[3:], log_path, timeout, poll=poll, timings=timings)
-        except WorkerUnavailable as exc:
-            log.warning("bench worker unavailable (%s): one process per scenario", exc)
-    if sessions and local:
-        argv = [run.python, str(script("session_replay.py")), *argv[3:]]
-    return _run_child(run.folder, argv, log_path, run.child_env, timeout, label=label)
-
-
-def _run_child(
-    folder: RunFolder, argv: list[str], log_path: Path, env: dict[str, str], timeout: float, label: str = ""
-) -> tuple[int | None, bool]:
-    """Run argv in its own process group, output to log_path (redacted after); (returncode, timed_out).
-
-    While it runs, the request counter bench_serving prints ("37/80") is reported as progress."""
-    deadline = time.monotonic() + timeout
-    with folder.open_log(log_path) as out:
-        proc = start_session(argv, stdout=out, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL)
-        try:
-            while True:
-                try:
-                    return proc.wait(timeout=PROGRESS_POLL_S), False
-                except subprocess.TimeoutExpired:
-                    if time.monotonic() > deadline:
-                        stop_group(proc)
-                        return proc.returncode, True
-                    _report_requests(folder, log_path, label)
-        except BaseException:
-            stop_group(proc, grace_s=0)
-            raise
-
-
 def _flag(argv: list[str], flag: str) -> str | None:
     """The value after `flag` in bench_serving's argv (None when absent)."""
     return argv[argv.index(flag) + 1] if flag in argv[:-1] else None
-
-
-PROGRESS_POLL_S = 1.0
-
-
-def _report_requests(folder: RunFolder, log_path: Path, label: str) -> None:
-    """The latest "done/total [" counter in the client's log, as a progress event."""
-    count = latest_count(log_path, tail_bytes=2000)
-    if count:
-        done, total = count
-        report_progress(folder, "speed", f"{label}: {done}/{total} requests", key=label)
 
 
 def run_scenarios(
