@@ -1,8 +1,10 @@
 """Every current Kimi-K3 cookbook cell predicted: TPOT, output tok/s and TTFT with the band each
-prediction carries and its basis (what `kimi-runbooks plan --model kimi-k3 --platform P --strategy S
-[--no-speculative] [--pd-role R] --predict ...` prints, one line per cell and load).
+prediction carries and its basis, as `kimi-runbooks plan --model kimi-k3 --platform P --strategy S
+[--no-speculative] [--pd-role R] --predict ...` prints them, one line per cell and load. The default
+loads are c=1 and c=64: a cell's strategy changes its state-pool ratio, which bounds admission only
+once many requests run.
 
-    .venv/bin/python benchmarks/k3_cell_predictions.py                 # in=1000 out=1000 c=1,16
+    .venv/bin/python benchmarks/k3_cell_predictions.py                 # in=1000 out=1000 c=1,64
     .venv/bin/python benchmarks/k3_cell_predictions.py --predict "in=8000,out=1000,c=64"
 """
 
@@ -18,7 +20,7 @@ from kimi_runbooks.perfmodel.cookbook_cells import format_cells_table, predict_c
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="kimi-k3")
-    ap.add_argument("--predict", default="in=1000,out=1000,c=1,16", help="scenarios, as plan --predict")
+    ap.add_argument("--predict", default="in=1000,out=1000,c=1,64", help="scenarios, as plan --predict")
     args = ap.parse_args()
     rows = predict_cells(args.model, parse_predict_spec(args.predict))
     print(f"## {args.model}: {len(rows)} current cookbook cells, {args.predict} (PREDICTED, not measured)")
