@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..catalog import (
     GB,
     Catalog,
+    CookbookCell,
     Deployment,
     Hardware,
     Model,
@@ -26,6 +27,7 @@ from ..plan.state_pool import StateSettings, state_bytes_per_slot
 __all__ = [
     "GB",
     "Catalog",
+    "CookbookCell",
     "Deployment",
     "Hardware",
     "LaunchPlan",

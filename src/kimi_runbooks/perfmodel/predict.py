@@ -17,6 +17,7 @@ from typing import Any
 from ._deps import LaunchPlan, Model, load_catalog
 from .attribution import Attribution, add, with_remainder
 from .bands import apply_band
+from .caveats import accept_basis, role_note
 from .comm import kv_transfer_s
 from .factors import LINK_EFFICIENCY, Factors, borrowed_from
 from .hardware import dense_dtype, expert_dtype, hardware_spec
@@ -29,9 +30,8 @@ from .step import Dtypes, PoolShape, decode_step, prefill_chunks
 from .store import FIRST_PRINCIPLES_BAND_WIDENING, Calibration, load_calibration, support_text
 
 DEFAULT_ACCEPT_LENGTH = 2.5
-"""Tokens per speculative (EAGLE3 or DSPARK) iteration when the scenario gives none: an assumption,
-no published accept length exists for these recipes (the SGLang cookbook's Kimi-K3 DSPARK cells are
-unverified and publish none); pass accept= to override."""
+"""Tokens per speculative (EAGLE3 or DSPARK) iteration when the scenario and stack give none: an
+assumption (caveats.ASSUMED_ACCEPT says why, and every prediction that uses it says so); pass accept= to override."""
 
 __all__ = ["FIRST_PRINCIPLES_BAND_WIDENING", "Prediction", "Predictor", "Scenario", "ScenarioError", "predict"]
 
@@ -141,6 +141,13 @@ class Prediction:
     shape_basis: str = ""
     """What validates the plan's shape (pipeline stages, several nodes, PD pools): which published
     result, or that none does; "" for a single-node tp plan (the calibration basis covers it)."""
+    accept_length: float | None = None
+    """Tokens per speculative iteration predicted with (None without speculative decoding)."""
+    accept_basis: str = ""
+    """Where accept_length came from: given (--predict accept=, --stack accept_length=) or assumed
+    (caveats.accept_basis)."""
+    role_note: str = ""
+    """caveats.ROLE_ALONE for a lone PD-role plan; "" otherwise."""
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -300,6 +307,14 @@ class Predictor:
         given = scenario.accept_length or (spec.accept_length if spec else None) or DEFAULT_ACCEPT_LENGTH
         return min(given, float(decode.speculative.draft_tokens))
 
+    def accept_basis(self, scenario: Scenario) -> str:
+        """Where accept_length(scenario) came from (caveats.accept_basis); "" without speculative decoding."""
+        spec = self.serving.decode_pool.speculative
+        if spec is None:
+            return ""
+        stacked = self.stack.speculative.accept_length if self.stack.speculative else None
+        return accept_basis(scenario.accept_length, stacked, self.accept_length(scenario), spec.draft_tokens)
+
     def timing(self, scenario: Scenario) -> Timing:
         s = self.serving
         decode, prefill = s.decode_pool, s.prefill_pool
@@ -388,6 +403,9 @@ class Predictor:
             stack=self.stack.as_dict(),
             unfitted_terms=unfitted,
             borrowed={t: src for t in unfitted if (src := self._borrowed(t))},
+            accept_length=self.accept_length(scenario) if decode.speculative is not None else None,
+            accept_basis=self.accept_basis(scenario),
+            role_note=role_note(self.plan),
         )
         p.pages = 0 if self.first_principles else self.calibration.pages(self.family, self.stack)
         p.band_basis = support_text(p.pages)

@@ -123,12 +123,15 @@ def format_predictions(preds: list[Prediction], source: str = "") -> str:
     which = BAND_TEXT.get(first.calibration_basis, BAND_TEXT["borrowed"]).format(terms=", ".join(terms) or "-")
     stack = first.stack
     shown = ", ".join(f"{k}={v}" for k, v in stack.items() if v is not None and k != "image") if stack else ""
+    accepts = dict.fromkeys((p.accept_length, p.accept_basis) for p in preds if p.accept_basis)
     lines = [
         "## predicted speed (PREDICTED by kimi_runbooks.perfmodel, not measured)",
         f"# family {first.family}, {first.devices} devices; {which}",
         f"# band basis: {first.band_basis} ([low-high] = 10th-90th percentile of the leave-one-page-out "
         "errors of published results predicted with as much behind them)",
         f"# stack: {shown or 'read from the plan (nothing shown)'} (set the rest with --stack key=value,...)",
+        *(f"# speculative accept length {length:g}: {basis}" for length, basis in accepts),
+        *([f"# {first.role_note}"] if first.role_note else []),
         f"{'in':>7} {'out':>6} {'load':>9} {'TTFT ms':>24} {'TPOT ms':>22} {'out tok/s':>24} "
         f"{'tok/s/dev':>9} {'tok/s/user':>10} {'running':>7}  notes",
     ]
