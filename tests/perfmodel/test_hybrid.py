@@ -136,7 +136,9 @@ def test_the_published_k3_figure_is_compared_never_fitted() -> None:
     # the MI355X DSPARK rows are predicted at their published accept length (an input, not a fit)
     bunya = table[(table["reference_id"] == "bunya-k3-mi355x") & (table["metric"] == "median_tpot_ms")]
     by_scenario = dict(zip(bunya["scenario"], bunya["predicted"], strict=True))
-    assert by_scenario["k3-mi355x-dspark-1k512-c2"] < by_scenario["k3-mi355x-1k512-c2"] / 3  # 7.29 tokens a step
+    # 7.29 tokens a step less the draft's own cost (its weights and KV are in the plan since issue 41): well
+    # past the 2x the assumed default accept length (2.5) could give
+    assert by_scenario["k3-mi355x-dspark-1k512-c2"] < by_scenario["k3-mi355x-1k512-c2"] / 2.5
     summary = out_of_sample_summary(table)
     assert all(ref in summary for ref in k3_refs) and "TPOT/throughput |err|" in summary and "high/low x" in summary
     assert summary.splitlines()[-1].lstrip().startswith("all") and f"{len(table):2d} figures" in summary
