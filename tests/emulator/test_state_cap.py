@@ -58,7 +58,9 @@ def test_the_deploy_stage_hands_the_planned_state_pool_to_the_emulator() -> None
     argv = emulator_argv(launch, host="127.0.0.1", port=1)
     assert argv[argv.index("--max-mamba-cache-size") + 1] == str(state.slots)
     settings, args = parse_settings(argv[3:])
-    assert settings.profile.max_running_requests == state.state_requests == state.max_running_requests
+    assert state.state_requests == state.max_running_requests
+    # the plan's DSPARK overlay gives no --max-running-requests: SGLang 0.5.23 runs at most 48 (_handle_dspark)
+    assert settings.profile.max_running_requests == min(state.state_requests, 48)
     assert "capped to" in args.state_cap_line and "by the mamba state cache" in args.state_cap_line
     k26 = emulator_argv(plan({"platform": "b300"}), host="127.0.0.1", port=1)
     assert "--max-mamba-cache-size" not in k26

@@ -1,8 +1,9 @@
 """Command line: ``python -m kimi_runbooks.emulator --host 127.0.0.1 --port 30000 ...``.
 
-Besides its own flags it accepts any other SGLang launch flag (``--tp-size 8``,
-``--kv-cache-dtype fp8_e4m3``, ...) and reports it in /server_info, so a deploy stage
-can hand the emulator the same argv it would give ``sglang serve``.  The API key is
+Besides its own flags it accepts every SGLang 0.5.23 launch flag (``--tp 8``,
+``--kv-cache-dtype fp8_e4m3``, ...), refuses what that release's parser refuses (launch_flags.py)
+and reports the flags in /server_info, so a deploy stage can hand the emulator the same argv it
+would give ``sglang serve``.  The API key is
 never taken on the command line: ``--api-key-env VAR`` names the variable holding it.
 """
 
@@ -14,12 +15,15 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .capabilities import ModelCapabilities, model_entry
 from .latency import DEFAULT_PROFILE, LatencyProfile, profile_from_references
+from .launch_flags import LaunchFlagError, read_launch_flags
 from .settings import FAULT_KINDS, EmulatorSettings, parse_fault
+from .speculative import resolve_speculative
 from .startup import BANNER, log_line
 from .state_cap import capped_profile
 
@@ -72,10 +76,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings, argparse.Namespace]:
+def parse_launch(
+    argv: Sequence[str] | None = None,
+) -> tuple[argparse.ArgumentParser, argparse.Namespace, dict[str, Any], dict[str, Any]]:
+    """The command line as SGLang 0.5.23 reads it: the emulator's own options, the SGLang flags by
+    destination and what SGLang's speculative resolution sets; exits with argparse's usage error
+    where SGLang's parser or resolution refuses the launch."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     launch_args = sglang_extra_args(extra, parser)
+    try:  # DSPARK's verify window; 48 running without --max-running-requests
+        speculative = resolve_speculative({**launch_args, "max_running_requests": args.max_running_requests})
+    except ValueError as exc:
+        parser.error(str(exc))
+    return parser, args, launch_args, speculative
+
+
+def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings, argparse.Namespace]:
+    parser, args, launch_args, speculative = parse_launch(argv)
     try:
         fault = parse_fault(args.fault)
     except ValueError as exc:
@@ -83,6 +101,10 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
     if not 0 < args.time_scale <= 1000:  # also refuses nan and inf (a run that would never end)
         parser.error("--time-scale must be a number above 0 and at most 1000 (0.01 runs 100x faster)")
     profile = _profile(args, launch_args)
+    if "max_running_requests" in speculative:
+        running = min(profile.max_running_requests, speculative.pop("max_running_requests"))
+        profile = replace(profile, max_running_requests=running)
+    launch_args.update(speculative)
     entry = model_entry(args.model_path, args.model, args.params_dir)
     if entry is not None:  # parsers not given: the model's own, as SGLang infers them from its architecture
         launch_args.setdefault("tool_call_parser", entry.tool_call_parser)
@@ -121,41 +143,12 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
 
 
 def sglang_extra_args(extra: Sequence[str], parser: argparse.ArgumentParser) -> dict[str, Any]:
-    """``--tp-size 8 --enable-dp-attention`` -> {"tp_size": 8, "enable_dp_attention": True}."""
-    out: dict[str, Any] = {}
-    items = list(extra)
-    i = 0
-    while i < len(items):
-        flag = items[i]
-        if not flag.startswith("--"):
-            parser.error(f"unexpected argument {flag!r}")
-        name, _, inline = flag[2:].partition("=")
-        key = name.replace("-", "_")
-        if key == "api_key":
-            parser.error("pass the API key through --api-key-env VAR, never on the command line")
-        if inline:
-            out[key] = _typed(inline)
-            i += 1
-        elif i + 1 < len(items) and not items[i + 1].startswith("--"):
-            j = i + 1
-            while j < len(items) and not items[j].startswith("--"):
-                j += 1
-            values = [_typed(v) for v in items[i + 1 : j]]  # nargs="+" flags: --cuda-graph-bs-decode 1 2 4
-            out[key] = values[0] if len(values) == 1 else values
-            i = j
-        else:
-            out[key] = True
-            i += 1
-    return out
-
-
-def _typed(text: str) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return {"true": True, "false": False, "none": None}.get(text.lower(), text)
+    """``--tp 8 --enable-dp-attention`` -> {"tp_size": 8, "enable_dp_attention": True}, refused
+    where SGLang 0.5.23's parser refuses it (launch_flags.py)."""
+    try:
+        return read_launch_flags(extra)
+    except LaunchFlagError as exc:
+        parser.error(str(exc))
 
 
 def _api_key(env_name: str | None, parser: argparse.ArgumentParser) -> str | None:
@@ -215,6 +208,8 @@ def predicted_profile(
     if model:
         config["model"] = model
     knobs = {PLAN_KNOBS[k]: v for k, v in launch_args.items() if k in PLAN_KNOBS and v is not None}
+    if model:  # the launch's speculative overlay (K3: DSPARK, K2.6: EAGLE3) or none: the plan's decode timing
+        knobs["speculative"] = bool(launch_args.get("speculative_algorithm"))
     calibration = load_calibration(catalog.root)
     for attempt in ({**config, **knobs}, {"platform": platform_id}):
         try:
@@ -226,8 +221,6 @@ def predicted_profile(
 
 
 def _profile(args: argparse.Namespace, launch_args: dict[str, Any] | None = None) -> LatencyProfile:
-    from dataclasses import replace
-
     launch_args = launch_args or {}
     profile = DEFAULT_PROFILE
     if args.profile and args.profile.lower() != "default":

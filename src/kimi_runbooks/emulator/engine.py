@@ -72,7 +72,11 @@ class Engine:
         self.settings = settings
         self.profile = settings.profile
         self.scheduler = Scheduler(settings.profile.max_total_num_tokens, settings.profile.max_running_requests)
-        self.metrics = Metrics(model_name=settings.served_model_name, marked=settings.marked)
+        self.metrics = Metrics(
+            model_name=settings.served_model_name,
+            marked=settings.marked,
+            spec_accept_length=settings.profile.spec_accept_length,
+        )
         self.metrics.decode.staleness_s *= settings.time_scale  # SGLang's 30 s, in the emulator's time
         self.faults = FaultInjector(settings)
         self.prefill = PrefillLanes(settings.profile.prefill_lanes, settings.profile.prefill_stalls_decode)

@@ -88,6 +88,8 @@ class LatencyProfile:
     prefill_new: tuple[float, ...] = ()
     prefill_grid: tuple[tuple[float, ...], ...] = ()
     """Prefill after a cached prefix: ms at prefill_cached[i] cached x prefill_new[j] new tokens."""
+    spec_accept_length: float = 0.0
+    """Tokens per speculative verify step the ITL tables divide by (0: no speculative decoding)."""
 
     def prefill_ms(self, input_tokens: int, cached_tokens: int = 0) -> float:
         """Prefill time when the prefix cache already holds `cached_tokens` of the input: the new

@@ -49,7 +49,7 @@ def latency_profile(plan: LaunchPlan, predictor: Predictor | None = None) -> Lat
     xs = np.asarray(PROFILE_INPUTS, dtype=float)
     ttft = np.asarray([predictor.prefill_seconds(prefill, x) * 1000 for x in xs])
     slope, base = np.polyfit(xs / 1000.0, ttft, 1, w=1.0 / ttft)  # relative error, not absolute
-    accept = 1.0
+    accept = 1.0  # tokens per decode step: speculative decoding accepts several per verify step
     if decode.speculative is not None:
         from ..perfmodel.predict import DEFAULT_ACCEPT_LENGTH
 
@@ -97,5 +97,6 @@ def latency_profile(plan: LaunchPlan, predictor: Predictor | None = None) -> Lat
         prefill_grid=prefill_grid,
         prefill_lanes=max(prefill.attention_ranks * prefill.replicas, 1),
         prefill_stalls_decode=not s.disaggregated,
+        spec_accept_length=accept if decode.speculative is not None else 0.0,
         source=f"predicted by kimi_runbooks.perfmodel for {where} ({predictor.calibration.source})",
     )

@@ -158,6 +158,7 @@ class Metrics:
 
     model_name: str
     marked: bool = True  # print the sglang:is_emulated marker (deviations.py)
+    spec_accept_length: float = 0.0  # the latency profile's; 0 without speculative decoding, as SGLang
     prompt_tokens_total: dict[str, int] = field(default_factory=dict)
     generation_tokens_total: dict[str, int] = field(default_factory=dict)
     requests_total: dict[str, int] = field(default_factory=dict)
@@ -232,7 +233,7 @@ class Metrics:
             ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", queued),
             ("sglang:cache_hit_rate", "The prefix cache hit rate.", round(self.cache_hit_rate, 6)),
             ("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", capacity),
-            ("sglang:spec_accept_length", SPEC_ACCEPT_HELP, 0.0),  # no speculative decoding: 0 (as SGLang)
+            ("sglang:spec_accept_length", SPEC_ACCEPT_HELP, self.spec_accept_length),
         ]
         for metric, help_text, value in gauges:
             lines += [

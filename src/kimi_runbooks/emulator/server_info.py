@@ -132,6 +132,8 @@ def server_info(settings: EmulatorSettings, gen_throughput: float, startup_secon
     internal = {k: v for k, v in args.items() if k != "custom_sigquit_handler"}
     memory = memory_usage(settings)
     bs = int(args.get("cuda_graph_max_bs") or 0)
+    if settings.profile.spec_accept_length:  # internal_state.py: only a speculative server reports it
+        internal["avg_spec_accept_length"] = settings.profile.spec_accept_length
     internal.update(
         {
             "world_size": int(args.get("tp_size") or 1) * int(args.get("pp_size") or 1),

@@ -99,7 +99,7 @@ def read_extra_options(
             results.append(_unknown(item, ambiguous, table))
             continue
         flags.append(item if option.option == item.flag else ExtraFlag(option.option, item.values, item.written))
-        problem = _value_problem(option, item.values)
+        problem = value_problem(option, item.values)
         if problem:
             results.append(_result("extra-arg-value", "error", item, problem, _fix(option), table))
             continue
@@ -119,7 +119,8 @@ def read_extra_options(
     return flags, results
 
 
-def _value_problem(option: ServerOption, values: tuple[str, ...]) -> str:
+def value_problem(option: ServerOption, values: tuple[str, ...]) -> str:
+    """Why SGLang's parser refuses these values for the option; "" when it takes them."""
     name = option.option
     if option.kind == "switch":
         if values:
