@@ -58,10 +58,15 @@ def test_the_deploy_stage_hands_the_planned_state_pool_to_the_emulator() -> None
     argv = emulator_argv(launch, host="127.0.0.1", port=1)
     assert argv[argv.index("--max-mamba-cache-size") + 1] == str(state.slots)
     settings, args = parse_settings(argv[3:])
-    assert state.state_requests == state.max_running_requests
-    # the plan's DSPARK overlay gives no --max-running-requests: SGLang 0.5.23 runs at most 48 (_handle_dspark)
-    assert settings.profile.max_running_requests == min(state.state_requests, 48)
-    assert "capped to" in args.state_cap_line and "by the mamba state cache" in args.state_cap_line
+    # the plan's DSPARK overlay gives no --max-running-requests: SGLang 0.5.23 runs at most 48 (_handle_dspark),
+    # below what the state pool admits, so the state pool caps nothing and SGLang logs no cap
+    assert state.state_requests > 48 and state.max_running_requests == 48
+    assert settings.profile.max_running_requests == 48 and args.state_cap_line is None
+    no_spec = plan({"platform": "b300", "model": "kimi-k3", "speculative": False})
+    assert no_spec.memory.state_pool is not None
+    capped_settings, capped_args = parse_settings(emulator_argv(no_spec, host="127.0.0.1", port=1)[3:])
+    assert capped_settings.profile.max_running_requests == no_spec.memory.state_pool.max_running_requests
+    assert "capped to" in capped_args.state_cap_line and "by the mamba state cache" in capped_args.state_cap_line
     k26 = emulator_argv(plan({"platform": "b300"}), host="127.0.0.1", port=1)
     assert "--max-mamba-cache-size" not in k26
 

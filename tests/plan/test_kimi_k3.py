@@ -303,3 +303,21 @@ def test_h100_is_a_platform_for_kimi_k3() -> None:
     assert p.ok, p.errors
     assert p.argv[p.argv.index("--tp-size") + 1] == "32" and len(p.nodes) == 4
     assert p.memory.kv_budget_gib > 0 and p.memory.state_pool is not None
+
+
+def test_a_speculative_k3_plan_runs_at_most_48_like_sglang_without_extra_state_slots() -> None:
+    """SGLang 0.5.23's _handle_dspark resets an unset --max-running-requests to 48 even when
+    --enable-linear-replayssm-spec leaves speculation no extra state slots; the plan said 58."""
+    on = plan({"platform": "b300", "model": "kimi-k3", "strategy": "low-latency", "cookbook_revision": "newest"})
+    assert "--enable-linear-replayssm-spec" in on.command and "--max-running-requests" not in on.command
+    assert on.memory.state_pool is not None and on.memory.state_pool.max_running_requests == 48
+    told = plan(
+        {
+            "platform": "b300",
+            "model": "kimi-k3",
+            "strategy": "low-latency",
+            "cookbook_revision": "newest",
+            "extra_args": ["--max-running-requests", "56"],
+        }
+    )
+    assert told.memory.state_pool is not None and told.memory.state_pool.max_running_requests == 56

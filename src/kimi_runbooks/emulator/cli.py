@@ -101,9 +101,10 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
     if not 0 < args.time_scale <= 1000:  # also refuses nan and inf (a run that would never end)
         parser.error("--time-scale must be a number above 0 and at most 1000 (0.01 runs 100x faster)")
     profile = _profile(args, launch_args)
-    if "max_running_requests" in speculative:
-        running = min(profile.max_running_requests, speculative.pop("max_running_requests"))
-        profile = replace(profile, max_running_requests=running)
+    requested = args.max_running_requests
+    if "max_running_requests" in speculative:  # SGLang sets it before the scheduler sizes anything
+        requested = speculative.pop("max_running_requests")
+        profile = replace(profile, max_running_requests=min(profile.max_running_requests, requested))
     launch_args.update(speculative)
     entry = model_entry(args.model_path, args.model, args.params_dir)
     if entry is not None:  # parsers not given: the model's own, as SGLang infers them from its architecture
@@ -113,7 +114,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> tuple[EmulatorSettings,
     if args.context_length:
         launch_args["context_length"] = args.context_length
     try:  # a hybrid model runs at most what its state pool admits (state_cap.py)
-        profile, args.state_cap_line = capped_profile(profile, entry, launch_args, args.max_running_requests)
+        profile, args.state_cap_line = capped_profile(profile, entry, launch_args, requested)
     except ValueError as exc:
         parser.error(str(exc))
     try:

@@ -43,7 +43,10 @@ BASE_SLOTS = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO in kv_cache_config
 TRACKING_SLOTS = {"extra_buffer": 2, "extra_buffer_lazy": 1, "no_buffer": 0}
 DEFAULT_FULL_MEMORY_RATIO = 0.9  # schedule.py: mamba_full_memory_ratio fallback=0.9
 SPEC_DEFAULT_MAX_RUNNING = 48
-"""Unset --max-running-requests under speculative decoding (SGLang cookbook Kimi-K3, 2. Configuration Tips)."""
+"""Unset --max-running-requests under speculative decoding, whatever its state slots (SGLang 0.5.23
+srt/arg_groups/speculative_hook.py: _handle_dspark and _handle_eagle_family declare
+max_running_requests=48, 'Max running requests is reset to 48 for speculative decoding'; SGLang
+cookbook Kimi-K3, 2. Configuration Tips)."""
 
 SOURCE = (
     "SGLang 0.5.23 python/sglang/srt/mem_cache/kv_cache_configurator.py (_handle_max_mamba_cache, "
@@ -63,6 +66,9 @@ class StateSettings:
     disable_radix_cache: bool = False
     disable_overlap_schedule: bool = False
     speculative_draft_tokens: int = 0
+    """Extra state slots a speculative request holds (0 with --enable-linear-replayssm-spec)."""
+    speculative: bool = False
+    """Any --speculative-algorithm: SGLang then runs at most 48 requests unless told otherwise."""
     max_running_requests: int | None = None
     max_total_tokens: int | None = None
 
@@ -154,7 +160,7 @@ def split_rest_memory(
     budget = rest_bytes * r / (1 + r)
     draft = settings.speculative_draft_tokens
     requested = settings.max_running_requests
-    if draft > 0 and requested is None:
+    if (draft > 0 or settings.speculative) and requested is None:
         requested = SPEC_DEFAULT_MAX_RUNNING
     spec_bytes = 0
     if draft > 0:
@@ -235,6 +241,7 @@ def state_settings(lookup: dict[str, ArgValue | None]) -> StateSettings:
         disable_radix_cache=lookup.get("--disable-radix-cache") not in (None, False),
         disable_overlap_schedule=lookup.get("--disable-overlap-schedule") not in (None, False),
         speculative_draft_tokens=draft,
+        speculative=lookup.get("--speculative-algorithm") not in (None, False),
         max_running_requests=_flag_number(lookup, "--max-running-requests", int),
         max_total_tokens=_flag_number(lookup, "--max-total-tokens", int),
     )
