@@ -367,6 +367,8 @@ def test_a_probe_the_emulator_fell_behind_on_is_neither_met_nor_missed() -> None
     (again,) = op.summaries(rows)  # the report rebuilds the same verdict from the rows
     assert again.best == 12 and {p.value for p in again.unjudged} == unjudged
     assert again.unjudged_note() in again.note and "not monotone" not in again.note
+    none = op.search(_searched(1, 32, 1), _behind_above(0, _plateau_runner(limit=64, knee=64, calls=[])))
+    assert none.best is None and none.note.startswith("the lowest value (1) was not judged; 1 run(s) at")
 
 
 def test_a_confirmation_the_emulator_fell_behind_on_is_not_representative_not_missed() -> None:
