@@ -230,6 +230,10 @@ def test_rate_probes_without_a_concurrency_stay_out_of_the_per_sweep_goodput() -
     )
     table = speed.sweep_goodput(rows)
     assert table["best concurrency meeting the SLO"].tolist() == [4]
+    rows.loc[1, "emulator_behind"] = True  # c4 met only on the host's latencies: not judged, not the best
+    table = speed.sweep_goodput(rows)
+    assert table["best concurrency meeting the SLO"].isna().all()
+    assert table["not judged (emulator behind)"].tolist() == ["4"]
 
 
 # ------------------------------------------------------------------ issue 42: sizes, knee, confirmation
