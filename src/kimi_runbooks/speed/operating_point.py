@@ -63,7 +63,7 @@ from ..progress import report_progress
 from ..rundir import RunFolder, read_jsonl
 from .knee import knee_from_rows, knee_sweep
 from .observe import ObserveConfig
-from .probe_verdict import NOT_REPRESENTATIVE, confirm_id, confirmation_of, judge, min_requests, verdict
+from .probe_verdict import NOT_REPRESENTATIVE, behind, confirm_id, confirmation_of, judge, min_requests, verdict
 from .results import FINISHED
 from .tokens import TokenCheck
 
@@ -262,11 +262,10 @@ def search(
 
 def probe_of(value: float, row: Mapping[str, Any], phase: str, reused: bool = False) -> Probe:
     """A probe's record from its row: met, missed, or not judged (None) when the emulator fell behind."""
-    lag = row.get("emulator_lag") if isinstance(row.get("emulator_lag"), Mapping) else {}
-    scale = lag.get("suggested_time_scale")
-    why = judge(row)[1]
+    scale = (behind(row) or {}).get("suggested_time_scale")
     met = verdict(row)
     suggested = float(scale) if met is None and isinstance(scale, (int, float)) else None
+    why = judge(row)[1]
     return Probe(value, str(row.get("scenario")), str(row.get("status")), met, why, reused, phase, suggested)
 
 
