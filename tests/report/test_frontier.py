@@ -14,8 +14,11 @@ from kimi_runbooks.speed.timescale import rescale
 from tests.support import append_jsonl, tiny_scenario
 
 
-def _run(tmp_path: Path, high: int = 32, fail: int | None = None, time_scale: float = 1.0) -> Path:
-    """A run folder whose bench.jsonl holds the probes of a search (median TPOT 10 + 2 x concurrency)."""
+def _run(
+    tmp_path: Path, high: int = 32, fail: int | None = None, time_scale: float = 1.0, behind_from: int | None = None
+) -> Path:
+    """A run folder whose bench.jsonl holds the probes of a search (median TPOT 10 + 2 x concurrency);
+    from `behind_from` up, the emulator fell behind its latency model (the row's lag verdict says so)."""
     scenario = tiny_scenario(
         "op",
         slo={"tpot_ms": 40.0},
@@ -40,6 +43,8 @@ def _run(tmp_path: Path, high: int = 32, fail: int | None = None, time_scale: fl
         else:
             metrics = {"median_tpot_ms": tpot * time_scale, "output_throughput": c * 1000 / tpot / time_scale}
             row |= {"status": "ok", "metrics": metrics, "goodput": {"slo_attainment": 1.0 if tpot <= 40 else 0.2}}
+        if behind_from is not None and c >= behind_from:
+            row["emulator_lag"] = {"behind": True, "suggested_time_scale": 0.5, "reason": "not representative (fake)"}
         append_jsonl(tmp_path / "bench.jsonl", row)
         return row
 
@@ -93,3 +98,23 @@ def test_too_few_probes_are_said_not_drawn(tmp_path: Path) -> None:
 def test_a_run_without_a_search_has_no_line(tmp_path: Path) -> None:
     append_jsonl(tmp_path / "bench.jsonl", {"scenario": "a", "status": "ok", "metrics": {"median_tpot_ms": 5}})
     assert operating_point_lines(tmp_path, load_results(tmp_path), True, None) == []
+
+
+def test_a_search_the_emulator_fell_behind_on_says_not_representative_not_missed(tmp_path: Path) -> None:
+    """Every run from c1 up is behind: nothing is judged, so the line says NOT REPRESENTATIVE with the
+    fix (never NOT CONFIRMED or "missed"), and the figure draws the probes as not judged."""
+    run = _run(tmp_path, high=4, behind_from=1)
+    speed = load_results(run)
+    (line,) = operating_point_lines(run, speed, emulated=True, run_id="r3")
+    assert "NOT CONFIRMED" not in line and "missed" not in line
+    assert "no max_concurrency met it" in line and "no probe was judged" in line
+    assert "not judged, not representative: the emulator fell behind its latency model" in line
+    assert "Fix: rerun at time_scale 0.5 or above" in line
+    (tmp_path / "partly").mkdir()
+    partly = _run(tmp_path / "partly", high=32, behind_from=16)  # c16 up behind: confirmed below them
+    (line,) = operating_point_lines(partly, load_results(partly), emulated=True, run_id="r4")
+    assert "operating point max_concurrency 15, confirmed" in line and "16 not judged" in line
+    assert "(next probe above, 16, not judged)" in line and "missed" not in line
+    figures, _ = operating_points(partly, load_results(partly), emulated=True, run_id="r4")
+    names = [t.name for t in figures[0].data]
+    assert any(n.startswith("probe, not judged (emulator behind its latency model)") for n in names)

@@ -230,6 +230,10 @@ def test_rate_probes_without_a_concurrency_stay_out_of_the_per_sweep_goodput() -
     )
     table = speed.sweep_goodput(rows)
     assert table["best concurrency meeting the SLO"].tolist() == [4]
+    rows.loc[1, "emulator_behind"] = True  # c4 met only on the host's latencies: not judged, not the best
+    table = speed.sweep_goodput(rows)
+    assert table["best concurrency meeting the SLO"].isna().all()
+    assert table["not judged (emulator behind)"].tolist() == ["4"]
 
 
 # ------------------------------------------------------------------ issue 42: sizes, knee, confirmation
@@ -325,3 +329,88 @@ def test_the_value_found_is_confirmed_by_fresh_runs_with_an_interval_or_stepped_
     assert op.summaries(missing)[0].confirmation == unconfirmed.confirmation
     never = op.search(_searched(confirm_repeats=2), _plateau_runner(limit=0.5, knee=64, calls=[]))
     assert never.best is None and never.confirmed is None and never.confirmation == {}
+
+
+BEHIND = {
+    "behind": True,
+    "late_share": 0.8,
+    "suggested_time_scale": 0.25,
+    "reason": "not representative: the emulator fell behind its latency model on 80% of its steps (fake)",
+}
+"""A probe row's emulator lag verdict when the host could not keep up (speed/emulator_lag.judge)."""
+
+
+def _behind_above(limit: float, plateau: Any) -> Any:
+    """The plateau runner, but every run above `limit` meets the SLO only because the emulator fell
+    behind (attainment 1.0 with a lag verdict saying the latencies are the host's)."""
+
+    def run_probe(probe: Scenario, tag: dict[str, Any]) -> dict[str, Any]:
+        row: dict[str, Any] = plateau(probe, tag)
+        if tag["value"] > limit:
+            row["goodput"] = {"requests": 64, "slo_attainment": 1.0}
+            row["emulator_lag"] = BEHIND
+        return row
+
+    return run_probe
+
+
+def test_a_probe_the_emulator_fell_behind_on_is_neither_met_nor_missed() -> None:
+    """A behind probe met its SLO on paper (the host's short token gaps): it is not judged, the search
+    does not climb on it, and its verdict names it and the time scale to rerun at."""
+    rows: list[dict[str, Any]] = []
+    runner = _behind_above(12, _plateau_runner(limit=64, knee=64, calls=[]))
+    found = op.search(_searched(1, 32, 1), lambda p, t: rows.append(runner(p, t)) or rows[-1])
+    assert found.best == 12 and found.confirmed is None  # below the first value not judged, never above it
+    unjudged = {p.value for p in found.unjudged}
+    assert unjudged and min(unjudged) > 12 and all(p.met is None for p in found.unjudged)
+    assert all(p.met is True for p in found.probes if p.value <= 12)
+    assert all("not judged, not representative" in p.why and p.suggested_time_scale == 0.25 for p in found.unjudged)
+    assert "not judged, not representative: the emulator fell behind its latency model" in found.note
+    assert "Fix: rerun at time_scale 0.25 or above" in found.note
+    assert "missed" not in found.note and "not monotone" not in found.note
+    (again,) = op.summaries(rows)  # the report rebuilds the same verdict from the rows
+    assert again.best == 12 and {p.value for p in again.unjudged} == unjudged
+    assert again.unjudged_note() in again.note and "not monotone" not in again.note
+    none = op.search(_searched(1, 32, 1), _behind_above(0, _plateau_runner(limit=64, knee=64, calls=[])))
+    assert none.best is None and none.note.startswith("the lowest value (1) was not judged; 1 run(s) at")
+
+
+def test_a_confirmation_the_emulator_fell_behind_on_is_not_representative_not_missed() -> None:
+    """Fresh runs at the value found that the emulator fell behind on: not judged, no interval from
+    them, and the value is not confirmed with the fix said (then a step below is tried, as for a miss)."""
+    plateau = _plateau_runner(limit=64, knee=64, calls=[])
+
+    def confirm_behind_above_10(probe: Scenario, tag: dict[str, Any]) -> dict[str, Any]:
+        row: dict[str, Any] = plateau(probe, tag)
+        if tag.get("confirm") and tag["value"] > 10:
+            row["emulator_lag"] = BEHIND
+        return row
+
+    rows: list[dict[str, Any]] = []
+    found = op.search(
+        _searched(1, 12, 1, confirm_repeats=3), lambda p, t: rows.append(confirm_behind_above_10(p, t)) or rows[-1]
+    )
+    assert found.best == 12 and found.confirmed == 10
+    behind = [p for p in found.probes if p.phase == "confirm" and p.value > 10]
+    assert [p.value for p in behind] == [12, 11] and all(p.met is None for p in behind)
+    assert found.confirmation["note"].startswith("3 of 3 fresh runs at 10 met the SLO")
+    assert "2 run(s) at max_concurrency 12, 11 not judged, not representative" in found.note  # said, not dropped
+    at_12 = op.confirmation_of(12, [r for r in rows if r["scenario"] == "op@c12~confirm"])
+    assert at_12["confirmed"] is False and at_12["not_representative"] == 1 and at_12["statistics"] == {}
+    assert at_12["suggested_time_scale"] == 0.25
+    assert "0 of 1 fresh runs at 12 met the SLO (1 not judged: not representative" in at_12["note"]
+    assert "Fix: rerun at time_scale 0.25 or above" in at_12["note"]
+    (again,) = op.summaries(rows)
+    assert again.confirmed == 10 and again.confirmation == found.confirmation
+
+
+def test_judge_calls_a_behind_probe_not_representative_whatever_its_latencies() -> None:
+    row = {"status": "ok", "search": {"criterion": "attainment", "attainment": 0.9, "slo": {"tpot_ms": 40.0}}}
+    row["goodput"] = {"requests": 64, "slo_attainment": 1.0}
+    assert op.judge(row)[0] and op.verdict(row) is True
+    behind = {**row, "emulator_lag": BEHIND}
+    assert op.verdict(behind) is None and op.judge(behind) == (False, f"not judged, {BEHIND['reason']}")
+    kept_up = {**row, "emulator_lag": {**BEHIND, "behind": False}}
+    assert op.verdict(kept_up) is True
+    failed = {**behind, "status": "failed", "error": "boom"}
+    assert op.verdict(failed) is False  # a failed probe is recorded as it is, behind or not

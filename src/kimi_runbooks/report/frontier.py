@@ -71,8 +71,13 @@ def frontier_figure(result: SearchResult, points: pd.DataFrame, origin: str) -> 
     from .figures import OTHER_REF, RUN, styled
 
     fig = go.Figure()
-    for met, name, symbol in ((True, "met the SLO", "circle"), (False, "missed the SLO", "circle-open")):
-        part = points[points["met"] == met]
+    judged = points["met"].map(lambda m: "unjudged" if m is None or m != m else bool(m))  # None/NaN: not judged
+    for met, name, symbol in (
+        (True, "met the SLO", "circle"),
+        (False, "missed the SLO", "circle-open"),
+        ("unjudged", "not judged (emulator behind its latency model)", "x-open"),
+    ):
+        part = points[judged == met]
         if part.empty:
             continue
         fig.add_trace(
@@ -84,10 +89,11 @@ def frontier_figure(result: SearchResult, points: pd.DataFrame, origin: str) -> 
                 textposition="top center",
                 hovertext=[f"{s}: {w}" for s, w in zip(part["scenario"], part["why"])],
                 name=f"probe, {name} ({origin})",
-                marker={"color": RUN if met else OTHER_REF, "symbol": symbol, "size": 10},
+                marker={"color": RUN if met is True else OTHER_REF, "symbol": symbol, "size": 10},
             )
         )
-    fig.add_trace(frontier_line(points, X, Y, "frontier of the probes", {"color": RUN, "dash": "dot"}))
+    judged_points = points[judged != "unjudged"]  # a host-bound point is not on the model's frontier
+    fig.add_trace(frontier_line(judged_points, X, Y, "frontier of the probes", {"color": RUN, "dash": "dot"}))
     chosen = points[points["value"] == result.best] if result.best is not None else points.iloc[0:0]
     if not chosen.empty:
         fig.add_trace(
@@ -124,8 +130,9 @@ def summary_line(result: SearchResult, points: pd.DataFrame, origin: str) -> str
         found = f"no {result.over} met it"
     else:
         found = f"highest {result.over} meeting it: {result.best:g}"
+        unjudged_above = any(p.met is None and p.value == result.above for p in result.probes)
         found += (
-            f" (next probe above, {result.above:g}, missed)"
+            f" (next probe above, {result.above:g}, {'not judged' if unjudged_above else 'missed'})"
             if result.above is not None
             else " (the top of the bracket)"
         )
@@ -147,6 +154,8 @@ def _confirmed_text(result: SearchResult) -> str:
     if not confirmation:
         return "not confirmed by fresh runs (confirm_repeats 0); " if result.best is not None else ""
     if result.confirmed is None:
+        if any(p.met is None for p in result.probes if p.phase == "confirm"):  # the emulator fell behind
+            return f"NOT REPRESENTATIVE (not judged, not confirmed): {confirmation['note']}; "
         return f"NOT CONFIRMED: {confirmation['note']}; "
     return f"operating point {result.over} {result.confirmed:g}, confirmed: {confirmation['note']}; "
 

@@ -244,7 +244,13 @@ def speed_section(data: RunData) -> str:
             if not missing(r["best concurrency meeting the SLO"])
             else "no concurrency met it"
         )
-        + f" (of {esc(r['concurrencies'])})</li>"
+        + f" (of {esc(r['concurrencies'])})"
+        + (
+            f"; not judged at {esc(r['not judged (emulator behind)'])}: the emulator fell behind its latency model"
+            if r.get("not judged (emulator behind)")
+            else ""
+        )
+        + "</li>"
         for r in sweeps.to_dict("records")
     )
     goodput = f'<p class="note">Goodput, per sweep:</p><ul>{best}</ul>' if best else ""

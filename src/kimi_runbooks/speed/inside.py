@@ -55,8 +55,17 @@ def inside_table(results: pd.DataFrame) -> pd.DataFrame:
 
 def sweep_goodput(results: pd.DataFrame, attainment: float = DEFAULT_ATTAINMENT) -> pd.DataFrame:
     """Per sweep (scenarios that differ only in concurrency) with an SLO: the concurrencies run,
-    and the highest one at which at least `attainment` of the requests met the SLO."""
-    columns = ["sweep", "SLO (ms)", "concurrencies", "best concurrency meeting the SLO", "SLO met by there"]
+    and the highest one at which at least `attainment` of the requests met the SLO. A step the
+    emulator fell behind on (`emulator_behind`: its latencies are the host's) is not judged: it is
+    never the best, and `not judged` lists it."""
+    columns = [
+        "sweep",
+        "SLO (ms)",
+        "concurrencies",
+        "best concurrency meeting the SLO",
+        "SLO met by there",
+        "not judged (emulator behind)",
+    ]
     if results is None or results.empty or "slo_attainment" not in results.columns:
         return pd.DataFrame(columns=columns)
     rows = []
@@ -66,7 +75,9 @@ def sweep_goodput(results: pd.DataFrame, attainment: float = DEFAULT_ATTAINMENT)
     done = done[~done["scenario"].astype(str).str.endswith(CONFIRM)]  # an operating point's re-runs, not a step
     for name, part in done.groupby(done["scenario"].map(family), sort=False):
         part = part.sort_values("max_concurrency")
-        met = part[part["slo_attainment"] >= attainment]
+        no_lag = pd.Series(False, index=part.index)
+        behind = part["emulator_behind"].eq(True) if "emulator_behind" in part.columns else no_lag
+        met = part[(part["slo_attainment"] >= attainment) & ~behind]
         best = met.iloc[-1] if len(met) else None
         rows.append(
             {
@@ -75,6 +86,7 @@ def sweep_goodput(results: pd.DataFrame, attainment: float = DEFAULT_ATTAINMENT)
                 "concurrencies": ", ".join(str(int(c)) for c in part["max_concurrency"]),
                 "best concurrency meeting the SLO": int(best["max_concurrency"]) if best is not None else None,
                 "SLO met by there": float(best["slo_attainment"]) if best is not None else None,
+                "not judged (emulator behind)": ", ".join(str(int(c)) for c in part[behind]["max_concurrency"]),
             }
         )
     return pd.DataFrame(rows, columns=columns)

@@ -27,6 +27,13 @@ operating point only when every run meets the SLO, and the report gives the judg
 with its 95% interval over those runs (repeats.interval). A value that fails its confirmation is
 replaced by the one a step below (at most MAX_CONFIRM_STEPS values).
 
+Not representative: a probe or confirmation run the emulator fell behind on (its latencies are the
+host's, not the model's: emulator_lag.py) is neither met nor missed (Probe.met None,
+probe_verdict.verdict). The search does not climb on it (treated as not shown to meet the SLO) and
+its verdict says which values were not judged and the time scale to rerun at, never a silent
+"missed" or NOT CONFIRMED (the time scale is the emulator's start-up setting: nothing lets the stage
+rerun one probe slower).
+
 Probe sizes: a probe judged on a p-th percentile (attainment a: the a-quantile of each latency is
 within the SLO; criterion median/p90/p95/p99) needs n >= ln(1 - c) / ln(p) requests at confidence
 c = 0.95 (`min_requests`): with fewer, even n requests all under the SLO would not show the
@@ -56,7 +63,7 @@ from ..progress import report_progress
 from ..rundir import RunFolder, read_jsonl
 from .knee import knee_from_rows, knee_sweep
 from .observe import ObserveConfig
-from .probe_verdict import confirm_id, confirmation_of, judge, min_requests
+from .probe_verdict import NOT_REPRESENTATIVE, behind, confirm_id, confirmation_of, judge, min_requests, verdict
 from .results import FINISHED
 from .tokens import TokenCheck
 
@@ -69,11 +76,14 @@ class Probe:
     value: float
     scenario: str
     status: str
-    met: bool
+    met: bool | None
+    """None: not judged (the emulator fell behind its latency model: not representative)."""
     why: str
     reused: bool = False
     phase: str = "bisect"
     """sweep (the knee sweep), bisect, or confirm (a fresh run at the value found)."""
+    suggested_time_scale: float | None = None
+    """For a probe not judged: the time scale its emulator lag verdict suggests rerunning at."""
 
 
 @dataclass
@@ -102,6 +112,23 @@ class SearchResult:
     @property
     def failed(self) -> list[Probe]:
         return [p for p in self.probes if p.status != "ok"]
+
+    @property
+    def unjudged(self) -> list[Probe]:
+        """Probes not judged: the emulator fell behind its latency model on them."""
+        return [p for p in self.probes if p.met is None]
+
+    def unjudged_note(self) -> str:
+        """Which values were not judged and the fix ("" when every probe was judged)."""
+        if not self.unjudged:
+            return ""
+        values = ", ".join(dict.fromkeys(f"{p.value:g}" for p in self.unjudged))
+        scales = [p.suggested_time_scale for p in self.unjudged if p.suggested_time_scale is not None]
+        fix = f"rerun at time_scale {max(scales):g} or above" if scales else "fewer requests or more free cores"
+        return (
+            f"{len(self.unjudged)} run(s) at {self.over} {values} not judged, {NOT_REPRESENTATIVE} "
+            f"(their latencies are the host's, so the limit there is unknown). Fix: {fix}"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -209,8 +236,7 @@ def search(
         old = reuse.get((probe.id, repeat))
         reused = old is not None and old.get("status") in FINISHED
         row = old if reused and old is not None else run_probe(probe, {**tag, "value": value, **extra})
-        ok, why = judge(row)
-        result.probes.append(Probe(value, probe.id, str(row.get("status")), ok, why, reused, extra.get("phase", "")))
+        result.probes.append(probe_of(value, row, str(extra.get("phase", "")), reused))
         return row
 
     def row_at(value: float) -> Mapping[str, Any]:
@@ -223,11 +249,24 @@ def search(
         values, result.knee, result.knee_note = knee_sweep(values, row_at)
         phase[0] = "bisect"
     result.best, result.above, result.note = bisect(values, lambda v: judge(row_at(v))[0])
+    if result.best is None and verdict(row_at(values[0])) is None:
+        result.note = f"the lowest value ({values[0]:g}) was not judged"
     if result.knee is not None:
         result.above, result.note = None, result.knee_note
     if spec.confirm_repeats and result.best is not None:
         confirm(scenario, spec, result, time_scale, run)
+    if result.unjudged:
+        result.note = f"{result.note}; {result.unjudged_note()}" if result.note else result.unjudged_note()
     return result
+
+
+def probe_of(value: float, row: Mapping[str, Any], phase: str, reused: bool = False) -> Probe:
+    """A probe's record from its row: met, missed, or not judged (None) when the emulator fell behind."""
+    scale = (behind(row) or {}).get("suggested_time_scale")
+    met = verdict(row)
+    suggested = float(scale) if met is None and isinstance(scale, (int, float)) else None
+    why = judge(row)[1]
+    return Probe(value, str(row.get("scenario")), str(row.get("status")), met, why, reused, phase, suggested)
 
 
 def confirm(
@@ -239,7 +278,7 @@ def confirm(
 ) -> None:
     """Fresh runs at the value found (then a step below, up to MAX_CONFIRM_STEPS values) until every
     run at one value meets the SLO; that value is `result.confirmed`."""
-    value, missed = result.best, []
+    value, missed = result.best, []  # the values not confirmed, each "v" or "v (not judged)"
     for _ in range(MAX_CONFIRM_STEPS):
         if value is None or value < spec.low - 1e-9:
             break
@@ -255,9 +294,19 @@ def confirm(
         if result.confirmation["confirmed"]:
             result.confirmed = value
             return
-        missed.append(value)
-        result.confirmation["note"] += f" (fresh runs missed at {', '.join(f'{v:g}' for v in missed)})"
+        missed.append(_not_confirmed(value, rows))
+        result.confirmation["note"] += _not_confirmed_note(missed)
         value = round(value - spec.step, 9)
+
+
+def _not_confirmed(value: float, rows: Sequence[Mapping[str, Any]]) -> str:
+    """A value whose fresh runs did not all meet the SLO: "4" (a run missed) or "4 (not judged)"."""
+    return f"{value:g}" + (" (not judged)" if any(verdict(r) is None for r in rows) else "")
+
+
+def _not_confirmed_note(values: Sequence[str]) -> str:
+    what = "not confirmed at" if any(v.endswith("(not judged)") for v in values) else "fresh runs missed at"
+    return f" ({what} {', '.join(values)})"
 
 
 class ProbeRun(Protocol):
@@ -315,37 +364,38 @@ def summaries(rows: Sequence[Mapping[str, Any]]) -> list[SearchResult]:
         result = SearchResult(base, str(tag.get("over")), dict(tag.get("slo") or {}), str(tag.get("criterion")), step)
         confirms: dict[float, list[Mapping[str, Any]]] = {}
         for row in probes.values():
-            ok, why = judge(row)
             row_tag = row.get("search") or {}
             value = float(row_tag.get("value") or 0.0)
-            phase = str(row_tag.get("phase") or "bisect")
-            result.probes.append(Probe(value, str(row.get("scenario")), str(row.get("status")), ok, why, phase=phase))
+            result.probes.append(probe_of(value, row, str(row_tag.get("phase") or "bisect")))
             if row_tag.get("confirm"):
                 confirms.setdefault(value, []).append(row)
         sweep = [r for r in probes.values() if (r.get("search") or {}).get("phase") == "sweep"]
         result.knee, result.knee_note = knee_from_rows(sweep)
         searched = [p for p in result.probes if p.phase != "confirm"]
         met = [p.value for p in searched if p.met and (result.knee is None or p.value <= result.knee)]
-        missed = [p.value for p in searched if not p.met]
+        missed = [p.value for p in searched if not p.met]  # not judged: not shown to meet, as search() treats it
         result.best = max(met) if met else None
         above = [v for v in missed if result.best is None or v > result.best]
         result.above = min(above) if above else None
-        if met and missed and min(missed) < max(met):
-            result.note = f"not monotone: {min(missed):g} missed the SLO below {max(met):g}, which met it"
+        judged_missed = [p.value for p in searched if p.met is False]
+        if met and judged_missed and min(judged_missed) < max(met):
+            result.note = f"not monotone: {min(judged_missed):g} missed the SLO below {max(met):g}, which met it"
         elif result.best is None:
-            result.note = "no probe met the SLO"
+            result.note = "no probe met the SLO" if judged_missed else "no probe was judged"
         elif result.knee is not None:  # held at the knee, as search() holds it
             result.note = result.knee_note
         elif result.above is None:
             result.note = "the highest probe met the SLO: the limit may be higher"
-        tried: list[float] = []
+        tried: list[str] = []
         for value in sorted(confirms, reverse=True):  # the highest value all of whose runs met, as confirm()
             result.confirmation = confirmation_of(value, confirms[value])
             if result.confirmation["confirmed"]:
                 result.confirmed = value
                 break
-            tried.append(value)
-            result.confirmation["note"] += f" (fresh runs missed at {', '.join(f'{v:g}' for v in tried)})"
+            tried.append(_not_confirmed(value, confirms[value]))
+            result.confirmation["note"] += _not_confirmed_note(tried)
+        if result.unjudged:
+            result.note = f"{result.note}; {result.unjudged_note()}" if result.note else result.unjudged_note()
         out.append(result)
     return out
 

@@ -5,6 +5,14 @@ requests good (goodput.py), or bench_serving's statistic of each SLO'd latency w
 on fewer requests than the percentile needs (`min_requests`: n >= ln(1 - c) / ln(p), the
 order-statistic bound). The confirmation runs at the value found (operating_point.confirm) are
 summed up by `confirmation_of`: how many met, and each judged statistic's mean and 95% interval.
+
+A probe the emulator fell behind on (its row's ``emulator_lag.behind``, speed/emulator_lag.py) is
+not judged at all: its latencies are the host's, not the latency model's, so "met" and "missed"
+would both be wrong. `verdict` gives None for it, `judge` says "not representative" with the fix
+(a larger time scale) and counts it as not shown to meet the SLO, so a search never climbs on it.
+The time scale is the emulator's own start-up setting (no endpoint or header slows a running
+emulator down: its fast-forward header only speeds a request up), so the stage cannot re-run such a
+probe slower itself: it marks it, and the search's verdict says so instead of "missed".
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ CONFIDENCE = 0.95
 QUANTILE = {"median": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
 MEAN_MIN_REQUESTS = 30
 """A mean has no order-statistic bound: the usual floor for the normal approximation of a sample mean."""
+NOT_REPRESENTATIVE = "not representative: the emulator fell behind its latency model"
 MAX_QUANTILE = 0.99
 """attainment 1.0 (every request) has no finite bound: it is sized as the 99th percentile."""
 
@@ -38,12 +47,29 @@ def _what_is_judged(criterion: str, attainment: float) -> str:
     return f"{attainment:.0%} attainment" if criterion == "attainment" else f"the {criterion}"
 
 
+def behind(row: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The row's emulator lag verdict when the emulator fell behind its latency model (else None)."""
+    lag = row.get("emulator_lag")
+    return lag if isinstance(lag, Mapping) and lag.get("behind") is True else None
+
+
+def verdict(row: Mapping[str, Any]) -> bool | None:
+    """True met, False missed, None not judged (a finished probe the emulator fell behind on)."""
+    if row.get("status") == "ok" and behind(row) is not None:
+        return None
+    return judge(row)[0]
+
+
 def judge(row: Mapping[str, Any]) -> tuple[bool, str]:
-    """(met, why) for one probe row, from its own search tag."""
+    """(met, why) for one probe row, from its own search tag; a probe the emulator fell behind on is
+    (False, "not representative: ...") as it is not shown to meet the SLO (`verdict` tells it apart)."""
     tag = row.get("search") or {}
     status = row.get("status")
     if status != "ok":
         return False, f"{status}: {row.get('error') or 'no result'}"
+    lag = behind(row)
+    if lag is not None:
+        return False, f"not judged, {lag.get('reason') or NOT_REPRESENTATIVE}"
     slo = {k: float(v) for k, v in (tag.get("slo") or {}).items()}
     scale = float(tag.get("time_scale") or 1.0)
     criterion, need = str(tag.get("criterion", "attainment")), float(tag.get("attainment") or 0.9)
@@ -97,9 +123,10 @@ def confirmation_of(value: float, rows: Sequence[Mapping[str, Any]]) -> dict[str
     from .repeats import interval
 
     met = [judge(r)[0] for r in rows]
+    judged = [r for r in rows if behind(r) is None]  # a run the emulator fell behind on shows the host
     stats: dict[str, Any] = {}
-    for name in sorted({k for r in rows for k in judged_numbers(r)}):
-        iv = interval(judged_numbers(r).get(name) for r in rows)
+    for name in sorted({k for r in judged for k in judged_numbers(r)}):
+        iv = interval(judged_numbers(r).get(name) for r in judged)
         if iv is not None:
             low, high = iv.low, iv.high
             if name == "slo_attainment" and low is not None and high is not None:  # a share: within [0, 1]
@@ -109,7 +136,10 @@ def confirmation_of(value: float, rows: Sequence[Mapping[str, Any]]) -> dict[str
         f"{name} {st['mean']:.4g}" + (f" [{st['low']:.4g}, {st['high']:.4g}]" if st["low"] is not None else "")
         for name, st in stats.items()
     ]
+    unjudged = [r for r in rows if behind(r) is not None]
     note = f"{sum(met)} of {len(rows)} fresh runs at {value:g} met the SLO"
+    if unjudged:
+        note += f" ({len(unjudged)} not judged: {unjudged_note(unjudged)})"
     note += (": " + ", ".join(parts) + " (mean [95% interval over the runs])") if parts else ""
     past = past_the_slo(rows[0].get("search") or {} if rows else {}, stats)
     if past:
@@ -119,10 +149,29 @@ def confirmation_of(value: float, rows: Sequence[Mapping[str, Any]]) -> dict[str
         "value": value,
         "runs": len(rows),
         "met": sum(met),
+        "not_representative": len(unjudged),
+        "suggested_time_scale": suggested_time_scale(unjudged),
         "confirmed": confirmed,
         "statistics": stats,
         "note": note,
     }
+
+
+def suggested_time_scale(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The largest time scale the lag verdicts of `rows` suggest (None: none suggests one)."""
+    scales = [float(s) for r in rows if isinstance(s := (behind(r) or {}).get("suggested_time_scale"), (int, float))]
+    return max(scales) if scales else None
+
+
+def unjudged_note(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Why runs were not judged, and the fix: one clause for all of them."""
+    scale = suggested_time_scale(rows)
+    fix = (
+        f"rerun at time_scale {scale:g} or above"
+        if scale is not None
+        else "fewer concurrent requests or more free cores"
+    )
+    return f"{NOT_REPRESENTATIVE} (its latencies are the host's). Fix: {fix}"
 
 
 def past_the_slo(tag: Mapping[str, Any], stats: Mapping[str, Mapping[str, Any]]) -> list[str]:
