@@ -90,7 +90,7 @@ def node_binary() -> str:
     found = shutil.which("node")
     if not found:
         raise ConfigReadError(
-            "reading a cookbook config needs node (a JavaScript engine) on PATH. "
+            "reading a cookbook page needs node (a JavaScript engine) on PATH. "
             "Fix: install Node.js 18 or newer (apt-get install nodejs), then run again"
         )
     return found

@@ -12,6 +12,7 @@ from typing import Any
 
 from .jsconfig import ConfigReadError, read_config
 from .kept import SOURCES_FILE, cookbook_dir, generate, load_generated, read_sources, write_generated
+from .snippets import generate_snippet, read_snippet, snippet_diff
 
 
 class SyncError(ValueError):
@@ -69,7 +70,8 @@ def _keep_revision(params_dir: Path, page: str, source: Path, commit: str) -> di
     target = cookbook_dir(params_dir) / rel
     if source.resolve() != target.resolve():
         shutil.copyfile(source, target)
-    info = read_sources(params_dir)["pages"][page]
+    kept = read_sources(params_dir)
+    info = {**kept["pages"], **kept.get("snippets", {})}[page]
     revision = {
         "commit": commit,
         "file": rel,
@@ -86,34 +88,42 @@ def _keep_revision(params_dir: Path, page: str, source: Path, commit: str) -> di
 
 
 def sync(params_dir: Path, paths: list[Path], commit: str | None = None) -> list[str]:
-    """Keep the inputs' revisions, regenerate their recipes, and the diff lines against the
-    revisions kept before."""
-    pages = read_sources(params_dir)["pages"]
+    """Keep the inputs' revisions, regenerate their recipes (a snippet: its commands), and the
+    diff lines against the revisions kept before."""
+    kept_sources = read_sources(params_dir)
+    snippets = kept_sources.get("snippets", {})
+    pages = {**kept_sources["pages"], **snippets}
     report: list[str] = []
     for page, path, sha in _inputs(paths, pages, commit):
         info = pages[page]
+        is_snippet = page in snippets
         kept = info.get("revisions", [])
         before = next((r for r in kept if r["commit"] != sha), None)
         old = load_generated(params_dir, page, before["commit"]) if before else None
         try:
-            read_config(path)  # refuse a file node cannot read before keeping anything
+            # refuse a file node cannot read before keeping anything
+            read_snippet(path) if is_snippet else read_config(path)
             revision = next((r for r in kept if r["commit"] == sha), None) or _keep_revision(
                 params_dir, page, path, sha
             )
-            new = generate(params_dir, page, revision)
+            new = generate_snippet(params_dir, page, revision) if is_snippet else generate(params_dir, page, revision)
         except ConfigReadError as e:
             raise SyncError(str(e)) from None
         write_generated(params_dir, info, revision, new)
-        report += diff(page, old, new)
+        report += snippet_diff(page, old, new) if is_snippet else diff(page, old, new)
     return report
 
 
 def regenerate(params_dir: Path) -> list[Path]:
     """Every kept revision's recipes generated again from its kept config file."""
     written = []
-    for page, info in read_sources(params_dir)["pages"].items():
+    kept = read_sources(params_dir)
+    for page, info in kept["pages"].items():
         for revision in info.get("revisions", []):
             written.append(write_generated(params_dir, info, revision, generate(params_dir, page, revision)))
+    for name, info in kept.get("snippets", {}).items():
+        for revision in info.get("revisions", []):
+            written.append(write_generated(params_dir, info, revision, generate_snippet(params_dir, name, revision)))
     return written
 
 
