@@ -33,3 +33,17 @@ def k26() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def sources() -> dict[str, Any]:
     return read_sources(PARAMS_DIR)
+
+
+SNIPPETS = {
+    "kimi-k2-deployment": "8cdba5e366f06dffbaf422a4d4d558cf9de82c65",
+    "kimi-k25-deployment": "fb3022eb21721b1b3f93d915df4ffd8d1c59ea9a",
+    "kimi-k26-deployment": "e8037d9a14a6607b95cb481bcb25b97595ff2dfa",
+    "kimi-k27-code-deployment": "9d23fe7d96a0be58cc6b5aeb2f5559eca5dedc6a",
+}
+
+
+@pytest.fixture(scope="session")
+def snippet_commands() -> dict[str, dict[str, Any]]:
+    """The committed commands of each kept deployment snippet, by snippet name."""
+    return {name: load_generated(PARAMS_DIR, name, commit) for name, commit in SNIPPETS.items()}

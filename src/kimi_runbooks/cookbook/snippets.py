@@ -56,7 +56,8 @@ const render = (state) => {
   const out = { state: hook.state, effects: hook.effects, pre: [], inputs: [] };
   const walk = (n) => {
     if (n === null || n === undefined || typeof n !== "object") return;
-    if (n.type === "pre") out.pre.push(n.children.filter((c) => typeof c === "string" || typeof c === "number").join(""));
+    const text = (c) => typeof c === "string" || typeof c === "number";
+    if (n.type === "pre") out.pre.push(n.children.filter(text).join(""));
     if (n.type === "input" && (n.props.type === "radio" || n.props.type === "checkbox")) out.inputs.push(n.props);
     n.children.forEach(walk);
   };
@@ -81,7 +82,8 @@ const settle = (state, before) => {
   }
   throw new Error("the component's effects never settle");
 };
-const key = (s) => JSON.stringify(Object.entries(s).map(([k, v]) => [k, Array.isArray(v) ? [...v].sort() : v]));
+const sorted = ([k, v]) => [k, Array.isArray(v) ? [...v].sort() : v];
+const key = (s) => JSON.stringify(s && typeof s === "object" ? Object.entries(s).map(sorted) : s ?? null);
 
 const first = settle(undefined, null);
 const seen = new Map();
@@ -128,12 +130,15 @@ def compile_jsx(source: str, path: Path) -> str:
 def read_snippet(path: Path) -> dict[str, Any]:
     """The component's name, its default selection and every reachable selection with its command."""
     if not path.is_file():
-        raise ConfigReadError(f"cookbook snippet {path} does not exist. Fix: pass a snippet .jsx file or an sglang checkout")
+        raise ConfigReadError(
+            f"cookbook snippet {path} does not exist. Fix: pass a snippet .jsx file or an sglang checkout"
+        )
     code = compile_jsx(path.read_text(encoding="utf-8"), path)
     cmd = [node_binary(), "--no-warnings", "-e", _RENDERER, "--", str(MAX_STATES)]
     done = subprocess.run(cmd, input=code, capture_output=True, text=True, timeout=NODE_TIMEOUT_S, check=False)
     if done.returncode != 0:
-        lines = [line for line in done.stderr.strip().splitlines() if "Error" in line] or ["(no message)"]
+        errors = [line for line in done.stderr.splitlines() if line.split(":")[0].strip().endswith("Error")]
+        lines = errors or done.stderr.strip().splitlines()[-1:] or ["(no message)"]
         raise ConfigReadError(
             f"node could not render {path} as a deployment snippet: {lines[0]}. Fix: pass a snippet whose "
             "single exported component shows its command in one <pre> (docs_new/src/snippets/autoregressive/)"
@@ -145,11 +150,14 @@ def read_snippet(path: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- kept data
 
 
-def generate_snippet(params_dir: Path, name: str, revision: dict[str, Any]) -> dict[str, Any]:
-    """One kept snippet revision's commands, one per reachable selection, with its commit."""
+def generate_snippet(
+    params_dir: Path, name: str, revision: dict[str, Any], shown: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One kept snippet revision's commands, one per reachable selection, with its commit
+    (`shown`: the kept file's read_snippet result when the caller has it already)."""
     from .kept import cookbook_dir
 
-    shown = read_snippet(cookbook_dir(params_dir) / revision["file"])
+    shown = shown or read_snippet(cookbook_dir(params_dir) / revision["file"])
     return {
         "page": name,
         "commit": revision["commit"],

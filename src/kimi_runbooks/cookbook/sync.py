@@ -102,11 +102,15 @@ def sync(params_dir: Path, paths: list[Path], commit: str | None = None) -> list
         old = load_generated(params_dir, page, before["commit"]) if before else None
         try:
             # refuse a file node cannot read before keeping anything
-            read_snippet(path) if is_snippet else read_config(path)
+            shown = read_snippet(path) if is_snippet else read_config(path)
             revision = next((r for r in kept if r["commit"] == sha), None) or _keep_revision(
                 params_dir, page, path, sha
             )
-            new = generate_snippet(params_dir, page, revision) if is_snippet else generate(params_dir, page, revision)
+            new = (
+                generate_snippet(params_dir, page, revision, shown)
+                if is_snippet
+                else generate(params_dir, page, revision)
+            )
         except ConfigReadError as e:
             raise SyncError(str(e)) from None
         write_generated(params_dir, info, revision, new)
