@@ -78,6 +78,15 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     )
     cell = calculate_mla_kv_cache_dim(model_config=mla, kv_cache_dtype=kv_dtype) * case["mla_layers"]
     cell *= torch._utils._element_size(kv_dtype)
+    if case.get("draft_kv_bytes_per_token"):  # DSPARK: the draft's own KV pool shares the target's budget
+        from sglang.srt.speculative.dflash_utils import scale_kv_cell_size_per_token_for_dflash
+
+        cell = scale_kv_cell_size_per_token_for_dflash(  # pool_configurator.py, as a DSPARK target sizes it
+            target_cell_size_per_token=int(cell),
+            target_num_layers=case["mla_layers"],
+            draft_num_layers=1,
+            draft_cell_size_per_token=case["draft_kv_bytes_per_token"],
+        )
     tokens = int(kv_rest_gb * (1 << 30)) // cell
     if server_args.max_total_tokens is not None:
         tokens = min(tokens, server_args.max_total_tokens)

@@ -81,6 +81,10 @@ def _case(case_id: str, p: LaunchPlan) -> dict[str, Any]:
         if "--max-running-requests" not in argv:
             flags += ["--max-running-requests", str(SPEC_DEFAULT_MAX_RUNNING)]
     arch = p.model.architecture
+    # the draft's per-token KV as params/models gives it: SGLang reads it from the draft's config.json, which
+    # is not here, and then adds it to the target's cell (pool_configurator.py, DFLASH/DSPARK)
+    path = argv[argv.index("--speculative-draft-model-path") + 1] if "--speculative-draft-model-path" in argv else None
+    draft = p.model.draft_named(path) if speculative else None
     return {
         "id": case_id,
         "flags": flags,
@@ -94,6 +98,7 @@ def _case(case_id: str, p: LaunchPlan) -> dict[str, Any]:
         "kv_lora_rank": arch.kv_lora_rank,
         "qk_rope_head_dim": arch.qk_rope_head_dim,
         "mla_layers": arch.mla_layers,
+        "draft_kv_bytes_per_token": draft.kv_bytes_per_token if draft else 0,
     }
 
 
