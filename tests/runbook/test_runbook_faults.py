@@ -41,10 +41,13 @@ def _run_against(fault: str, tmp_path) -> tuple[report.RunData, list[dict]]:
 def test_a_server_that_dies_mid_stream_fails_the_accuracy_stage_and_the_verdict(tmp_path):
     data, rows = _run_against("crash-mid-stream", tmp_path)
     assert rows[-1]["status"] == "failed", rows
-    assert "every request failed" in rows[-1]["detail"]
+    # requests already answered when the stream dies may have succeeded (the eval sends several at
+    # once): "every request failed" or "most requests failed (N of M)", either fails the stage
+    failed = re.compile(r"every request failed|most requests failed \(\d+ of \d+\)")
+    assert failed.search(rows[-1]["detail"]), rows[-1]["detail"]
     assert data.stages["accuracy"].status == "failed"
     verdict = report.verdict(data)
-    assert verdict.level == "FAIL" and any("every request failed" in r for r in verdict.reasons)
+    assert verdict.level == "FAIL" and any(failed.search(r) for r in verdict.reasons)
     suites = {r["suite"] for r in data.accuracy or []}
     assert suites == {"toolcall-builtin"}  # eval_suites reached the accuracy notebook
     assert re.search(r'class="badge"[^>]*>FAIL<', (tmp_path / "run" / "report.html").read_text())

@@ -47,6 +47,8 @@ def _handle(url: str) -> RunHandle:
 
 
 def _run(url, tokenizer, folder, scenarios, **kw):
+    """run_scenarios takes a RunFolder (made once, at the edge): a path here is opened as one."""
+    folder = folder if isinstance(folder, RunFolder) else RunFolder.create(folder)
     return speed.run_scenarios(
         scenarios, _handle(url), folder, tokenizer=tokenizer, offline=True, devices=8, platform="h200",
         progress=False, verify_tokens=False, sample_metrics=False, **kw,
@@ -168,7 +170,7 @@ def test_a_runbooks_shared_worker_serves_the_stage_and_stops_with_the_run(tokeni
     monkeypatch.setattr(BenchWorker, "_spawn", no_spawn)
     try:
         with start_subprocess(["--time-scale", "1.0", *PROFILE]) as emu:
-            _run(emu.base_url, tokenizer, folder.path, [_scenario("s-a"), _scenario("s-b")], worker=True)
+            _run(emu.base_url, tokenizer, folder, [_scenario("s-a"), _scenario("s-b")], worker=True)
     finally:
         shared.stop()
     rows = read_jsonl(folder.bench)
@@ -205,7 +207,7 @@ def test_a_killed_shared_worker_fails_its_scenario_as_died_not_timed_out(tokeniz
             _run(
                 emu.base_url,
                 tokenizer,
-                folder.path,
+                folder,
                 [_scenario("crash", prompts=40, output_len=64), _scenario("after")],
             )
     finally:
