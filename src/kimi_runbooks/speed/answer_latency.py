@@ -19,12 +19,13 @@ other backends' rows have end-to-end figures and say why they have no answer tim
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..rundir import read_jsonl
 
 CHAT_BACKENDS = ("sglang-oai-chat", "vllm-chat", "lmdeploy-chat")
 PERCENTILES = (50, 90, 99)
@@ -42,17 +43,7 @@ def timings_path(output_file: Path) -> Path:
 
 def read_timings(path: Path) -> list[dict[str, Any]] | None:
     """The worker's records, or None when it wrote none (no worker, an older worker script)."""
-    if not path.is_file():
-        return None
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
+    return read_jsonl(path) if path.is_file() else None
 
 
 def in_output_order(raw: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
