@@ -392,16 +392,41 @@ def test_a_confirmation_the_emulator_fell_behind_on_is_not_representative_not_mi
     )
     assert found.best == 12 and found.confirmed == 10
     behind = [p for p in found.probes if p.phase == "confirm" and p.value > 10]
-    assert [p.value for p in behind] == [12, 11] and all(p.met is None for p in behind)
+    assert [p.value for p in behind] == [12] * (op.BEHIND_RETRIES + 1) + [11] * (op.BEHIND_RETRIES + 1)
+    assert all(p.met is None for p in behind) and [p.value for p in behind if not p.rerun] == [12, 11]
     assert found.confirmation["note"].startswith("3 of 3 fresh runs at 10 met the SLO")
     assert "2 run(s) at max_concurrency 12, 11 not judged, not representative" in found.note  # said, not dropped
-    at_12 = op.confirmation_of(12, [r for r in rows if r["scenario"] == "op@c12~confirm"])
+    at_12 = op.confirmation_of(12, [r for r in rows if r["scenario"] == "op@c12~confirm"][-1:])  # the last attempt
     assert at_12["confirmed"] is False and at_12["not_representative"] == 1 and at_12["statistics"] == {}
     assert at_12["suggested_time_scale"] == 0.25
     assert "0 of 1 fresh runs at 12 met the SLO (1 not judged: not representative" in at_12["note"]
     assert "Fix: rerun at time_scale 0.25 or above" in at_12["note"]
     (again,) = op.summaries(rows)
     assert again.confirmed == 10 and again.confirmation == found.confirmation
+
+
+def test_a_probe_the_host_fell_behind_on_once_is_run_again_and_judged() -> None:
+    """A moment of a busy host (CI's other tests took the cores) is not the host: a probe the emulator
+    fell behind on is run again fresh, and the attempt that kept up decides (seen in CI: c3 behind
+    once, the search stopped at c1 where the emulator's known limit is c13)."""
+    plateau = _plateau_runner(limit=12, knee=64, calls=[])
+    behind_once: set[str] = set()
+
+    def run_probe(probe: Scenario, tag: dict[str, Any]) -> dict[str, Any]:
+        row: dict[str, Any] = plateau(probe, tag)
+        if probe.id not in behind_once:  # every probe's first attempt falls behind
+            behind_once.add(probe.id)
+            row["emulator_lag"] = BEHIND
+        return row
+
+    rows: list[dict[str, Any]] = []
+    found = op.search(_searched(1, 32, 1, confirm_repeats=2), lambda p, t: rows.append(run_probe(p, t)) or rows[-1])
+    assert found.best == 12 and found.confirmed == 12 and not found.unjudged and "not judged" not in found.note
+    retried = [p for p in found.probes if p.rerun]
+    assert retried and all(p.met is None for p in retried)
+    assert [r["search"].get("attempt") for r in rows if r["scenario"] == "op@c12"] == [None, 2]
+    (again,) = op.summaries(rows)  # the last attempt of each probe stands in the report too
+    assert again.best == 12 and again.confirmed == 12 and not again.unjudged
 
 
 def test_judge_calls_a_behind_probe_not_representative_whatever_its_latencies() -> None:

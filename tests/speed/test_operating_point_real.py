@@ -84,4 +84,7 @@ def test_search_finds_the_emulators_known_slo_max_concurrency(require_tool_env, 
     assert found.confirmation["runs"] == 3 and "slo_attainment" in found.confirmation["statistics"]
     seeds = [r["argv"][r["argv"].index("--seed") + 1] for r in rows]
     assert len(set(seeds)) == len(rows) and all("--flush-cache" in r["argv"] for r in rows)
-    assert len(rows) <= 14  # a doubling sweep and a bisection of its bracket, then 3 confirmations
+    runs = {(r["scenario"], r.get("repeat") or 1) for r in rows}
+    assert len(runs) <= 14  # a doubling sweep and a bisection of its bracket, then 3 confirmations
+    retried = [r for r in rows if r["search"].get("attempt")]  # a busy host's moment, run again (not judged first)
+    assert len(rows) == len(runs) + len(retried)

@@ -29,8 +29,11 @@ replaced by the one a step below (at most MAX_CONFIRM_STEPS values).
 
 Not representative: a probe or confirmation run the emulator fell behind on (its latencies are the
 host's, not the model's: emulator_lag.py) is neither met nor missed (Probe.met None,
-probe_verdict.verdict). The search does not climb on it (treated as not shown to meet the SLO) and
-its verdict says which values were not judged and the time scale to rerun at, never a silent
+probe_verdict.verdict). A host that fell behind for a moment (another process took the cores) is
+not the host that always does: such a run is run again, fresh (a new seed, as every run), up to
+BEHIND_RETRIES times, and the last attempt stands (the earlier ones stay in bench.jsonl, tagged with
+their attempt). One still behind after that is not climbed on (treated as not shown to meet the SLO)
+and the verdict says which values were not judged and the time scale to rerun at, never a silent
 "missed" or NOT CONFIRMED (the time scale is the emulator's start-up setting: nothing lets the stage
 rerun one probe slower).
 
@@ -69,6 +72,8 @@ from .tokens import TokenCheck
 
 MAX_CONFIRM_STEPS = 3
 """Values a confirmation tries (the value found, then a step below each time) before it gives up."""
+BEHIND_RETRIES = 2
+"""Fresh reruns of a probe the emulator fell behind on before it is left not judged."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,8 @@ class Probe:
     """sweep (the knee sweep), bisect, or confirm (a fresh run at the value found)."""
     suggested_time_scale: float | None = None
     """For a probe not judged: the time scale its emulator lag verdict suggests rerunning at."""
+    rerun: bool = False
+    """Not judged, then run again (BEHIND_RETRIES): the next attempt stands, this one is history."""
 
 
 @dataclass
@@ -115,8 +122,8 @@ class SearchResult:
 
     @property
     def unjudged(self) -> list[Probe]:
-        """Probes not judged: the emulator fell behind its latency model on them."""
-        return [p for p in self.probes if p.met is None]
+        """Probes not judged (the emulator fell behind its latency model on them) and not run again."""
+        return [p for p in self.probes if p.met is None and not p.rerun]
 
     def unjudged_note(self) -> str:
         """Which values were not judged and the fix ("" when every probe was judged)."""
@@ -234,9 +241,16 @@ def search(
 
     def run(probe: Scenario, value: float, extra: dict[str, Any], repeat: int = 1) -> Mapping[str, Any]:
         old = reuse.get((probe.id, repeat))
-        reused = old is not None and old.get("status") in FINISHED
-        row = old if reused and old is not None else run_probe(probe, {**tag, "value": value, **extra})
-        result.probes.append(probe_of(value, row, str(extra.get("phase", "")), reused))
+        if old is not None and old.get("status") in FINISHED:
+            result.probes.append(probe_of(value, old, str(extra.get("phase", "")), reused=True))
+            return old
+        row = run_probe(probe, {**tag, "value": value, **extra})
+        for attempt in range(2, BEHIND_RETRIES + 2):
+            if verdict(row) is not None:
+                break
+            result.probes.append(dataclasses.replace(probe_of(value, row, str(extra.get("phase", ""))), rerun=True))
+            row = run_probe(probe, {**tag, "value": value, **extra, "attempt": attempt})
+        result.probes.append(probe_of(value, row, str(extra.get("phase", ""))))
         return row
 
     def row_at(value: float) -> Mapping[str, Any]:
