@@ -28,7 +28,7 @@ import pytest
 from conftest import run_in_bench_env
 from kimi_runbooks.plan import plan
 from kimi_runbooks.plan.launch_plan import LaunchPlan
-from kimi_runbooks.plan.state_pool import SPEC_DEFAULT_MAX_RUNNING
+from kimi_runbooks.plan.running_limit import SPECULATIVE_MAX_RUNNING
 
 pytestmark = pytest.mark.heavy
 HERE = Path(__file__).resolve().parent
@@ -79,7 +79,7 @@ def _case(case_id: str, p: LaunchPlan) -> dict[str, Any]:
         block = int(argv[argv.index("--speculative-dspark-block-size") + 1])
         flags += ["--speculative-num-draft-tokens", str(block + 1)]
         if "--max-running-requests" not in argv:
-            flags += ["--max-running-requests", str(SPEC_DEFAULT_MAX_RUNNING)]
+            flags += ["--max-running-requests", str(SPECULATIVE_MAX_RUNNING)]
     arch = p.model.architecture
     # the draft's per-token KV as params/models gives it: SGLang reads it from the draft's config.json, which
     # is not here, and then adds it to the target's cell (pool_configurator.py, DFLASH/DSPARK)

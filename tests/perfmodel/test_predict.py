@@ -86,7 +86,30 @@ def test_a_max_running_requests_cap_is_named_as_such():
     p = Predictor(plan({"platform": "ascend-a3"}, CATALOG)).predict(Scenario(1000, 1000, concurrency=64))
     assert p.kv_limited and p.kv_capacity_requests == 32 and p.capacity_limit == "max-running-requests"
     text = format_predictions([p])
-    assert "--max-running-requests lets 32 run" in text and "KV pool holds" not in text
+    assert "max_running_requests lets 32 run" in text and "KV pool holds" not in text
+
+
+def test_a_speculative_plan_without_the_flag_runs_at_most_48_as_sglang_does():
+    # SGLang 0.5.23's speculative hooks set max_running_requests=48 when the launch gives none
+    # (plan/running_limit.py); the model read only the flag and let the KV pool admit all 64
+    launch = plan({"platform": "b300", "model": "kimi-k2.6-nvfp4", "speculative": True}, CATALOG)
+    assert "--speculative-algorithm" in launch.argv and "--max-running-requests" not in launch.argv
+    p = Predictor(launch).predict(Scenario(1000, 1000, concurrency=64))
+    assert p.kv_capacity_requests == 48 and p.running_requests <= 48
+    assert p.capacity_limit == "max-running-requests" and p.kv_limited
+    assert "max_running_requests lets 48 run: the rest queue" in format_predictions([p])
+    # the flag, when given, is what SGLang keeps
+    given = plan(
+        {
+            "platform": "b300",
+            "model": "kimi-k2.6-nvfp4",
+            "speculative": True,
+            "extra_args": ["--max-running-requests", "64"],
+        },
+        CATALOG,
+    )
+    wide = Predictor(given).predict(Scenario(1000, 1000, concurrency=64))
+    assert wide.kv_capacity_requests == 64 and not wide.kv_limited
 
 
 def test_speculative_decoding_uses_the_accept_length():

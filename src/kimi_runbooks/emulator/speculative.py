@@ -4,8 +4,8 @@ SGLang's arg_groups/speculative_hook.py fills in what a launch leaves out: the a
 (NEXTN and EAGLE become EAGLE); for DSPARK (_handle_dspark) one draft step, top-k 1, and a verify
 window of gamma + 1 tokens, gamma being --speculative-dspark-block-size (the draft checkpoint's, else
 DEFAULT_DSPARK_GAMMA); a --speculative-num-draft-tokens other than gamma + 1 is refused, as is a
-block size <= 0. Every speculative launch without --max-running-requests runs at most 48 requests
-(_handle_eagle_family, _handle_dspark).
+block size <= 0. A speculative launch without --max-running-requests runs at most 48 requests
+(plan/running_limit.py says which algorithms and where SGLang sets it).
 
 The emulator's decode timing is per accepted token: its latency profile comes from the plan's
 prediction (profile.py), whose speculative pool divides each verify step by the accept length
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..plan.running_limit import sglang_max_running_requests, speculative_sets_max_running
+
 DEFAULT_DSPARK_GAMMA = 7
 """sglang/srt/speculative/dspark_components/dspark_config.py DEFAULT_DSPARK_GAMMA (0.5.23)."""
-SPECULATIVE_MAX_RUNNING = 48
-"""The max_running_requests SGLang 0.5.23 sets for a speculative launch that gives none."""
 
 
 def resolve_speculative(launch_args: dict[str, Any]) -> dict[str, Any]:
@@ -31,8 +31,10 @@ def resolve_speculative(launch_args: dict[str, Any]) -> dict[str, Any]:
         return {}
     name = str(algorithm).upper()
     resolved: dict[str, Any] = {"speculative_algorithm": "EAGLE" if name in ("NEXTN", "EAGLE") else name}
-    if launch_args.get("max_running_requests") is None:
-        resolved["max_running_requests"] = SPECULATIVE_MAX_RUNNING
+    requested = launch_args.get("max_running_requests")
+    running = sglang_max_running_requests(requested, speculative=speculative_sets_max_running(name))
+    if requested is None and running is not None:
+        resolved["max_running_requests"] = running
     if name == "DSPARK":
         resolved.update(_dspark(launch_args))
     return resolved

@@ -21,6 +21,7 @@ from ..catalog.flags import canonical_flag
 from ..plan import LaunchPlan, PlanConfig, plan
 from ..plan.knobs import resolve_knobs
 from ..plan.memory import MemoryPlan, kv_bytes_per_token, plan_memory
+from ..plan.running_limit import sglang_max_running_requests, speculative_sets_max_running
 from ..plan.saved import SAVED, plan_from_record
 from ..plan.state_pool import StateSettings, state_bytes_per_slot
 
@@ -45,6 +46,8 @@ __all__ = [
     "plan_from_record",
     "plan_memory",
     "resolve_knobs",
+    "sglang_max_running_requests",
+    "speculative_sets_max_running",
     "state_bytes_per_slot",
     "StateSettings",
 ]

@@ -103,7 +103,8 @@ class Prediction:
     tok_s_per_user: float
     running_requests: float
     kv_capacity_requests: int
-    """Requests that run at once (KV pool, --max-running-requests and a hybrid model's state pool together)."""
+    """Requests that run at once (KV pool, SGLang's max_running_requests, the flag or 48 under speculative
+    decoding, and a hybrid model's state pool together)."""
     kv_limited: bool
     saturated: bool
     bound: str

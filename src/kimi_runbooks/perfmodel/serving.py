@@ -32,6 +32,8 @@ from ._deps import (
     canonical_flag,
     plan_memory,
     resolve_knobs,
+    sglang_max_running_requests,
+    speculative_sets_max_running,
 )
 from .geometry import Geometry, geometry
 
@@ -63,7 +65,9 @@ class Pool:
     replicas: int  # independent copies (dp without DP attention)
     nodes: int
     kv_pool_tokens: int  # per attention rank
-    max_running: int | None  # per replica, all attention ranks together
+    max_running: int | None
+    """SGLang's max_running_requests per replica, all attention ranks together: the flag, or the 48 a
+    speculative launch gets without it (plan/running_limit.py)."""
     chunked_prefill: int
     speculative: Speculative | None
     geometry: Geometry
@@ -104,8 +108,8 @@ class Pool:
     def capacity_limit(self, tokens_per_request: int) -> str:
         """What caps running requests: "state-pool" when a hybrid model's recurrent-state pool
         admits fewer requests than anything else, "max-running-requests" when SGLang's
-        --max-running-requests (a total SGLang splits over DP-attention ranks) binds before
-        the KV pool fills, else "kv-pool"."""
+        max_running_requests (the flag, or 48 under speculative decoding; a total SGLang splits
+        over DP-attention ranks) binds before the KV pool fills, else "kv-pool"."""
         kv = self._kv_requests(tokens_per_request)
         running = self.max_running if self.max_running is not None else kv
         if self.state_requests is not None and self.state_requests < min(kv, running):
@@ -188,7 +192,10 @@ def _pool(role: str, args: dict[str, Any], nodes: int, memory: MemoryPlan, platf
         replicas=dp if (dp > 1 and not dp_attention) else 1,
         nodes=nodes,
         kv_pool_tokens=memory.kv_pool_tokens,
-        max_running=_int(args, "--max-running-requests"),
+        max_running=sglang_max_running_requests(
+            _int(args, "--max-running-requests"),
+            speculative=speculative_sets_max_running(args.get("--speculative-algorithm")),
+        ),
         chunked_prefill=_int(args, "--chunked-prefill-size") or _default_chunk(platform),
         speculative=_speculative(args),
         geometry=geometry(model, kv_dtype, ssm_dtype),

@@ -143,7 +143,7 @@ def format_predictions(preds: list[Prediction], source: str = "") -> str:
         elif p.kv_limited and p.capacity_limit == "state-pool":
             notes.append(f"the state pool admits {p.kv_capacity_requests}: the rest queue")
         elif p.kv_limited and p.capacity_limit == "max-running-requests":
-            notes.append(f"--max-running-requests lets {p.kv_capacity_requests} run: the rest queue")
+            notes.append(f"max_running_requests lets {p.kv_capacity_requests} run: the rest queue")
         elif p.kv_limited:
             notes.append(f"KV pool holds {p.kv_capacity_requests}: the rest queue")
         if p.saturated and p.kv_capacity_requests >= 1:

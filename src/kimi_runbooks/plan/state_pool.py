@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from ..catalog import GIB, LinearAttention
 from ..catalog.values import ArgValue, ParamsError
+from .running_limit import sglang_max_running_requests, speculative_sets_max_running
 
 STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 """--mamba-ssm-dtype choices (SGLang 0.5.23 srt/configs/mamba_utils.py dtype_map); unset: float32."""
@@ -42,11 +43,6 @@ RADIX_STRATEGIES = ("auto", "extra_buffer", "extra_buffer_lazy", "no_buffer")
 BASE_SLOTS = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO in kv_cache_configurator.py
 TRACKING_SLOTS = {"extra_buffer": 2, "extra_buffer_lazy": 1, "no_buffer": 0}
 DEFAULT_FULL_MEMORY_RATIO = 0.9  # schedule.py: mamba_full_memory_ratio fallback=0.9
-SPEC_DEFAULT_MAX_RUNNING = 48
-"""Unset --max-running-requests under speculative decoding, whatever its state slots (SGLang 0.5.23
-srt/arg_groups/speculative_hook.py: _handle_dspark and _handle_eagle_family declare
-max_running_requests=48, 'Max running requests is reset to 48 for speculative decoding'; SGLang
-cookbook Kimi-K3, 2. Configuration Tips)."""
 
 SOURCE = (
     "SGLang 0.5.23 python/sglang/srt/mem_cache/kv_cache_configurator.py (_handle_max_mamba_cache, "
@@ -68,7 +64,8 @@ class StateSettings:
     speculative_draft_tokens: int = 0
     """Extra state slots a speculative request holds (0 with --enable-linear-replayssm-spec)."""
     speculative: bool = False
-    """Any --speculative-algorithm: SGLang then runs at most 48 requests unless told otherwise."""
+    """A --speculative-algorithm whose SGLang hook runs at most 48 requests unless told otherwise,
+    whatever its state slots (running_limit.py; SGLang cookbook Kimi-K3, 2. Configuration Tips)."""
     max_running_requests: int | None = None
     max_total_tokens: int | None = None
 
@@ -159,13 +156,14 @@ def split_rest_memory(
     r = settings.full_memory_ratio
     budget = rest_bytes * r / (1 + r)
     draft = settings.speculative_draft_tokens
-    requested = settings.max_running_requests
-    if (draft > 0 or settings.speculative) and requested is None:
-        requested = SPEC_DEFAULT_MAX_RUNNING
+    # extra draft state slots come only with a speculative algorithm
+    requested = sglang_max_running_requests(
+        settings.max_running_requests, speculative=settings.speculative or draft > 0
+    )
     spec_bytes = 0
-    if draft > 0:
+    if draft > 0 and requested is not None:
         slots = int((budget - per_slot * (1 + draft)) // (per_slot * (1 + draft / ratio)))
-        capped = min(max(1, (requested or SPEC_DEFAULT_MAX_RUNNING) // attn_dp), max(slots, 0) // ratio)
+        capped = min(max(1, requested // attn_dp), max(slots, 0) // ratio)
         spec_bytes = per_slot * (capped + 1) * draft
     else:
         slots = int((budget - per_slot) // per_slot)
@@ -241,7 +239,7 @@ def state_settings(lookup: dict[str, ArgValue | None]) -> StateSettings:
         disable_radix_cache=lookup.get("--disable-radix-cache") not in (None, False),
         disable_overlap_schedule=lookup.get("--disable-overlap-schedule") not in (None, False),
         speculative_draft_tokens=draft,
-        speculative=lookup.get("--speculative-algorithm") not in (None, False),
+        speculative=speculative_sets_max_running(lookup.get("--speculative-algorithm")),
         max_running_requests=_flag_number(lookup, "--max-running-requests", int),
         max_total_tokens=_flag_number(lookup, "--max-total-tokens", int),
     )
