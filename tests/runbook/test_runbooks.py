@@ -16,7 +16,7 @@ import pytest
 from kimi_runbooks import report, runbook
 from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.plan import PlanConfig
+from kimi_runbooks.plan import PlanConfig, plan
 from kimi_runbooks.report import html as report_html
 from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.stages import availability
@@ -110,6 +110,16 @@ def test_parameters_cell_names_every_plan_knob_with_the_recipe_values(platform):
     config, options = runbook.split_params(params)
     assert PlanConfig.model_validate(config).platform == platform
     assert options.stages == list(runbook.STAGE_ORDER)
+
+
+def test_a_model_with_its_own_snippet_recipe_is_not_given_the_platforms_values():
+    # the MI300X parameters cell holds the K2.6 recipe (mem_fraction_static 0.8); the K2.5 page sets none
+    params = {"platform": "mi300x", "model": "kimi-k2.5", "tp": 4, "mem_fraction_static": 0.8}
+    config, _ = runbook.split_params(params)
+    assert config["mem_fraction_static"] is None and config["tp"] is None
+    assert "--mem-fraction-static" not in plan(config).argv
+    mine = {**params, "mem_fraction_static": 0.75}  # a value of the user's own still applies
+    assert runbook.split_params(mine)[0]["mem_fraction_static"] == 0.75
 
 
 def test_unknown_parameter_is_a_clear_error():
