@@ -22,16 +22,11 @@ def _expected_tokens(cell: dict[str, Any], port: int) -> list[str]:
 
 
 TOKENSPEED = "--attention-backend tokenspeed_mla"
-SERVES_TOKENSPEED_AS_WRITTEN = "0.5.23"
-"""The first SGLang that serves `--attention-backend tokenspeed_mla` without --kv-cache-dtype fp8_e4m3
-(params/rules/launch.yaml tokenspeed-mla-*): the K2.6 B300/GB300 cells plan VALID there, not at 0.5.9."""
 
 
 def _fields(cell: dict[str, Any]) -> dict[str, Any]:
     model = next(m.id for m in CATALOG.models.values() if m.hf_id == cell["model_name"])
     fields: dict[str, Any] = {"platform": cell["hardware"], "model": model, "strategy": cell["strategy"]}
-    if TOKENSPEED in cell["flags"]:
-        fields["sglang_version"] = SERVES_TOKENSPEED_AS_WRITTEN
     if cell.get("role"):
         fields["pd_role"] = cell["role"]
     if cell.get("speculative"):
@@ -102,13 +97,14 @@ def test_every_current_k26_cell_prints_flag_for_flag(cell: dict[str, Any]) -> No
 
 
 def test_tokenspeed_cells_are_refused_where_sglang_refuses_them() -> None:
-    """The K2.6 B300 cell's --attention-backend tokenspeed_mla: no such backend before SGLang 0.5.12,
-    refused without FP8 KV up to 0.5.22, and 0.5.23 sets the FP8 KV itself (the memory plan counts it)."""
+    """The K2.6 B300 cell's --attention-backend tokenspeed_mla: no such backend before SGLang 0.5.12
+    (said: the plans judge the default 0.5.9, the page targets a newer image), refused without FP8 KV
+    up to 0.5.22, and 0.5.23 sets the FP8 KV itself (the memory plan counts it)."""
     at = {
         v: plan({"platform": "b300", "model": "kimi-k2.6", "sglang_version": v}) for v in ("0.5.9", "0.5.22", "0.5.23")
     }
     assert all(TOKENSPEED in p.command for p in at.values())
-    assert {e.id for e in at["0.5.9"].errors} == {"tokenspeed-mla-not-in-release"}
+    assert at["0.5.9"].ok and "tokenspeed-mla-not-in-release" in {w.id for w in at["0.5.9"].warnings}
     assert {e.id for e in at["0.5.22"].errors} == {"tokenspeed-mla-needs-fp8-kv"}
     assert at["0.5.23"].ok and "tokenspeed-mla-sets-fp8-kv" in {w.id for w in at["0.5.23"].warnings}
     assert at["0.5.22"].memory.kv_cache_dtype == "bf16"

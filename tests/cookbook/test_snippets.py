@@ -81,18 +81,14 @@ def test_every_reachable_selection_is_explored(snippet_commands: dict[str, dict[
 # (sources.yaml plan_knobs, cookbook/snippet_recipes.py). A difference found later goes here with
 # why it is kept; any other fails the test below.
 KNOWN_DIFFERENCES: dict[tuple[str, str], list[str]] = {}
-SGLANG_FOR_TOKENSPEED = "0.5.23"
-"""The page's B300/GB300 command (--attention-backend tokenspeed_mla, no --kv-cache-dtype) is served
-as written from SGLang 0.5.23 on (params/rules/launch.yaml tokenspeed-mla-*): plans there are compared
-at that version, the others at the default."""
 IGNORED = {"--host", "--port"}
 
 
-def _plan(model: str, platform: str, *options: str) -> dict[str, Any]:
+def _plan(model: str, platform: str) -> dict[str, Any]:
     out = io.StringIO()
     with redirect_stdout(out), redirect_stderr(io.StringIO()):
-        code = main(["plan", "--model", model, "--platform", platform, "--json", *options])
-    assert code == 0, f"plan --model {model} --platform {platform} {' '.join(options)} failed"
+        code = main(["plan", "--model", model, "--platform", platform, "--json"])
+    assert code == 0, f"plan --model {model} --platform {platform} failed"
     plan: dict[str, Any] = json.loads(out.getvalue())
     return plan
 
@@ -124,9 +120,7 @@ def test_plan_matches_the_page_at_its_defaults_but_for_known_differences(
     for hw in hardware:
         page = parse_command(default_command(data, hardware=hw))
         assert page is not None, f"{snippet} shows no command on {hw} at its defaults"
-        tokenspeed = page["flags"].get("--attention-backend") == "tokenspeed_mla"
-        options = ["--sglang-version", SGLANG_FOR_TOKENSPEED] if tokenspeed else []
-        found[(model, hw)] = _differences(page, _plan(model, hw, *options))
+        found[(model, hw)] = _differences(page, _plan(model, hw))
     expected = {key: KNOWN_DIFFERENCES.get(key, []) for key in found}
     assert found == expected
 

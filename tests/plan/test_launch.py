@@ -11,18 +11,10 @@ def ids(p):
     return {r.id for r in p.errors}
 
 
-TOKENSPEED_DEFAULTS = {"b300", "gb300"}
-"""Platforms whose default plan is the K2.6 page's cell with --attention-backend tokenspeed_mla, which
-SGLang 0.5.9 (the default the rules judge, and the platforms' image) does not have; 0.5.23 serves it."""
-
-
 def test_default_plans_of_every_platform_are_valid():
     catalog = load_catalog()
     for platform in catalog.platforms:
         p = plan({"platform": platform})
-        if platform in TOKENSPEED_DEFAULTS:
-            assert {e.id for e in p.errors} == {"tokenspeed-mla-not-in-release"}, platform
-            p = plan({"platform": platform, "sglang_version": "0.5.23"})
         assert p.ok, (platform, [str(e) for e in p.errors])
 
 
@@ -56,8 +48,7 @@ def test_nvfp4_only_where_the_hardware_runs_it():
     assert "fp4-weights-need-hardware" in ids(plan({"platform": "h200", "model": "kimi-k2.6-nvfp4"}))
     assert "fp4-weights-need-hardware" in ids(plan({"platform": "mi355x", "model": "kimi-k2.6-nvfp4"}))
     for platform in ("b200", "b300", "gb300", "rtx-pro-6000"):
-        p = plan({"platform": platform, "model": "kimi-k2.6-nvfp4", "sglang_version": "0.5.23"})
-        assert p.ok, (platform, [str(e) for e in p.errors])
+        assert plan({"platform": platform, "model": "kimi-k2.6-nvfp4"}).ok, platform
 
 
 def test_eagle3_not_on_amd_and_ascend_needs_w4a8():
@@ -70,7 +61,7 @@ def test_topology_rules():
     assert "devices-match" in ids(plan({"platform": "h200", "tp": 16}))
     assert "devices-match" in ids(plan({"platform": "mi300x", "tp": 8, "devices": 4}))
     assert "nodes-split-evenly" in ids(plan({"platform": "h200", "tp": 9, "nnodes": 2}))
-    idle = plan({"platform": "b300", "tp": 4, "sglang_version": "0.5.23"})  # half a node: valid, said, pinned
+    idle = plan({"platform": "b300", "tp": 4})  # half a node: valid, said, pinned
     assert idle.ok and "devices-idle" in {w.id for w in idle.warnings}
     assert "dp-divides-tp" in ids(plan({"platform": "h200", "dp": 3, "enable_dp_attention": True}))
     assert "dp-replicas-devices" in ids(plan({"platform": "b200", "model": "kimi-k2-instruct", "dp": 4}))

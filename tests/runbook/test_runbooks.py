@@ -162,6 +162,19 @@ def test_mi350x_tp8_stops_at_validation_and_starts_nothing(tmp_path):
 
 # --------------------------------------------------------------------------- end to end
 
+
+def test_tokenspeed_runbooks_say_which_sglang_serves_the_pages_backend():
+    # b300 / gb300 run the K2.6 page's cell with --attention-backend tokenspeed_mla (SGLang 0.5.23 as written)
+    for platform in ("b300", "gb300"):
+        nb = nbformat.read(str(RUNBOOKS / f"{platform}.ipynb"), as_version=4)
+        namespace: dict = {}
+        exec(next(c for c in nb.cells if c.cell_type == "code").source, namespace)  # noqa: S102 - our own cell
+        config, _ = runbook.split_params(runbook.collect_parameters(namespace))
+        launch = plan(config)
+        assert launch.ok and "tokenspeed-mla-not-in-release" in {w.id for w in launch.warnings}, platform
+        assert plan({**config, "sglang_version": "0.5.23"}).memory.kv_cache_dtype == "fp8_e4m3", platform
+
+
 FAST_SPEED = {"speed": {"scenarios": ["smoke-random-ids-c4"]}}
 """One smoke scenario per platform keeps ten runbooks within CI time; h200 runs the full smoke set."""
 
