@@ -21,6 +21,9 @@ def _expected_tokens(cell: dict[str, Any], port: int) -> list[str]:
     return [fill.get(t, t) for flag in cell["flags"] for t in shlex.split(flag)]
 
 
+TOKENSPEED = "--attention-backend tokenspeed_mla"
+
+
 def _fields(cell: dict[str, Any]) -> dict[str, Any]:
     model = next(m.id for m in CATALOG.models.values() if m.hf_id == cell["model_name"])
     fields: dict[str, Any] = {"platform": cell["hardware"], "model": model, "strategy": cell["strategy"]}
@@ -93,6 +96,24 @@ def test_every_current_k26_cell_prints_flag_for_flag(cell: dict[str, Any]) -> No
     _check(cell)
 
 
+def test_tokenspeed_cells_are_refused_where_sglang_refuses_them() -> None:
+    """The K2.6 B300 cell's --attention-backend tokenspeed_mla: no such backend before SGLang 0.5.12
+    (said: the plans judge the default 0.5.9, the page targets a newer image), refused without FP8 KV
+    up to 0.5.22, and 0.5.23 sets the FP8 KV itself (the memory plan counts it)."""
+    at = {
+        v: plan({"platform": "b300", "model": "kimi-k2.6", "sglang_version": v}) for v in ("0.5.9", "0.5.22", "0.5.23")
+    }
+    assert all(TOKENSPEED in p.command for p in at.values())
+    assert at["0.5.9"].ok and "tokenspeed-mla-not-in-release" in {w.id for w in at["0.5.9"].warnings}
+    assert {e.id for e in at["0.5.22"].errors} == {"tokenspeed-mla-needs-fp8-kv"}
+    assert at["0.5.23"].ok and "tokenspeed-mla-sets-fp8-kv" in {w.id for w in at["0.5.23"].warnings}
+    assert at["0.5.22"].memory.kv_cache_dtype == "bf16"
+    assert at["0.5.23"].memory.kv_cache_dtype == "fp8_e4m3"
+    assert at["0.5.23"].memory.kv_pool_tokens > 1.9 * at["0.5.22"].memory.kv_pool_tokens  # half the bytes a token
+    said = plan({"platform": "b300", "model": "kimi-k2.6", "sglang_version": "0.5.22", "kv_cache_dtype": "fp8_e4m3"})
+    assert said.ok, [str(e) for e in said.errors]
+
+
 def test_k3_plans_the_default_dspark_overlay_unless_told_no_speculative() -> None:
     on = plan({"platform": "b300", "model": "kimi-k3", "strategy": "balanced"})
     off = plan({"platform": "b300", "model": "kimi-k3", "strategy": "balanced", "speculative": False})
@@ -112,7 +133,7 @@ def test_k26_high_throughput_is_dp_attention_and_blackwell_gets_tokenspeed_mla()
     ht = plan({"platform": "h200", "model": "kimi-k2.6", "strategy": "high-throughput"})
     assert "--tp 8 --dp 8 --enable-dp-attention" in ht.command
     b300 = plan({"platform": "b300", "model": "kimi-k2.6"})
-    assert "--attention-backend tokenspeed_mla" in b300.command
+    assert TOKENSPEED in b300.command
     assert "--reasoning-parser kimi_k2 --tool-call-parser kimi_k2" in b300.command  # the Parsers row, on by default
 
 

@@ -6,6 +6,8 @@ Boundaries and their sources:
 - EAGLE3 on AMD: AMD ROCm blog 'Faster Kimi-K2.5-W4A8 Decoding with EAGLE3 on AMD Instinct MI325X'
   (a v0.5.10rc0-based image), https://rocm.blogs.amd.com/artificial-intelligence/kimi-k2.5-speculative/README.html;
   --disable-custom-all-reduce from sgl-project/sglang PR 29313.
+- tokenspeed_mla: absent from the 0.5.11 wheel's attention backends, present in 0.5.12's (PR 24925);
+  refused without FP8 KV through the 0.5.22 wheel, aliased to cutedsl_mla with FP8 KV set in 0.5.23.
 """
 
 import subprocess
@@ -34,6 +36,18 @@ ENDS = {
     "eagle3-not-on-amd": (
         {"platform": "mi355x", "speculative": True},
         [("0.5.9", True), ("0.5.10.dev0", True), ("0.5.10rc0", False), ("0.5.10", False), ("0.5.23", False)],
+    ),
+    "tokenspeed-mla-not-in-release": (
+        {"platform": "b300", "model": "kimi-k2.7-code"},
+        [("0.5.9", True), ("0.5.11", True), ("0.5.12rc0", False), ("0.5.12", False), ("0.5.23", False)],
+    ),
+    "tokenspeed-mla-needs-fp8-kv": (
+        {"platform": "b300", "model": "kimi-k2.7-code"},
+        [("0.5.11", False), ("0.5.12", True), ("0.5.22", True), ("0.5.23rc0", False), ("0.5.23", False)],
+    ),
+    "tokenspeed-mla-sets-fp8-kv": (
+        {"platform": "b300", "model": "kimi-k2.7-code"},
+        [("0.5.22", False), ("0.5.23rc0", True), ("0.5.23", True)],
     ),
     "eagle3-on-amd-custom-image": (
         {"platform": "mi355x", "speculative": True},

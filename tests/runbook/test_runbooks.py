@@ -16,7 +16,7 @@ import pytest
 from kimi_runbooks import report, runbook
 from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.paths import REPO_ROOT
-from kimi_runbooks.plan import PlanConfig
+from kimi_runbooks.plan import PlanConfig, plan
 from kimi_runbooks.report import html as report_html
 from kimi_runbooks.rundir import RunFolder
 from kimi_runbooks.stages import availability
@@ -112,6 +112,16 @@ def test_parameters_cell_names_every_plan_knob_with_the_recipe_values(platform):
     assert options.stages == list(runbook.STAGE_ORDER)
 
 
+def test_a_model_with_its_own_snippet_recipe_is_not_given_the_platforms_values():
+    # the MI300X parameters cell holds the K2.6 recipe (mem_fraction_static 0.8); the K2.5 page sets none
+    params = {"platform": "mi300x", "model": "kimi-k2.5", "tp": 4, "mem_fraction_static": 0.8}
+    config, _ = runbook.split_params(params)
+    assert config["mem_fraction_static"] is None and config["tp"] is None
+    assert "--mem-fraction-static" not in plan(config).argv
+    mine = {**params, "mem_fraction_static": 0.75}  # a value of the user's own still applies
+    assert runbook.split_params(mine)[0]["mem_fraction_static"] == 0.75
+
+
 def test_unknown_parameter_is_a_clear_error():
     with pytest.raises(runbook.PlanInvalid, match="unknown runbook parameter"):
         runbook.split_params({"platform": "h200", "tensor_parallel": 8})
@@ -151,6 +161,19 @@ def test_mi350x_tp8_stops_at_validation_and_starts_nothing(tmp_path):
 
 
 # --------------------------------------------------------------------------- end to end
+
+
+def test_tokenspeed_runbooks_say_which_sglang_serves_the_pages_backend():
+    # b300 / gb300 run the K2.6 page's cell with --attention-backend tokenspeed_mla (SGLang 0.5.23 as written)
+    for platform in ("b300", "gb300"):
+        nb = nbformat.read(str(RUNBOOKS / f"{platform}.ipynb"), as_version=4)
+        namespace: dict = {}
+        exec(next(c for c in nb.cells if c.cell_type == "code").source, namespace)  # noqa: S102 - our own cell
+        config, _ = runbook.split_params(runbook.collect_parameters(namespace))
+        launch = plan(config)
+        assert launch.ok and "tokenspeed-mla-not-in-release" in {w.id for w in launch.warnings}, platform
+        assert plan({**config, "sglang_version": "0.5.23"}).memory.kv_cache_dtype == "fp8_e4m3", platform
+
 
 FAST_SPEED = {"speed": {"scenarios": ["smoke-random-ids-c4"]}}
 """One smoke scenario per platform keeps ten runbooks within CI time; h200 runs the full smoke set."""

@@ -285,12 +285,20 @@ class Model(Strict):
     """Every kept revision, newest first."""
     cookbook_seed: str | None = None
     """The commit `--cookbook-revision seed` selects; None: the seed pages' knob-built plan."""
+    snippet_recipes: dict[str, Recipe] = Field(default_factory=dict)
+    """Platform id -> the model's launch knobs there from its cookbook deployment snippet (attached
+    from params/cookbook, cookbook/snippet_recipes.py); a platform not listed uses its own recipe."""
     vendors: list[Literal["nvidia", "amd", "huawei"]]
     notes: list[str] = Field(default_factory=list)
 
     @property
     def checkpoint_gib(self) -> float:
         return self.checkpoint_gb * GB / GIB
+
+    def recipe_on(self, platform: Platform) -> Recipe:
+        """The launch knobs this model starts from on `platform`: its cookbook snippet's when the
+        page lists that hardware (snippet_recipes), else the platform's recipe (its default model's)."""
+        return self.snippet_recipes.get(platform.id, platform.recipe)
 
     def draft_named(self, path: str | None) -> DraftModel | None:
         """The draft a command names (its --speculative-draft-model-path), or the EAGLE3 draft when

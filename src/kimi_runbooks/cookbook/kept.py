@@ -13,6 +13,7 @@ from ..catalog.cookbook_models import Cookbook, CookbookCell
 from ..catalog.params_models import Model, ParamsError
 from .compose import Recipe, compose
 from .jsconfig import read_config
+from .snippet_recipes import attach_snippet_recipes
 
 SOURCES_FILE = "sources.yaml"
 GENERATED_DIR = "generated"
@@ -116,8 +117,9 @@ def as_cookbook(data: dict[str, Any], hf_id: str, page_info: dict[str, Any], pla
 
 
 def attach_cookbooks(params_dir: Path, models: dict[str, Model], platforms: set[str]) -> dict[str, Model]:
-    """The models with their cookbook revisions (newest first) from params/cookbook; a model no kept
-    page has cells for is returned as it is."""
+    """The models with their cookbook revisions (newest first) and their deployment snippets'
+    recipes (snippet_recipes.py) from params/cookbook; a model no kept page has cells for is
+    returned as it is."""
     sources = read_sources(params_dir)
     pages = [
         (info, [load_generated(params_dir, page, r["commit"]) for r in info.get("revisions", [])])
@@ -132,7 +134,7 @@ def attach_cookbooks(params_dir: Path, models: dict[str, Model], platforms: set[
                 model = model.model_copy(update=update)
                 break
         out[model_id] = model
-    return out
+    return attach_snippet_recipes(params_dir, out, platforms, sources)
 
 
 def pick_revision(books: list[Cookbook], seed: str | None, wanted: str | None) -> Cookbook | None:

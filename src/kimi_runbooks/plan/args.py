@@ -44,12 +44,14 @@ def read_user_args(config: PlanConfig) -> UserArgs:
 def launch_args(
     user: UserArgs, config: PlanConfig, choice: CellChoice, knobs: ResolvedKnobs, model: Model, platform: Platform
 ) -> Args:
-    """The cell's flags (for the user's own knobs) or the knobs' flags with the platform recipe's
-    extra arguments (when it serves this model), then the user's extra flags."""
+    """The cell's flags (for the user's own knobs) or the knobs' flags with the recipe's extra
+    arguments (when it is this model's: its snippet's, or the platform's for its default model),
+    then the user's extra flags."""
     if choice.cell is not None:
         parsers = {"--reasoning-parser": knobs.reasoning_parser, "--tool-call-parser": knobs.tool_call_parser}
         return merge_args(cell_args(choice.cell, user.config, knobs.model_path, parsers), user.extra)
-    _, recipe_extra = parse_extra_args(platform.recipe.extra_args if platform.recipe.model == model.id else [])
+    recipe = model.recipe_on(platform)
+    _, recipe_extra = parse_extra_args(recipe.extra_args if recipe.model == model.id else [])
     return merge_args(server_args(config, knobs, model, platform.vendor), [*recipe_extra, *user.extra])
 
 

@@ -124,7 +124,7 @@ def pick(mine: T | None, theirs: T) -> T:
 
 
 def resolve_knobs(config: PlanConfig, platform: Platform, model: Model) -> ResolvedKnobs:
-    recipe = platform.recipe
+    recipe = model.recipe_on(platform)
     same_model = recipe.model == model.id
     kv = pick(config.kv_cache_dtype, recipe.kv_cache_dtype)
     mem = pick(config.mem_fraction_static, recipe.mem_fraction_static)

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from packaging.version import Version
+
 from ..catalog import ArgValue, Catalog, Model, Platform, Rule
 from .args import Args, arg_lookup
 from .config import DEFAULT_SGLANG_VERSION, PlanConfig
@@ -34,6 +36,18 @@ def decode_attention_backend(lookup: dict[str, ArgValue | None]) -> str:
         if value:
             return value
     return ""
+
+
+TOKENSPEED_SETS_FP8_KV = Version("0.5.23rc0")
+"""From this SGLang on, --attention-backend tokenspeed_mla sets --kv-cache-dtype fp8_e4m3 itself
+(params/rules/launch.yaml tokenspeed-mla-sets-fp8-kv; earlier releases refuse another dtype)."""
+
+
+def served_kv_cache_dtype(kv_cache_dtype: str, attention_backend: str, sglang_version: str) -> str:
+    """The KV dtype the server keeps: the command's, or FP8 where SGLang sets it for the backend."""
+    if attention_backend == "tokenspeed_mla" and Version(sglang_version) >= TOKENSPEED_SETS_FP8_KV:
+        return "fp8_e4m3"
+    return kv_cache_dtype
 
 
 def _text(value: ArgValue | None) -> str | None:
@@ -76,13 +90,14 @@ def plan_server(
     addresses their own docs check). The memory is the same arithmetic for both layouts (pipeline
     stages, DP-attention pools, replicas, a hybrid model's state pool, the context length)."""
     speculative = speculative_in(lookup)
+    backend = decode_attention_backend(lookup)
     memory = plan_memory(
         platform,
         model,
         tp=shape.tp,
         pp=shape.pp or 1,
         mem_fraction_static=mem_fraction_static,
-        kv_cache_dtype=kv_cache_dtype,
+        kv_cache_dtype=served_kv_cache_dtype(kv_cache_dtype, backend, config.sglang_version),
         dp_attention_ranks=(shape.dp or 1) if shape.enable_dp_attention else 1,
         speculative=speculative,
         replicas=shape.replicas,
@@ -100,7 +115,7 @@ def plan_server(
         mem_fraction_static=mem_fraction_static,
         speculative=speculative,
         cookbook=cookbook,
-        attention_backend=decode_attention_backend(lookup),
+        attention_backend=backend,
     )
     facts["speculative_algorithm"] = (_text(lookup.get("--speculative-algorithm")) or "").upper() if speculative else ""
     if host is not None:

@@ -179,10 +179,11 @@ RECIPE_KNOBS = ("tp", "dp", "ep", "enable_dp_attention", "kv_cache_dtype", "mem_
 
 
 def cells_over_recipe(config: dict[str, Any], platform_id: Any, model_id: Any) -> dict[str, Any]:
-    """For a model with published cookbook cells (params/models `cookbook:`), the parameters
-    cell's recipe values are the platform's default model's, not choices for this model: a knob
-    still equal to the recipe's value is left unset so the cell's value applies (`-p tp 8` equal
-    to the recipe's tp is then the cell's too; pass `-p extra_args` or another value to differ)."""
+    """For a model with published cookbook cells (params/cookbook pages) or its own deployment
+    snippet's recipe on this platform (Model.snippet_recipes), the parameters cell's recipe values
+    are the platform's default model's, not choices for this model: a knob still equal to the
+    recipe's value is left unset so the cell's or the snippet's value applies (`-p tp 8` equal to
+    the recipe's tp is then the cell's too; pass `-p extra_args` or another value to differ)."""
     from ..catalog import ParamsError, load_catalog
 
     try:
@@ -191,7 +192,9 @@ def cells_over_recipe(config: dict[str, Any], platform_id: Any, model_id: Any) -
         model = catalog.model(str(model_id)) if model_id else None
     except ParamsError:
         return config  # plan() reports the unknown id with the valid ones
-    if model is None or model.cookbook is None or model.id == platform.recipe.model:
+    if model is None or model.id == platform.recipe.model:
+        return config
+    if model.cookbook is None and platform.id not in model.snippet_recipes:
         return config
     recipe = platform.recipe.model_dump()
     return {k: (None if k in RECIPE_KNOBS and v == recipe.get(k) else v) for k, v in config.items()}
