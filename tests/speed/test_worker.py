@@ -55,16 +55,29 @@ def _run(url, tokenizer, folder, scenarios, **kw):
     )  # fmt: skip
 
 
+ATTEMPTS = 3
+ITL_FLOOR_MS = 8 * 0.9
+"""The profile's 8 ms token gap, less jitter: a median below it is the emulator releasing late tokens
+in a burst (a host that fell behind its latency model, emulator/lag.py), not either runner's figure."""
+
+
 def test_worker_results_match_one_process_per_scenario(tokenizer, tmp_path):
+    """The pair is run again (fresh folders) when the emulator fell behind on either run: CI once read a
+    worker median ITL of 0.03 ms against 8.1 ms, the burst of a host busy with other tests."""
     scenarios = [_scenario("w-a"), _scenario("w-b")]
     with start_subprocess(["--time-scale", "1.0", *PROFILE]) as emu:
-        by_worker = _run(emu.base_url, tokenizer, tmp_path / "worker", scenarios, worker=True)
-        by_process = _run(emu.base_url, tokenizer, tmp_path / "process", scenarios, worker=False)
-    rows_w = read_jsonl(tmp_path / "worker" / "bench.jsonl")
-    rows_p = read_jsonl(tmp_path / "process" / "bench.jsonl")
+        for attempt in range(1, ATTEMPTS + 1):
+            worker_dir, process_dir = tmp_path / f"worker{attempt}", tmp_path / f"process{attempt}"
+            by_worker = _run(emu.base_url, tokenizer, worker_dir, scenarios, worker=True)
+            by_process = _run(emu.base_url, tokenizer, process_dir, scenarios, worker=False)
+            rows_w, rows_p = read_jsonl(worker_dir / "bench.jsonl"), read_jsonl(process_dir / "bench.jsonl")
+            itls = [r.get("metrics", {}).get("median_itl_ms", 0.0) for r in rows_w + rows_p]
+            if min(itls) >= ITL_FLOOR_MS:
+                break
+            print(f"attempt {attempt}: the emulator fell behind (median ITLs {itls} ms): run again")
     assert [r["status"] for r in rows_w + rows_p] == ["ok"] * 4
     assert rows_w[0]["argv"] == [
-        a if "process" not in a else a.replace("process", "worker") for a in rows_p[0]["argv"]
+        a if "process" not in a else a.replace(process_dir.name, worker_dir.name) for a in rows_p[0]["argv"]
     ]  # the same CLI arguments either way (only the run folder differs)
     for w, p in zip(rows_w, rows_p, strict=True):
         assert set(w["metrics"]) == set(p["metrics"])  # every key of the CLI's result line
@@ -76,9 +89,9 @@ def test_worker_results_match_one_process_per_scenario(tokenizer, tmp_path):
         assert w["metrics"]["median_ttft_ms"] == pytest.approx(p["metrics"]["median_ttft_ms"], rel=0.15, abs=30)
         assert w["metrics"]["median_itl_ms"] == pytest.approx(p["metrics"]["median_itl_ms"], rel=0.15, abs=4)
         for row in (w, p):
-            assert row["metrics"]["median_ttft_ms"] >= 40 and row["metrics"]["median_itl_ms"] >= 8 * 0.9
+            assert row["metrics"]["median_ttft_ms"] >= 40 and row["metrics"]["median_itl_ms"] >= ITL_FLOOR_MS
     assert list(by_worker.columns) == list(by_process.columns)
-    log = (tmp_path / "worker" / "logs" / "bench-w-b.log").read_text()
+    log = (worker_dir / "logs" / "bench-w-b.log").read_text()
     assert "Serving Benchmark Result" in log  # the CLI's printed block, in the scenario's own log
 
 
