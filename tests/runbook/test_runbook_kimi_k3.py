@@ -50,9 +50,10 @@ def test_runbook_refuses_k3_where_the_cookbook_has_no_cell() -> None:
 
 def test_runbook_plans_k27_code_on_mi350x_with_the_recipe_values() -> None:
     config, _ = runbook.split_params(_params("mi350x", model="kimi-k2.7-code"))
-    assert config["tp"] == 4  # no cookbook cells: the platform recipe's values stay
+    assert config["tp"] is None  # the cookbook snippet's recipe decides (cookbook/snippet_recipes.py), not the cell
     p = plan(config)
     assert p.ok, [str(e) for e in p.errors]
+    assert p.argv[p.argv.index("--tp") + 1] == "4"  # the K2.7-Code page's AMD command (TP <= 4 there)
     assert p.argv[p.argv.index("--tool-call-parser") + 1] == "kimi_k2"
 
 
