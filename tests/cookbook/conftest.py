@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kimi_runbooks.cookbook.kept import load_generated, read_sources
+from kimi_runbooks.cookbook.kept_files import load_generated, read_sources
 from kimi_runbooks.paths import PARAMS_DIR
 
 K3_NEW = "f795573d68a06b095c2605328c8fd000e05eda4b"

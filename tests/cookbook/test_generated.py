@@ -10,7 +10,8 @@ import yaml
 
 from kimi_runbooks.cookbook import mamba_ratio
 from kimi_runbooks.cookbook.compose import overlay_compose, page_command, with_nodes
-from kimi_runbooks.cookbook.kept import generate, generated_path
+from kimi_runbooks.cookbook.kept import generate
+from kimi_runbooks.cookbook.kept_files import generated_path
 
 
 def test_generated_recipes_are_current(params_dir: Path, sources: dict[str, Any]) -> None:

@@ -70,7 +70,7 @@ def _check(cell: dict[str, Any]) -> None:
 
 
 def _cases(data_fixture: str) -> list[Any]:
-    from kimi_runbooks.cookbook.kept import load_generated
+    from kimi_runbooks.cookbook.kept_files import load_generated
     from kimi_runbooks.paths import PARAMS_DIR
 
     from .conftest import K3_NEW, K26

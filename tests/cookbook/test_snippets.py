@@ -16,7 +16,7 @@ import pytest
 
 from kimi_runbooks.cli import main
 from kimi_runbooks.cookbook.jsconfig import ConfigReadError
-from kimi_runbooks.cookbook.kept import read_sources
+from kimi_runbooks.cookbook.kept_files import read_sources
 from kimi_runbooks.cookbook.snippets import (
     default_command,
     generate_snippet,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kimi_runbooks.cli import main
-from kimi_runbooks.cookbook.kept import load_generated, read_sources
+from kimi_runbooks.cookbook.kept_files import load_generated, read_sources
 
 from .conftest import K3_NEW, K3_SEED
 

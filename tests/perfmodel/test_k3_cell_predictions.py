@@ -11,7 +11,7 @@ import pytest
 
 from kimi_runbooks.catalog import load_catalog
 from kimi_runbooks.cli import main
-from kimi_runbooks.cookbook.kept import load_generated
+from kimi_runbooks.cookbook.kept_files import load_generated
 from kimi_runbooks.paths import PARAMS_DIR
 from kimi_runbooks.perfmodel import parse_predict_spec
 from kimi_runbooks.perfmodel.cookbook_cells import CellPrediction, format_cells_table, predict_cells

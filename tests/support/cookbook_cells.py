@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kimi_runbooks.catalog import load_catalog
-from kimi_runbooks.cookbook.kept import load_generated
+from kimi_runbooks.cookbook.kept_files import load_generated
 from kimi_runbooks.deploy.launchers.emulator import emulator_argv, server_flags
 from kimi_runbooks.paths import PARAMS_DIR
 from kimi_runbooks.plan import LaunchPlan, plan

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..catalog.flags import canonical_flag
 from ..catalog.params_models import Model, ParamsError, Recipe
+from .kept_files import load_generated
 from .snippets import default_command, parse_command
 
 KNOB_FIELDS = {
@@ -67,7 +68,6 @@ def attach_snippet_recipes(
 ) -> dict[str, Model]:
     """The models with the recipes of the kept snippets marked `plan_knobs: true` (newest revision),
     keyed by platform; a snippet's model is the one whose hf_id its default command serves."""
-    from .kept import load_generated
 
     by_hf = {m.hf_id: m.id for m in models.values()}
     recipes: dict[str, dict[str, Recipe]] = {}

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .jsconfig import NODE_TIMEOUT_S, ConfigReadError, node_binary
+from .kept_files import cookbook_dir
 
 MAX_STATES = 5000  # a bound on the selections explored, far above the kept pages' few hundred
 
@@ -155,7 +156,6 @@ def generate_snippet(
 ) -> dict[str, Any]:
     """One kept snippet revision's commands, one per reachable selection, with its commit
     (`shown`: the kept file's read_snippet result when the caller has it already)."""
-    from .kept import cookbook_dir
 
     shown = shown or read_snippet(cookbook_dir(params_dir) / revision["file"])
     return {

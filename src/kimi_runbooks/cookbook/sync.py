@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from .jsconfig import ConfigReadError, read_config
-from .kept import SOURCES_FILE, cookbook_dir, generate, load_generated, read_sources, write_generated
+from .kept import generate, write_generated
+from .kept_files import SOURCES_FILE, cookbook_dir, load_generated, read_sources
 from .snippets import generate_snippet, read_snippet, snippet_diff
 
 
