@@ -220,7 +220,7 @@ def borrowed_from(values: dict[str, float], name: str, lenders: Collection[str] 
 
 def is_tuned(name: str) -> bool:
     """A tuned kernel's term ('...:tuned]'): it borrows only from tuned kernels. A release path's
-    inefficiency (the stock W4A16 MoE on Hopper streams its experts at a fifth of the memory's rate)
+    inefficiency (the stock W4A16 MoE on Hopper streams its experts at a twentieth of the memory's rate)
     is what tuning removes, so a tuned kernel with no fit of its own stays at its prior, not at the
     stock path's value (issue 43 item 3: the tuned FlyDSL W4A16 stack borrowed it and was +176% at c40)."""
     return name.endswith(":tuned]")
