@@ -3,6 +3,8 @@ calibration and in any fit (bounded least squares); no family fits more than its
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 
 import pytest
@@ -79,14 +81,17 @@ def test_an_unfitted_expert_kernel_term_borrows_the_fitted_paths_of_its_weight_f
     fitted = {
         "stack.moe_kernel[flashinfer_cutlass:FP4]": 0.9,
         "stack.moe_kernel[cutlass:FP4]": 0.4,
-        "stack.moe_kernel[default:W4A16]": 0.05,
+        "stack.moe_kernel[default:W4]": 0.05,
         "hw.stream[hbm]": 0.8,
     }
-    # the geometric mean of the two FP4 paths; W4A16 and the hardware term take no part
+    # the geometric mean of the two FP4 paths; W4 and the hardware term take no part
     assert pooled(fitted, "stack.moe_kernel[default:FP4]") == pytest.approx(0.6)
-    assert pooled(fitted, "stack.moe_kernel[flydsl:W4A16:tuned]") == pytest.approx(0.05)
+    assert pooled(fitted, "stack.moe_kernel[flydsl:W4]") == pytest.approx(0.05)
+    # a tuned kernel never borrows a release path's inefficiency (issue 43 item 3): its prior
+    assert pooled(fitted, "stack.moe_kernel[flydsl:W4:tuned]") == RANGES["stack.moe_kernel"].prior
+    assert pooled({**fitted, "stack.moe_kernel[aiter:W4:tuned]": 0.7}, "stack.moe_kernel[flydsl:W4:tuned]") == 0.7
     # no fitted path of the format, a term of another kind, or a term not keyed by a MoE path: the prior
-    assert pooled(fitted, "stack.moe_kernel[deepep:W4A8]") == RANGES["stack.moe_kernel"].prior
+    assert pooled(fitted, "stack.moe_kernel[deepep:W8]") == RANGES["stack.moe_kernel"].prior
     assert pooled(fitted, "stack.small_batch_gemm[default:FP4]") == RANGES["stack.small_batch_gemm"].prior
     assert pooled(fitted, "stack.attn_latency_ns[amd:aiter]") == RANGES["stack.attn_latency_ns"].prior
     # compose uses it for what the fit left out, never over a fitted value
@@ -97,11 +102,11 @@ def test_an_unfitted_expert_kernel_term_borrows_the_fitted_paths_of_its_weight_f
 
 
 def test_only_a_term_measured_rows_read_lends() -> None:
-    """An expert-kernel term fitted only to Ascend's SLO ceilings (deepep:W4A8) lends nothing: an
-    AMD W4A8 FlyDSL run without a fit of its own stays at the prior instead of borrowing a ceiling."""
-    fitted = {"stack.moe_kernel[deepep:W4A8]": 0.78, "stack.moe_kernel[default:FP4]": 0.5}
-    ceiling_only = {"stack.moe_kernel[default:FP4]"}  # what measured rows read: not the W4A8 term
-    term = "stack.moe_kernel[flydsl:W4A8:tuned]"
+    """An expert-kernel term fitted only to Ascend's SLO ceilings (deepep:W4) lends nothing: an
+    AMD W4 FlyDSL run without a fit of its own stays at the prior instead of borrowing a ceiling."""
+    fitted = {"stack.moe_kernel[deepep:W4]": 0.78, "stack.moe_kernel[default:FP4]": 0.5}
+    ceiling_only = {"stack.moe_kernel[default:FP4]"}  # what measured rows read: not the W4 term
+    term = "stack.moe_kernel[flydsl:W4]"
     assert pooled(fitted, term) == pytest.approx(0.78)  # no lenders named: every fitted term lends
     assert pooled(fitted, term, ceiling_only) == RANGES["stack.moe_kernel"].prior
     assert borrowed_from(fitted, term, ceiling_only) == []
@@ -111,12 +116,13 @@ def test_the_committed_calibration_borrows_from_measured_terms_only() -> None:
     cal = load_calibration(CATALOG.root)
     assert cal.lenders is not None, "calibration.yaml names the terms measured rows read"
     ceiling_only = set(cal.values) - set(cal.lenders)
-    assert "stack.moe_kernel[deepep:W4A8]" in ceiling_only  # fitted to Ascend's SLO ceilings alone
-    # what a prediction reads: a tuned FlyDSL W4A8 stack on AMD takes the MoE kernel prior, not the
-    # ceiling fit (Calibration.factors hands its lenders to compose)
-    w4a8 = Stack(moe_path="flydsl", precision="W4A8", tuned=True)
+    assert "stack.moe_kernel[deepep:W4]" in ceiling_only  # fitted to Ascend's SLO ceilings alone
+    # what a prediction reads: an untuned FlyDSL W4A8 stack on AMD borrows the measured stock W4 path
+    # only, not the ceiling fit (Calibration.factors hands its lenders to compose)
+    w4a8 = Stack(moe_path="flydsl", precision="W4A8")
     keys = term_keys("amd-cdna", w4a8)
-    assert keys.moe == "stack.moe_kernel[flydsl:W4A8:tuned]" and keys.moe not in cal.values
-    stream = cal.values[keys.stream]
-    assert cal.factors("amd-cdna", w4a8).eta_moe == pytest.approx(stream * RANGES["stack.moe_kernel"].prior)
-    assert compose(cal.values, keys).eta_moe == pytest.approx(stream * cal.values["stack.moe_kernel[deepep:W4A8]"])
+    assert keys.moe == "stack.moe_kernel[flydsl:W4]" and keys.moe not in cal.values
+    stream, stock = cal.values[keys.stream], cal.values["stack.moe_kernel[default:W4]"]
+    assert cal.factors("amd-cdna", w4a8).eta_moe == pytest.approx(stream * stock)
+    both = math.sqrt(stock * cal.values["stack.moe_kernel[deepep:W4]"])
+    assert compose(cal.values, keys).eta_moe == pytest.approx(stream * both)  # without lenders: the ceiling too

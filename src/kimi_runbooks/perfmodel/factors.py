@@ -149,7 +149,7 @@ MEMORY_TECHNOLOGY = {"nvidia-rtx-blackwell": "gddr7"}
 
 
 def kind_of(name: str) -> str:
-    """'stack.moe_kernel[triton:W4A16]' -> 'stack.moe_kernel'."""
+    """'stack.moe_kernel[triton:W4]' -> 'stack.moe_kernel'."""
     return name.split("[", 1)[0]
 
 
@@ -174,7 +174,7 @@ class TermKeys:
 
 
 def term_keys(family: str, stack: Stack) -> TermKeys:
-    vendor, moe = vendor_of(family), stack.moe_key()
+    vendor, moe = vendor_of(family), stack.kernel_key()
     return TermKeys(
         stream=f"hw.stream[{MEMORY_TECHNOLOGY.get(family, 'hbm')}]",
         mma="hw.mma",
@@ -187,11 +187,11 @@ def term_keys(family: str, stack: Stack) -> TermKeys:
 
 
 POOLED_KINDS = ("stack.moe_kernel", "stack.small_batch_gemm", "stack.prefill_kernels")
-"""The expert-kernel terms, keyed by MoE path and weight format (Stack.moe_key)."""
+"""The expert-kernel terms, keyed by the kernel: MoE path, weight format and tuned (Stack.kernel_key)."""
 
 
 def precision_of(name: str) -> str | None:
-    """'stack.moe_kernel[flydsl:W4A16:tuned]' -> 'W4A16': the weight format an expert-kernel term
+    """'stack.moe_kernel[flydsl:W4:tuned]' -> 'W4': the weight format an expert-kernel term
     shares with the other MoE paths (None for any other term)."""
     if kind_of(name) not in POOLED_KINDS or "[" not in name:
         return None
@@ -207,10 +207,23 @@ def borrowed_from(values: dict[str, float], name: str, lenders: Collection[str] 
     kind = kind_of(name)
     if kind not in POOLED_KINDS or name in values:
         return []
-    precision = precision_of(name)
+    precision, tuned = precision_of(name), is_tuned(name)
     return sorted(
-        n for n in values if kind_of(n) == kind and precision_of(n) == precision and (lenders is None or n in lenders)
+        n
+        for n in values
+        if kind_of(n) == kind
+        and precision_of(n) == precision
+        and is_tuned(n) == tuned
+        and (lenders is None or n in lenders)
     )
+
+
+def is_tuned(name: str) -> bool:
+    """A tuned kernel's term ('...:tuned]'): it borrows only from tuned kernels. A release path's
+    inefficiency (the stock W4A16 MoE on Hopper streams its experts at a twentieth of the memory's rate)
+    is what tuning removes, so a tuned kernel with no fit of its own stays at its prior, not at the
+    stock path's value (issue 43 item 3: the tuned FlyDSL W4A16 stack borrowed it and was +176% at c40)."""
+    return name.endswith(":tuned]")
 
 
 def pooled(values: dict[str, float], name: str, lenders: Collection[str] | None = None) -> float:

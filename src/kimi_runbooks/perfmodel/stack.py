@@ -36,6 +36,8 @@ MOE_PATHS = (
 )
 PRECISIONS = ("W4A16", "W4A8", "W8A8", "FP8", "FP4", "BF16")
 PRECISION_OF_FORMAT = {"int4": "W4A16", "w4a8": "W4A8", "w8a8": "W8A8", "fp8": "FP8", "nvfp4": "FP4", "mxfp4": "FP4"}
+WEIGHT_FORMAT_OF_PRECISION = {"W4A16": "W4", "W4A8": "W4", "W8A8": "W8"}
+"""Precision -> the weights' format an expert kernel reads (FP8, FP4 and BF16 are their own)."""
 _VERSION = re.compile(r"v?(\d+\.\d+\.\d+(?:\.post\d+)?)")
 _MOE_RUNNER = {"flashinfer_mxfp4": "flashinfer_cutlass", "deep_gemm": "cutlass", "auto": None}
 
@@ -78,6 +80,17 @@ class Stack:
         path = self.moe_path or "default"
         return f"{path}:{self.precision or 'unknown'}" + (":tuned" if self.tuned else "")
 
+    def kernel_key(self) -> str:
+        """The expert kernel's terms (factors.POOLED_KINDS): MoE path, the weights' format and "tuned".
+        The activation precision is not part of it: W4A16 and W4A8 on one kernel path read the same
+        4-bit weight bytes with the same tiles and schedule, and differ in the MMA they run (bf16 or
+        int8), which the step model takes from the dtype's own peak (hardware.expert_dtype). So the
+        ROCm blog's W4A16 and W4A8 columns, one FlyDSL kernel with "only the compute path" changed,
+        share one set of kernel terms (issue 43 item 3)."""
+        path = self.moe_path or "default"
+        weights = WEIGHT_FORMAT_OF_PRECISION.get(self.precision or "", self.precision or "unknown")
+        return f"{path}:{weights}" + (":tuned" if self.tuned else "")
+
     def attention_key(self, vendor: str) -> str:
         return f"{vendor}:{self.attention_backend or 'default'}"
 
@@ -86,8 +99,13 @@ class Stack:
         vendor (CUDA and HIP graphs replay the same launch sequence; AMD's budget, 10 runs / 3, is
         spent on its own terms). Tried 2026-12-05 with a term per vendor: the AMD term went to the top
         of its range (400 us, absorbing what the stock AMD kernels lose) and Hopper's page-out TPOT at
-        concurrency 16-100 got worse, so it stays shared. `vendor` is kept for that split."""
-        return "compile" if self.torch_compile else ("eager" if self.cuda_graphs is False else "graphs")
+        concurrency 16-100 got worse, so it stays shared. `vendor` is kept for that split.
+        torch.compile is not a mode of its own: SGLang's --enable-torch-compile compiles the model
+        that its CUDA/HIP graphs then capture, so decode replays a graph either way (fitted apart on
+        2026-12-07, the two terms came out 178 and 185 us per layer); one "graphs" term lets the AMD
+        tuned pages' per-layer cost be fitted with every other graph-replay run instead of competing
+        for AMD's own budget (issue 43: AMD page-out TPOT error 54% -> 40%)."""
+        return "eager" if self.cuda_graphs is False and not self.torch_compile else "graphs"
 
     def label(self) -> str:
         """A short name for tables (coverage per stack)."""
