@@ -3,9 +3,8 @@ calibration and in any fit (bounded least squares); no family fits more than its
 
 from __future__ import annotations
 
-import math
-
 import dataclasses
+import math
 
 import pytest
 
