@@ -20,7 +20,9 @@ from kimi_runbooks.plan.saved import save_plan
 from kimi_runbooks.rundir import RunFolder
 
 
-def _bench_row(scenario: str, concurrency: int, tpot: float, *, status: str = "ok", rate: str = "inf") -> dict[str, Any]:
+def _bench_row(
+    scenario: str, concurrency: int, tpot: float, *, status: str = "ok", rate: str = "inf"
+) -> dict[str, Any]:
     argv = ["python", "-m", "sglang.bench_serving", "--dataset-name", "random", "--random-input-len", "1024"]
     argv += ["--random-output-len", "1024", "--random-range-ratio", "1.0", "--request-rate", rate]
     metrics = {
@@ -68,7 +70,9 @@ ROWS = [
 ]
 
 
-def test_a_measured_run_becomes_a_page_the_model_fits(catalog: Catalog, run_folder: RunFolder, params_copy: Path) -> None:
+def test_a_measured_run_becomes_a_page_the_model_fits(
+    catalog: Catalog, run_folder: RunFolder, params_copy: Path
+) -> None:
     folder = _measured_run(run_folder, catalog, ROWS)
     ref = reference_from_run(folder, "lab-k26-mi355x", "measured by the lab, 2026-12-08", "8x MI355X")
     assert [r["scenario"] for r in ref.data["rows"]] == ["chat-c1", "chat-c16"]
@@ -131,21 +135,32 @@ def test_the_source_is_kept_literally_and_secrets_never_reach_the_file(
 ) -> None:
     monkeypatch.setenv("LAB_TOKEN", "tok-9f8e7d6c5b4a")
     folder = _measured_run(run_folder, catalog, ROWS)
-    source = "lab's \"run\" $(rm -rf /) `x`; token tok-9f8e7d6c5b4a"
+    source = 'lab\'s "run" $(rm -rf /) `x`; token tok-9f8e7d6c5b4a'
     path = write_reference(reference_from_run(folder, "lab-run", source), params_copy, ["LAB_TOKEN"])
     text = path.read_text(encoding="utf-8")
     assert "tok-9f8e7d6c5b4a" not in text
-    assert yaml.safe_load(text)["source"].startswith("lab's \"run\" $(rm -rf /) `x`; token ")
+    assert yaml.safe_load(text)["source"].startswith('lab\'s "run" $(rm -rf /) `x`; token ')
 
 
 def test_the_command_refuses_with_the_rule_and_exit_2(
     catalog: Catalog, run_folder: RunFolder, params_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = _measured_run(run_folder, catalog, ROWS, emulated=True)
-    argv = ["reference-from-run", str(folder.path), "--id", "lab-run", "--source", "x", "--params-dir", str(params_copy)]
+    argv = [
+        "reference-from-run",
+        str(folder.path),
+        "--id",
+        "lab-run",
+        "--source",
+        "x",
+        "--params-dir",
+        str(params_copy),
+    ]
     assert main(argv) == 2
     assert "measured-runs-only" in capsys.readouterr().err
     folder = _measured_run(run_folder, catalog, ROWS)
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "wrote" in out and "left out: chat-c32" in out and (params_copy / "references" / "speed-lab-run.yaml").is_file()
+    assert (
+        "wrote" in out and "left out: chat-c32" in out and (params_copy / "references" / "speed-lab-run.yaml").is_file()
+    )
