@@ -164,3 +164,12 @@ def test_the_command_refuses_with_the_rule_and_exit_2(
     assert (
         "wrote" in out and "left out: chat-c32" in out and (params_copy / "references" / "speed-lab-run.yaml").is_file()
     )
+
+
+@pytest.mark.parametrize(("served", "expected"), [("0.5.11", "0.5.11"), ("0.5.23-emulated", "0.5.9"), (None, "0.5.9")])
+def test_the_version_is_what_the_server_reported_when_it_is_a_release(
+    catalog: Catalog, run_folder: RunFolder, served: str | None, expected: str
+) -> None:
+    folder = _measured_run(run_folder, catalog, ROWS, sglang_version=served)
+    ref = reference_from_run(folder, "lab-run", "somewhere")
+    assert ref.data["sglang_version"] == ref.data["stack"]["sglang_version"] == expected

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,9 @@ ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{2,63}")
 LAUNCH_KEYS = ("tp", "dp", "ep", "enable_dp_attention", "kv_cache_dtype", "mem_fraction_static", "context_length")
 TABLE_METRICS = ("median_ttft_ms", "median_tpot_ms", "output_throughput")
 RANDOM_DATASETS = ("random", "random-ids")
+RELEASE = re.compile(r"\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?")
+"""A release number as /server_info reports it; anything else (an emulator's "0.5.23-emulated", a dev
+build) leaves the plan's --sglang-version in place."""
 
 
 class ReferenceFromRunError(ValueError):
@@ -75,7 +78,9 @@ def _table_row(row: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
         return None, f"{name}: request rate {rate}: the table format holds concurrency-limited runs only"
     m = row.get("metrics") or {}
     completed = int(m.get("completed") or 0)
-    metrics = {k: float(m[k]) for k in TABLE_METRICS if isinstance(m.get(k), (int, float)) and math.isfinite(m[k])}
+    metrics = {
+        k: round(float(m[k]), 2) for k in TABLE_METRICS if isinstance(m.get(k), (int, float)) and math.isfinite(m[k])
+    }
     if completed < 1 or len(metrics) < len(TABLE_METRICS):
         return None, f"{name}: no completed requests or a missing median TTFT / TPOT / output throughput"
     ratio = _flag(argv, "--random-range-ratio")
@@ -124,6 +129,7 @@ def reference_from_run(folder: RunFolder, ref_id: str, source: str, hardware: st
         launch: LaunchPlan = plan_from_record(folder.read_json(folder.plan), str(folder.plan))
     except SavedPlanError as exc:
         raise ReferenceFromRunError(f"rule run-has-a-plan: {exc}") from None
+    cfg = launch.config
     table, left_out = [], []
     for row in _latest(rows).values():
         made, why = _table_row(row)
@@ -137,16 +143,17 @@ def reference_from_run(folder: RunFolder, ref_id: str, source: str, hardware: st
             f"concurrency ({len(left_out)} left out: {'; '.join(left_out) or 'bench.jsonl is empty'}). Fix: run the "
             "speed stage (a `random` scenario set) to the end first"
         )
-    stack = plan_stack(launch).as_dict()
+    served = str((manifest or {}).get("sglang_version") or "")
+    version = served if RELEASE.fullmatch(served) else cfg.sglang_version  # what /server_info said ran
+    stack = replace(plan_stack(launch), sglang_version=version).as_dict()
     if stack.get("speculative"):
         stack["speculative"] = {k: v for k, v in stack["speculative"].items() if v is not None}
-    cfg = launch.config
     data = {
         "id": ref_id,
         "kind": "table",
         "platform": launch.platform.id,
         "model": launch.model.id,
-        "sglang_version": str((manifest or {}).get("sglang_version") or cfg.sglang_version),
+        "sglang_version": version,
         "hardware": hardware or f"{launch.devices_used} x {launch.platform.id}",
         "docker_image": launch.docker_image,
         "published": str((manifest or {}).get("started_at") or "")[:10] or None,
