@@ -176,7 +176,7 @@ def test_a_prediction_says_how_many_pages_stand_behind_its_band():
     tpot = "median_tpot_ms"
     assert two.high[tpot] / two.low[tpot] < one.high[tpot] / one.low[tpot]
     text = format_predictions([two])
-    assert "band basis: 2 pages, same stack" in text
+    assert "band basis: 2 pages, same stack" in text and "reference-from-run" not in text
     k3 = plan({"platform": "b300", "model": "kimi-k3"}, CATALOG)
     p = Predictor(k3, cal).predict(Scenario(8192, 1024, concurrency=16))
     assert (p.pages, p.band_basis, p.calibration_basis) == (0, "first principles", "first-principles")

@@ -23,6 +23,7 @@ def test_predict_prints_the_table_with_its_band():
     table = out.split("## predicted speed", 1)[1]
     assert "PREDICTED" in table and "not measured" in table
     assert "nvidia-hopper, 8 devices" in table and "band basis: one page" in table
+    assert "reference-from-run RUN_DIR" in table  # one page: how a user's own run narrows the band
     rows = [line for line in table.splitlines() if line.strip().startswith("1000")]
     assert [r.split()[2] for r in rows] == ["c=1", "c=16", "c=64"]
     assert all("[" in r and "-" in r for r in rows)

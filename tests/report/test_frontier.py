@@ -118,3 +118,12 @@ def test_a_search_the_emulator_fell_behind_on_says_not_representative_not_missed
     figures, _ = operating_points(partly, load_results(partly), emulated=True, run_id="r4")
     names = [t.name for t in figures[0].data]
     assert any(n.startswith("probe, not judged (emulator behind its latency model)") for n in names)
+
+
+def test_a_search_whose_only_probe_failed_to_run_does_not_say_the_slo_was_missed(tmp_path: Path) -> None:
+    run = _run(tmp_path, fail=1)  # the server died on the first probe: nothing above it ran
+    (line,) = operating_point_lines(run, load_results(run), emulated=False, run_id="r5")
+    assert "no max_concurrency ran to the end" in line and "no probe ran to the end: 1 failed to run" in line
+    assert "met it" not in line and "did not meet" not in line
+    figures, _ = operating_points(run, load_results(run), emulated=False, run_id="r5")
+    assert figures == [] or figures[0].layout.title.text.startswith("no probe ran to the end")

@@ -439,3 +439,24 @@ def test_judge_calls_a_behind_probe_not_representative_whatever_its_latencies() 
     assert op.verdict(kept_up) is True
     failed = {**behind, "status": "failed", "error": "boom"}
     assert op.verdict(failed) is False  # a failed probe is recorded as it is, behind or not
+
+
+def test_a_search_whose_probes_failed_to_run_says_so_not_that_the_slo_was_missed() -> None:
+    """A dead server is not a missed SLO: both the live search and the summary read from bench.jsonl
+    name the failure (both said "did not meet the SLO" / "no probe met the SLO" before)."""
+    calls: list[float] = []
+    found = op.search(_searched(4, 32, 4), _fake_runner(100, calls, fail={4}))
+    assert found.best is None and calls == [4]
+    assert "lowest value (4) failed to run" in found.note and "server gone" in found.note
+    tag = {"of": "op", "over": "max_concurrency", "slo": {"tpot_ms": 40.0}, "criterion": "attainment", "step": 4}
+    dead = {
+        "scenario": "op@c4",
+        "status": "failed",
+        "error": "ConnectionError: server gone",
+        "search": tag | {"value": 4},
+    }
+    (summary,) = op.summaries([dead])
+    assert summary.best is None and summary.note == "no probe ran to the end: 4 failed to run"
+    missed = {"scenario": "op@c8", "status": "ok", "goodput": {"slo_attainment": 0.5}, "search": tag | {"value": 8}}
+    (summary,) = op.summaries([dead, missed])
+    assert summary.note == "no probe met the SLO (4 failed to run)"

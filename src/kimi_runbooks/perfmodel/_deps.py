@@ -22,7 +22,7 @@ from ..plan import LaunchPlan, PlanConfig, plan
 from ..plan.knobs import resolve_knobs
 from ..plan.memory import MemoryPlan, kv_bytes_per_token, plan_memory
 from ..plan.running_limit import sglang_max_running_requests, speculative_sets_max_running
-from ..plan.saved import SAVED, plan_from_record
+from ..plan.saved import SAVED, SavedPlanError, plan_from_record
 from ..plan.state_pool import StateSettings, state_bytes_per_slot
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "LaunchPlan",
     "MemoryPlan",
     "SAVED",
+    "SavedPlanError",
     "Model",
     "ParamsError",
     "PlanConfig",

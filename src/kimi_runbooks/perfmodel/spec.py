@@ -111,6 +111,12 @@ BAND_TEXT = {
 }
 
 
+NARROW_HINT = (
+    "# fewer than two pages measured this family on this stack: a speed-stage run on this hardware, added with "
+    "`python -m kimi_runbooks.perfmodel reference-from-run RUN_DIR --id ... --source ...`, narrows the band"
+)
+
+
 def format_predictions(preds: list[Prediction], source: str = "") -> str:
     """The table `kimi-runbooks plan --predict` prints (every figure labelled PREDICTED)."""
     if not preds:
@@ -129,6 +135,7 @@ def format_predictions(preds: list[Prediction], source: str = "") -> str:
         f"# family {first.family}, {first.devices} devices; {which}",
         f"# band basis: {first.band_basis} ([low-high] = 10th-90th percentile of the leave-one-page-out "
         "errors of published results predicted with as much behind them)",
+        *([NARROW_HINT] if first.pages < 2 else []),
         f"# stack: {shown or 'read from the plan (nothing shown)'} (set the rest with --stack key=value,...)",
         *(f"# speculative accept length {length:g}: {basis}" for length, basis in accepts),
         *([f"# {first.role_note}"] if first.role_note else []),

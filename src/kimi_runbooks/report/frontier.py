@@ -111,6 +111,8 @@ def frontier_figure(result: SearchResult, points: pd.DataFrame, origin: str) -> 
 
 
 def _title(result: SearchResult, chosen: pd.DataFrame) -> str:
+    if result.best is None and result.probes and len(result.failed) == len(result.probes):
+        return "no probe ran to the end: every probe failed to run"
     if result.best is None:
         return f"no probe met {_slo_text(result)}"
     text = f"operating point {result.over} {result.best:g} meets {_slo_text(result)}"
@@ -126,7 +128,9 @@ def summary_line(result: SearchResult, points: pd.DataFrame, origin: str) -> str
     probes = f"{len(result.probes) - confirming} probe(s), {confirming} confirmation run(s)" + (
         f", failed: {', '.join(f'{p.scenario} ({p.why})' for p in failed)}" if failed else ""
     )
-    if result.best is None:
+    if result.best is None and result.probes and len(failed) == len(result.probes):
+        found = f"no {result.over} ran to the end"  # a dead server is not a missed SLO
+    elif result.best is None:
         found = f"no {result.over} met it"
     else:
         found = f"highest {result.over} meeting it: {result.best:g}"

@@ -263,7 +263,10 @@ def search(
         values, result.knee, result.knee_note = knee_sweep(values, row_at)
         phase[0] = "bisect"
     result.best, result.above, result.note = bisect(values, lambda v: judge(row_at(v))[0])
-    if result.best is None and verdict(row_at(values[0])) is None:
+    lowest = row_at(values[0])
+    if result.best is None and lowest.get("status") != "ok":
+        result.note = f"the lowest value ({values[0]:g}) failed to run: {judge(lowest)[1]}"
+    elif result.best is None and verdict(lowest) is None:
         result.note = f"the lowest value ({values[0]:g}) was not judged"
     if result.knee is not None:
         result.above, result.note = None, result.knee_note
@@ -395,7 +398,14 @@ def summaries(rows: Sequence[Mapping[str, Any]]) -> list[SearchResult]:
         if met and judged_missed and min(judged_missed) < max(met):
             result.note = f"not monotone: {min(judged_missed):g} missed the SLO below {max(met):g}, which met it"
         elif result.best is None:
-            result.note = "no probe met the SLO" if judged_missed else "no probe was judged"
+            ran_missed = [p.value for p in searched if p.met is False and p.status == "ok"]
+            broke = ", ".join(f"{p.value:g}" for p in searched if p.status != "ok")
+            if ran_missed:
+                result.note = "no probe met the SLO" + (f" ({broke} failed to run)" if broke else "")
+            elif broke:
+                result.note = f"no probe ran to the end: {broke} failed to run"
+            else:
+                result.note = "no probe was judged"
         elif result.knee is not None:  # held at the knee, as search() holds it
             result.note = result.knee_note
         elif result.above is None:
