@@ -9,7 +9,7 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from kimi_runbooks.catalog.flags import KNOB_OWNED, knob_of, parse_extra_args
+from kimi_runbooks.catalog.flags import KNOB_OWNED, flag_value, knob_of, parse_extra_args
 from kimi_runbooks.plan import plan
 
 
@@ -175,3 +175,9 @@ def test_knob_spellings_agree_with_sglangs_own_parser(require_tool_env: object) 
     assert parsed["tp_size"] == 8 and parsed["chunked_prefill_size"] == 8192 and parsed["enable_metrics"] is True
     assert parsed["host"] == launch.serve_host and parsed["port"] == launch.serve_port
     assert set(KNOB_OWNED) >= {"--tp", "--host", "--port", "--mem-fraction-static"}
+
+
+def test_flag_value_reads_both_spellings_the_first_wins_and_a_trailing_flag_has_none():
+    argv = ["sglang", "serve", "--tp", "8", "--context-length=4096", "--tp", "4", "--enable-metrics"]
+    assert flag_value(argv, "--tp") == "8" and flag_value(argv, "--context-length") == "4096"
+    assert flag_value(argv, "--enable-metrics") is None and flag_value(argv, "--missing") is None

@@ -35,6 +35,17 @@ FLAG_ALIASES = {
 canonical one."""
 
 
+def flag_value(argv: Sequence[str], name: str) -> str | None:
+    """The value of `name` in an argv, as `--flag value` or `--flag=value` (the first; None when absent):
+    for reading a command this project wrote (a plan's, bench_serving's), not for parsing a user's."""
+    for i, word in enumerate(argv):
+        if word == name and i + 1 < len(argv):
+            return str(argv[i + 1])
+        if word.startswith(name + "="):
+            return word.split("=", 1)[1]
+    return None
+
+
 def canonical_flag(flag: str) -> str:
     return FLAG_ALIASES.get(flag, flag)
 

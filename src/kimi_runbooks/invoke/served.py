@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..catalog.flags import flag_value
 from ..kimi.parsers import DEFAULT_PARSER, PARSERS, IdFormat, ParserFormat
 
 if TYPE_CHECKING:
@@ -72,12 +73,12 @@ class ServedModel:
     @classmethod
     def from_plan(cls, plan: LaunchPlan) -> ServedModel:
         """The plan's model with the parsers and context length its command launches it with."""
-        context = _flag(plan.argv, "--context-length")
+        context = flag_value(plan.argv, "--context-length")
         served = cls.from_model(
             plan.model,
             context_length=int(context) if context and context.isdigit() else None,
-            tool_call_parser=_flag(plan.argv, "--tool-call-parser"),
-            reasoning_parser=_flag(plan.argv, "--reasoning-parser"),
+            tool_call_parser=flag_value(plan.argv, "--tool-call-parser"),
+            reasoning_parser=flag_value(plan.argv, "--reasoning-parser"),
         )
         pool = plan.memory.kv_pool_tokens or None
         return replace(served, kv_pool_tokens=pool, declared={**served.declared, "kv_pool_tokens": pool})
@@ -111,15 +112,6 @@ class ServedModel:
         """Think-channel markers a client must never see in content, per reasoning parser."""
         parser = _parser(self.reasoning_parser)
         return parser.think_open, parser.think_close
-
-
-def _flag(argv: list[str], name: str) -> str | None:
-    for i, arg in enumerate(argv):
-        if arg == name and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return None
 
 
 def checks_for(served: ServedModel, names: list[str]) -> list[str]:

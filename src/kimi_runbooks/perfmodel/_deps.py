@@ -17,7 +17,7 @@ from ..catalog import (
     Reference,
     load_catalog,
 )
-from ..catalog.flags import canonical_flag
+from ..catalog.flags import canonical_flag, flag_value
 from ..plan import LaunchPlan, PlanConfig, plan
 from ..plan.knobs import resolve_knobs
 from ..plan.memory import MemoryPlan, kv_bytes_per_token, plan_memory
@@ -41,6 +41,7 @@ __all__ = [
     "Platform",
     "Reference",
     "canonical_flag",
+    "flag_value",
     "kv_bytes_per_token",
     "load_catalog",
     "plan",

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from ..rundir import RunFolder, read_jsonl, write_redacted
-from ._deps import LaunchPlan, SavedPlanError, plan_from_record
+from ._deps import LaunchPlan, SavedPlanError, flag_value, plan_from_record
 from .stack import plan_stack
 
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{2,63}")
@@ -47,15 +47,6 @@ class RunReference:
     left_out: list[str] = field(default_factory=list)
 
 
-def _flag(argv: list[str], name: str) -> str | None:
-    for i, word in enumerate(argv):
-        if word == name and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith(name + "="):
-            return word.split("=", 1)[1]
-    return None
-
-
 def _latest(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The last attempt of each scenario (a resumed or repeated run appends; the latest wins)."""
     out: dict[str, dict[str, Any]] = {}
@@ -70,10 +61,10 @@ def _table_row(row: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     if row.get("status") != "ok":
         return None, f"{name}: status {row.get('status')!r}, not ok"
     argv = [str(a) for a in row.get("argv") or []]
-    dataset = _flag(argv, "--dataset-name")
+    dataset = flag_value(argv, "--dataset-name")
     if dataset not in RANDOM_DATASETS:
         return None, f"{name}: dataset {dataset!r}: the table format holds random-length runs only"
-    rate = _flag(argv, "--request-rate")
+    rate = flag_value(argv, "--request-rate")
     if rate not in (None, "inf"):
         return None, f"{name}: request rate {rate}: the table format holds concurrency-limited runs only"
     m = row.get("metrics") or {}
@@ -83,7 +74,7 @@ def _table_row(row: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     }
     if completed < 1 or len(metrics) < len(TABLE_METRICS):
         return None, f"{name}: no completed requests or a missing median TTFT / TPOT / output throughput"
-    ratio = _flag(argv, "--random-range-ratio")
+    ratio = flag_value(argv, "--random-range-ratio")
     return {
         "scenario": name,
         "input_len": max(round(float(m.get("total_input_tokens") or 0) / completed), 1),

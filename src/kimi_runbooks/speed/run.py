@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from ..catalog import Scenario
+from ..catalog.flags import flag_value
 from ..plan import MemoryPlan
 from ..progress import report_progress
 from ..rundir import RunFolder, now_iso, read_jsonl
@@ -221,7 +222,7 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
         **trace_results(scenario, trace, raw),
     )
     row.update(behind_router(row))  # the servers' own cache hit rate, not bench_serving's 0% through a router
-    answers = answer_latency(_flag(argv, "--backend"), raw, read_timings(timings), trace[1] if trace else None)
+    answers = answer_latency(flag_value(argv, "--backend"), raw, read_timings(timings), trace[1] if trace else None)
     row.update(answers)
     if isinstance(row.get("turns"), list):
         row["turns"] = merge_turns(row["turns"], answers)
@@ -239,11 +240,6 @@ def run_one(scenario: Scenario, run: SpeedRun, repeat: int = 1, repeats: int = 1
         probes = 0 if row.get("median_first_answer_ms") is not None else int(run.extra.get("answer_probe") or 0)
         row.update(answer_results(scenario, run.target.url, run.target.model, run.api_key, probes))
     return run.record(row)
-
-
-def _flag(argv: list[str], flag: str) -> str | None:
-    """The value after `flag` in bench_serving's argv (None when absent)."""
-    return argv[argv.index(flag) + 1] if flag in argv[:-1] else None
 
 
 def run_scenarios(
