@@ -173,3 +173,18 @@ def test_the_version_is_what_the_server_reported_when_it_is_a_release(
     folder = _measured_run(run_folder, catalog, ROWS, sglang_version=served)
     ref = reference_from_run(folder, "lab-run", "somewhere")
     assert ref.data["sglang_version"] == ref.data["stack"]["sglang_version"] == expected
+
+
+def test_a_missing_run_dir_or_a_file_given_as_one_is_refused_with_the_fix(
+    tmp_path: Path, params_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-run"
+    with pytest.raises(ReferenceFromRunError, match="run-dir-exists"):
+        reference_from_run(RunFolder(missing), "lab-run", "somewhere")
+    assert not missing.exists()  # nothing created
+    a_file = tmp_path / "bench.jsonl"
+    a_file.write_text("{}\n", encoding="utf-8")
+    for path in (missing, a_file):
+        argv = ["reference-from-run", str(path), "--id", "lab-run", "--source", "x", "--params-dir", str(params_copy)]
+        assert main(argv) == 2
+        assert "Fix:" in capsys.readouterr().err

@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..rundir import RunFolder
+from ..rundir import RunFolder, RunFolderError
 from ._deps import load_catalog
 from .beside_measured import format_reference_checks, predicted_beside_references
 from .calibration import Evaluator, dof_table, free_parameters
@@ -82,7 +82,7 @@ def _reference_from_run(args: argparse.Namespace, params_dir: Path) -> int:
     try:
         ref = reference_from_run(RunFolder(args.run_dir), args.id, args.source, args.hardware)
         path = write_reference(ref, params_dir, force=args.force)
-    except ReferenceFromRunError as exc:
+    except (ReferenceFromRunError, RunFolderError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {path}: {len(ref.data['rows'])} scenarios")

@@ -98,6 +98,11 @@ def reference_from_run(folder: RunFolder, ref_id: str, source: str, hardware: st
             "rule reference-has-a-source: say where the figures can be checked. Fix: --source 'URL of the "
             "published run' (or, for a private measurement, who ran it, where and when)"
         )
+    if not folder.path.is_dir():
+        raise ReferenceFromRunError(
+            f"run_dir {folder.path} does not exist: rule run-dir-exists. Fix: pass the folder a runbook wrote "
+            "(outputs/<run id>)"
+        )
     manifest = folder.read_json(folder.manifest) if folder.manifest.is_file() else {}
     rows = read_jsonl(folder.file(RunFolder.BENCH)) if folder.file(RunFolder.BENCH).is_file() else []
     if (manifest or {}).get("emulated") or any(r.get("emulated") for r in rows):
