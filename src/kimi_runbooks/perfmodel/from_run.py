@@ -103,15 +103,15 @@ def reference_from_run(folder: RunFolder, ref_id: str, source: str, hardware: st
             f"run_dir {folder.path} does not exist: rule run-dir-exists. Fix: pass the folder a runbook wrote "
             "(outputs/<run id>)"
         )
-    manifest = folder.read_json(folder.manifest) if folder.manifest.is_file() else {}
+    manifest = (folder.read_json(folder.manifest) if folder.manifest.is_file() else None) or {}
     rows = read_jsonl(folder.file(RunFolder.BENCH)) if folder.file(RunFolder.BENCH).is_file() else []
-    if (manifest or {}).get("emulated") or any(r.get("emulated") for r in rows):
+    if manifest.get("emulated") or any(r.get("emulated") for r in rows):
         raise ReferenceFromRunError(
             f"{folder.path}: rule measured-runs-only: this run is EMULATED; the emulator's figures come from our "
             "own model, and fitting them would fit the model to itself. Fix: run the speed stage against the "
             "real server on the hardware (launcher docker, local, slurm or external)"
         )
-    if (manifest or {}).get("launcher") == "sglang-cpu" or any(r.get("rehearsal") for r in rows):
+    if manifest.get("launcher") == "sglang-cpu" or any(r.get("rehearsal") for r in rows):
         raise ReferenceFromRunError(
             f"{folder.path}: rule measured-runs-only: this run is a CPU rehearsal (real SGLang, tiny model), not "
             "the model on its hardware. Fix: run the speed stage on the hardware the plan names"
@@ -139,7 +139,7 @@ def reference_from_run(folder: RunFolder, ref_id: str, source: str, hardware: st
             f"concurrency ({len(left_out)} left out: {'; '.join(left_out) or 'bench.jsonl is empty'}). Fix: run the "
             "speed stage (a `random` scenario set) to the end first"
         )
-    served = str((manifest or {}).get("sglang_version") or "")
+    served = str(manifest.get("sglang_version") or "")
     version = served if RELEASE.fullmatch(served) else cfg.sglang_version  # what /server_info said ran
     stack = replace(plan_stack(launch), sglang_version=version).as_dict()
     if stack.get("speculative"):
@@ -152,12 +152,12 @@ def reference_from_run(folder: RunFolder, ref_id: str, source: str, hardware: st
         "sglang_version": version,
         "hardware": hardware or f"{launch.devices_used} x {launch.platform.id}",
         "docker_image": launch.docker_image,
-        "published": str((manifest or {}).get("started_at") or "")[:10] or None,
+        "published": str(manifest.get("started_at") or "")[:10] or None,
         "source": source,
         "measured_run": {
             "run_id": folder.run_id,
-            "project_commit": (manifest or {}).get("project_commit"),
-            "launcher": (manifest or {}).get("launcher"),
+            "project_commit": manifest.get("project_commit"),
+            "launcher": manifest.get("launcher"),
         },
         "launch_command": launch.command,
         "launch": {
