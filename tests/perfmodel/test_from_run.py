@@ -188,3 +188,18 @@ def test_a_missing_run_dir_or_a_file_given_as_one_is_refused_with_the_fix(
         argv = ["reference-from-run", str(path), "--id", "lab-run", "--source", "x", "--params-dir", str(params_copy)]
         assert main(argv) == 2
         assert "Fix:" in capsys.readouterr().err
+
+
+def test_every_repeat_of_a_repeated_scenario_is_a_row_and_one_run(
+    catalog: Catalog, run_folder: RunFolder, params_copy: Path
+) -> None:
+    """A scenario run `repeats: 2` appends one row per repeat; both are kept (the last alone was before)."""
+    rows = [_bench_row("chat-c4", 4, tpot) | {"repeat": k, "repeats": 2} for k, tpot in ((1, 30.0), (2, 32.0))]
+    ref = reference_from_run(_measured_run(run_folder, catalog, rows), "lab-run", "somewhere")
+    assert [(r["scenario"], r["repeat"], r["metrics"]["median_tpot_ms"]) for r in ref.data["rows"]] == [
+        ("chat-c4", 1, 30.0),
+        ("chat-c4", 2, 32.0),
+    ]
+    write_reference(ref, params_copy)
+    fitted = load_catalog(params_copy)
+    assert runs(observations(fitted))["amd-cdna"] == runs(observations(catalog))["amd-cdna"] + 1

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from ..rundir import RunFolder, read_jsonl, write_redacted
+from ..rundir.attempts import latest_by_repeat
 from ._deps import LaunchPlan, SavedPlanError, flag_value, plan_from_record
 from .stack import plan_stack
 
@@ -47,14 +48,6 @@ class RunReference:
     left_out: list[str] = field(default_factory=list)
 
 
-def _latest(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The last attempt of each scenario (a resumed or repeated run appends; the latest wins)."""
-    out: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        out[str(row.get("scenario"))] = row
-    return out
-
-
 def _table_row(row: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """(the table row, "") or (None, why the scenario is left out)."""
     name = str(row.get("scenario"))
@@ -75,8 +68,10 @@ def _table_row(row: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     if completed < 1 or len(metrics) < len(TABLE_METRICS):
         return None, f"{name}: no completed requests or a missing median TTFT / TPOT / output throughput"
     ratio = flag_value(argv, "--random-range-ratio")
+    repeat = {"repeat": int(row["repeat"])} if int(row.get("repeats") or 1) > 1 else {}
     return {
         "scenario": name,
+        **repeat,
         "input_len": max(round(float(m.get("total_input_tokens") or 0) / completed), 1),
         "output_len": max(round(float(m.get("total_output_tokens") or 0) / completed), 1),
         "concurrency": int(row.get("max_concurrency") or m.get("max_concurrency") or 1),
@@ -127,7 +122,7 @@ def reference_from_run(folder: RunFolder, ref_id: str, source: str, hardware: st
         raise ReferenceFromRunError(f"rule run-has-a-plan: {exc}") from None
     cfg = launch.config
     table, left_out = [], []
-    for row in _latest(rows).values():
+    for row in latest_by_repeat(r for r in rows if r.get("scenario") is not None).values():
         made, why = _table_row(row)
         if made is None:
             left_out.append(why)
@@ -182,7 +177,8 @@ def write_reference(
         )
     header = (
         "# A measured run turned into a reference (python -m kimi_runbooks.perfmodel reference-from-run):\n"
-        "# figures from the run's bench.jsonl (the latest attempt of each scenario), lengths the measured means.\n"
+        "# figures from the run's bench.jsonl (the latest attempt of each scenario and repeat: a repeated scenario\n"
+        "# is a row per repeat, one run in the fit), lengths the measured means.\n"
     )
     text = header + yaml.safe_dump(ref.data, sort_keys=False, allow_unicode=True, width=120)
     return write_redacted(path, text, secret_envs or [])

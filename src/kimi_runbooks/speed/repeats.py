@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..catalog.scenario_models import MAX_REPEATS
+from ..rundir.attempts import latest_by_repeat
 
 LEVEL = 0.95
 MAIN_METRICS = ("median_ttft_ms", "median_tpot_ms", "output_throughput", "goodput_tok_s")
@@ -210,17 +211,6 @@ def repeats_for(scenario_repeats: int | None, stage_repeats: int | None) -> int:
 def repeat_key(scenario_id: str, repeat: int, repeats: int) -> str:
     """The name a repeat's output file and log are kept under (the scenario id for one run)."""
     return scenario_id if repeats <= 1 else f"{scenario_id}.r{repeat}"
-
-
-def latest_by_repeat(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
-    """The latest attempt of each (scenario, repeat), in the order of those attempts (rows without
-    a repeat, written before repeats existed, are repeat 1)."""
-    latest: dict[tuple[str, int], dict[str, Any]] = {}
-    for row in rows:
-        key = (str(row["scenario"]), int(row.get("repeat") or 1))
-        latest.pop(key, None)
-        latest[key] = row
-    return latest
 
 
 def pending(wanted: Mapping[str, int], rows: Iterable[dict[str, Any]], finished: Sequence[str]) -> dict[str, list[int]]:

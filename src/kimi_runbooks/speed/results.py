@@ -22,8 +22,9 @@ import pandas as pd
 
 from ..origin import source_label
 from ..rundir import RunFolder, read_jsonl
+from ..rundir.attempts import latest_by_repeat
 from .parse import parse_jsonl_text, parse_result_text
-from .repeats import collapse, latest_by_repeat
+from .repeats import collapse
 
 RESULTS_FILE = RunFolder.BENCH
 STATUSES = ("ok", "not comparable", "failed", "over-capacity", "skipped")
